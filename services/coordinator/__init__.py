@@ -1,0 +1,1 @@
+"""The coordinator: runs quality suites and scenarios over memory backends and keeps their results."""

@@ -1,0 +1,204 @@
+"""ProbeContext: what a suite's per-probe code can ask of the rig during a run.
+
+Retrievals are cached per (backend, probe) so conditions sharing a backend share one call; the compaction
+summary is made once per namespace per run (and saved under artifacts/); answers and judgements go through
+the one LLM client. Everything recorded here ends up in the sample, so metrics can be recomputed later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from services.adapters.client import BackendError
+from services.adapters.compacted.backend import compact
+from services.adapters.full_context.backend import render_session
+from services.common import prompts
+from services.common.llm_client import LLMClient
+from services.common.tokens import count_tokens
+from services.common.types import IngestBatch, Memory, RetrieveQuery, RetrieveResult
+from services.coordinator.metrics.judge import majority_vote
+from services.coordinator.suites.base import Condition, Probe
+
+_JSON_RE = re.compile(r"\{.*\}", re.S)
+
+
+def default_format(memories: list[Memory]) -> str:
+    """How the rig presents a backend's memories when the backend gives no formatted context of its own."""
+    if not memories:
+        return ""
+    lines = ["Relevant memories:"] + [f"- {m.text.strip()}" for m in memories]
+    return "\n".join(lines)
+
+
+def text_hit(texts: list[str], expected: list[str]) -> bool:
+    """True when any expected string occurs in any text (case-insensitive, whitespace collapsed)."""
+    norm = [" ".join(t.lower().split()) for t in texts]
+    for e in expected:
+        e = " ".join(e.lower().split())
+        if e and any(e in t for t in norm):
+            return True
+    return False
+
+
+def parse_judge_score(text: str) -> int | None:
+    m = _JSON_RE.search(text or "")
+    if m:
+        try:
+            v = json.loads(m.group(0)).get("score")
+            if isinstance(v, int | float) and 0 <= int(v) <= 3:
+                return int(v)
+        except (json.JSONDecodeError, AttributeError):
+            pass
+    m2 = re.search(r"\b([0-3])\b", text or "")
+    return int(m2.group(1)) if m2 else None
+
+
+class ProbeContext:
+    def __init__(
+        self,
+        clients: dict[str, Any],
+        corpora: dict[str, IngestBatch],
+        llm: LLMClient,
+        judge_llm: LLMClient,
+        run_dir: Path,
+        suite_name: str,
+        judge_passes: int = 1,
+        judge_temperature: float = 0.0,
+        retrieve_params: dict[str, tuple[int, str]] | None = None,
+    ):
+        self.clients = clients
+        self.corpora = corpora
+        self.llm = llm
+        self.judge_llm = judge_llm
+        self.run_dir = run_dir
+        self.suite_name = suite_name
+        self.judge_passes = judge_passes
+        self.judge_temperature = judge_temperature
+        self.retrieve_params = retrieve_params or {}
+        self._retrievals: dict[tuple[str, str], asyncio.Task] = {}
+        self._compactions: dict[str, asyncio.Task] = {}
+        (run_dir / "artifacts").mkdir(parents=True, exist_ok=True)
+
+    def backend_namespace(self, namespace: str) -> str:
+        return f"{self.suite_name}:{namespace}"
+
+    # --------------------------------------------------------------------------------------------
+    async def retrieve(self, backend: str, probe: Probe, top_k: int | None = None, mode: str | None = None
+                       ) -> dict[str, Any]:
+        k_default, mode_default = self.retrieve_params.get(backend, (6, "fast"))
+        key = (backend, f"{probe.id}|{top_k or k_default}|{mode or mode_default}")
+        if key not in self._retrievals:
+            self._retrievals[key] = asyncio.ensure_future(
+                self._retrieve(backend, probe, top_k or k_default, mode or mode_default)
+            )
+        return await self._retrievals[key]
+
+    async def _retrieve(self, backend: str, probe: Probe, top_k: int, mode: str) -> dict[str, Any]:
+        client = self.clients[backend]
+        q = RetrieveQuery(query=probe.question[:2000], top_k=top_k, mode=mode, reference_time=probe.reference_time)
+        res, latency_ns = await client.retrieve(self.backend_namespace(probe.namespace), q)
+        return retrieval_record(res, latency_ns, probe.expected)
+
+    async def compaction(self, namespace: str) -> str:
+        if namespace not in self._compactions:
+            self._compactions[namespace] = asyncio.ensure_future(self._compaction(namespace))
+        return await self._compactions[namespace]
+
+    async def _compaction(self, namespace: str) -> str:
+        batch = self.corpora[namespace]
+        sessions = sorted(batch.sessions, key=lambda s: (s.started_at, s.session_id))
+        text = "\n\n".join([render_session(s) for s in sessions] + [f"## {d.path or d.id}\n{d.text}" for d in batch.documents])
+        h = hashlib.sha256((self.llm.config.model + "\x00" + text).encode()).hexdigest()[:16]
+        path = self.run_dir / "artifacts" / f"compaction-{re.sub(r'[^A-Za-z0-9_.-]', '_', namespace)}-{h}.txt"
+        if path.exists():
+            return path.read_text()
+        summary = await compact(self.llm, text)
+        path.write_text(summary)
+        return summary
+
+    # --------------------------------------------------------------------------------------------
+    async def gather_context(self, probe: Probe, condition: Condition) -> tuple[list[str], dict[str, Any]]:
+        blocks: list[str] = []
+        retrievals: dict[str, Any] = {}
+        for part in condition.context:
+            if part == "compaction":
+                blocks.append(await self.compaction(probe.namespace))
+            elif part.startswith("backend:"):
+                name = part.split(":", 1)[1]
+                r = await self.retrieve(name, probe)
+                retrievals[name] = r
+                blocks.append(r["formatted_context"])
+            else:
+                raise ValueError(f"condition {condition.name}: unknown context part {part!r}")
+        return blocks, retrievals
+
+    async def answer(self, question: str, blocks: list[str]) -> dict[str, Any]:
+        user = prompts.answer_user(question, blocks)
+        res = await self.llm.chat([{"role": "system", "content": prompts.ANSWER_SYSTEM},
+                                   {"role": "user", "content": user}], temperature=0.0)
+        return {
+            "answer": res.text.strip(),
+            "prompt_tokens": res.prompt_tokens,
+            "completion_tokens": res.completion_tokens,
+            "answer_latency_ms": res.latency_s * 1000,
+        }
+
+    async def judge(self, question: str, ground_truth: str, answer: str) -> dict[str, Any]:
+        passes, reasons = [], []
+        for _ in range(self.judge_passes):
+            res = await self.judge_llm.chat(
+                [{"role": "system", "content": prompts.JUDGE_SYSTEM},
+                 {"role": "user", "content": prompts.judge_user(question, ground_truth, answer)}],
+                temperature=self.judge_temperature,
+            )
+            s = parse_judge_score(res.text)
+            if s is None:
+                raise ValueError(f"judge reply has no 0-3 score: {res.text[:200]!r}")
+            passes.append(s)
+            reasons.append(res.text.strip()[:300])
+        return {"score": majority_vote(passes), "passes": passes, "reasons": reasons}
+
+    async def answer_and_judge(self, probe: Probe, condition: Condition) -> dict[str, Any]:
+        blocks, retrievals = await self.gather_context(probe, condition)
+        sample: dict[str, Any] = {
+            "retrievals": retrievals,
+            "context_tokens": sum(count_tokens(b) for b in blocks),
+        }
+        if not condition.answer:
+            return sample
+        sample.update(await self.answer(probe.question, blocks))
+        sample["judge"] = await self.judge(probe.question, probe.ground_truth, sample["answer"])
+        return sample
+
+
+def retrieval_record(res: RetrieveResult, latency_ns: int, expected: list[str]) -> dict[str, Any]:
+    texts = [m.text for m in res.memories]
+    return {
+        "memories": [
+            {
+                "id": m.id,
+                "text": m.text,
+                "score": m.score,
+                "kind": m.kind,
+                "source": m.source,
+                "evidence_ids": m.evidence_ids,
+                "channel_scores": m.channel_scores,
+                "attributes": m.attributes,
+            }
+            for m in res.memories
+        ],
+        "formatted_context": res.formatted_context or default_format(res.memories),
+        "latency_ms": latency_ns / 1e6,
+        "server_ms": res.server_duration_ns / 1e6,
+        "degraded": res.degraded,
+        "degraded_reason": res.degraded_reason,
+        "hit": text_hit(texts + [res.formatted_context], expected) if expected else None,
+    }
+
+
+__all__ = ["ProbeContext", "BackendError", "default_format", "text_hit", "retrieval_record", "parse_judge_score"]

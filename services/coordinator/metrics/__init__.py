@@ -1,0 +1,1 @@
+"""Every metric the rig reports, in one registry (see registry.py)."""

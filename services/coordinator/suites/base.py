@@ -1,0 +1,96 @@
+"""What a quality suite is: a loader (corpora to ingest), probes (questions with ground truth), conditions
+(which context each answer gets), a per-probe runner and a scorer. Registered by name in `registry.py`.
+
+The coordinator owns processes, concurrency, resume and files; a suite owns only its data and its maths.
+Raw samples come first (one JSON object per probe × condition in samples.jsonl) and `score` recomputes every
+metric from them, so a run can be re-scored without re-running anything.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from services.common.types import IngestBatch
+
+if TYPE_CHECKING:
+    from services.coordinator.context import ProbeContext
+
+
+@dataclass
+class Probe:
+    id: str
+    question: str
+    category: str = ""
+    ground_truth: str = ""
+    # Strings whose presence in retrieved text counts as a retrieval hit (case-insensitive).
+    expected: list[str] = field(default_factory=list)
+    # Gold evidence ids (message ids) for evidence-based Recall@K.
+    evidence_ids: list[str] = field(default_factory=list)
+    namespace: str = "default"
+    reference_time: datetime | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SuiteData:
+    corpora: dict[str, IngestBatch]  # namespace -> what to ingest
+    probes: list[Probe]
+    info: dict[str, Any] = field(default_factory=dict)  # sizes, sources, licences, repairs...
+
+
+@dataclass(frozen=True)
+class Condition:
+    """How one answer is produced. `context` lists the blocks, in order: "compaction" (the one-shot summary of
+    the namespace) or "backend:<name>" (that backend's retrieval for the probe). `answer` false means the
+    condition is retrieval-only (no LLM answer, no judge)."""
+
+    name: str
+    context: tuple[str, ...] = ()
+    answer: bool = True
+
+    @property
+    def backends(self) -> list[str]:
+        return [c.split(":", 1)[1] for c in self.context if c.startswith("backend:")]
+
+
+class Suite(abc.ABC):
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    # Options with their defaults; everything a run may change. Resolved values land in run.json.
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, options: dict[str, Any] | None = None, seed: int = 0):
+        unknown = sorted(set(options or {}) - set(self.defaults))
+        if unknown:
+            raise ValueError(f"suite {self.name}: unknown option(s) {unknown}; known: {sorted(self.defaults)}")
+        self.options = {**self.defaults, **(options or {})}
+        self.seed = seed
+
+    @abc.abstractmethod
+    def load(self) -> SuiteData:
+        """Build (deterministically, from `seed` and `options`) the corpora and probes."""
+
+    @abc.abstractmethod
+    def conditions(self, backends: list[str], capabilities: dict[str, dict[str, str]]) -> list[Condition]:
+        """The conditions to run for these backends (`capabilities[backend]` = {capability: detail})."""
+
+    def retrieve_top_k(self, backend: str) -> int:
+        return int(self.options.get("top_k", 6))
+
+    def retrieve_mode(self, backend: str) -> str:
+        return str(self.options.get("mode", "fast"))
+
+    async def run_probe(self, ctx: ProbeContext, probe: Probe, condition: Condition) -> dict[str, Any]:
+        """Default: gather the context blocks, answer with the LLM, judge 0-3. Returns the sample body."""
+        return await ctx.answer_and_judge(probe, condition)
+
+    @abc.abstractmethod
+    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        """All metrics, from samples alone."""
+
+    @abc.abstractmethod
+    def render(self, metrics: dict[str, Any]) -> str:
+        """The suite's section of report.md (Markdown)."""
