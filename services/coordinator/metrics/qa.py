@@ -1,0 +1,112 @@
+"""Answer-quality metrics: LoCoMo's official token F1 (with its per-category rules), exact match, binary J.
+
+LoCoMo's scoring (snap-research/locomo `task_eval/evaluation.py`, facts restated, code not copied):
+- normalise: drop commas, lower-case, strip ASCII punctuation, replace the words a/an/the/and by spaces,
+  collapse whitespace;
+- token F1 over Porter-stemmed tokens (nltk `PorterStemmer`, no downloads) with multiset overlap;
+- category 1 (multi-hop): split prediction and gold on ',' and average, over the gold parts, the best F1
+  against any prediction part; category 3: only the gold's text before the first ';'; categories 2 and 4:
+  plain F1; category 5 (adversarial): 1 when the prediction contains "no information available" or
+  "not mentioned" (case-insensitive), else 0.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
+
+from services.coordinator.metrics.registry import metric
+
+_PUNCT = set(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+CAT5_PHRASES = ("no information available", "not mentioned")
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _stemmer().stem(word)
+
+
+def normalize_answer(s: object) -> str:
+    """LoCoMo normalisation: commas out, lower, punctuation out, articles/'and' out, spaces collapsed."""
+    text = str(s).replace(",", "").lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def _tokens(s: object) -> list[str]:
+    return [_stem(w) for w in normalize_answer(s).split()]
+
+
+@metric("token_f1", higher_is_better=True, unit="rate")
+def token_f1(prediction: object, gold: object) -> float:
+    """2PR/(P+R) over Porter-stemmed normalised tokens, P = overlap/|pred|, R = overlap/|gold|, overlap =
+    multiset intersection size; 0 when nothing overlaps (including empty strings)."""
+    p, g = _tokens(prediction), _tokens(gold)
+    same = sum((Counter(p) & Counter(g)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def multi_answer_f1(prediction: object, gold: object) -> float:
+    """LoCoMo category 1: mean over gold parts (split on ',') of max over prediction parts of token_f1."""
+    preds = [x.strip() for x in str(prediction).split(",")]
+    golds = [x.strip() for x in str(gold).split(",")]
+    return sum(max(token_f1(p, g) for p in preds) for g in golds) / len(golds)
+
+
+def adversarial_score(prediction: object) -> float:
+    """LoCoMo category 5: 1 if the prediction says 'no information available' or 'not mentioned', else 0."""
+    low = str(prediction).lower()
+    return 1.0 if any(ph in low for ph in CAT5_PHRASES) else 0.0
+
+
+@metric("locomo_f1", higher_is_better=True, unit="rate")
+def locomo_f1(prediction: object, gold: object, category: int) -> float:
+    """LoCoMo official per-category score: cat 1 multi_answer_f1; cat 2/4 token_f1; cat 3 token_f1 against
+    gold.split(';')[0]; cat 5 adversarial_score (gold ignored)."""
+    category = int(category)
+    if category == 5:
+        return adversarial_score(prediction)
+    if category == 1:
+        return multi_answer_f1(prediction, gold)
+    if category == 3:
+        gold = str(gold).split(";")[0].strip()
+    return token_f1(prediction, gold)
+
+
+@metric("exact_match", higher_is_better=True, unit="rate")
+def exact_match(prediction: object, gold: object) -> float:
+    """1 if normalize_answer(prediction) == normalize_answer(gold) (LoCoMo normalisation, no stemming)."""
+    return 1.0 if normalize_answer(prediction) == normalize_answer(gold) else 0.0
+
+
+@metric("binary_j", higher_is_better=True, unit="rate")
+def binary_j(labels: Sequence[bool]) -> float | None:
+    """count(judge said CORRECT) / count(judged answers) (Mem0-style 'J'); None when nothing was judged."""
+    return sum(1 for x in labels if x) / len(labels) if labels else None
+
+
+def parse_binary_label(text: str) -> bool | None:
+    """CORRECT -> True, WRONG -> False, from a JSON {"label": ...} reply or bare text; None if neither."""
+    t = (text or "").upper()
+    m = re.search(r'"LABEL"\s*:\s*"(CORRECT|WRONG)"', t)
+    if m:
+        return m.group(1) == "CORRECT"
+    has_c, has_w = "CORRECT" in t.replace("INCORRECT", ""), ("WRONG" in t or "INCORRECT" in t)
+    if has_c != has_w:
+        return has_c
+    return None

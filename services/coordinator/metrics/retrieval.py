@@ -1,0 +1,205 @@
+"""Retrieval metrics, per query, as small pure functions (aggregate = mean over queries unless stated).
+
+Two kinds of relevance:
+- substring relevance (seeds 000/001/003): a returned memory is relevant when any expected string occurs in its
+  text, case-insensitively (`relevance_flags`);
+- evidence relevance (LoCoMo, LongMemEval, MADial): a ranked list of evidence ids (turns, sessions, memory ids)
+  against a gold set.
+
+Conventions shared by every function here: ranks are 1-based; `k` larger than the list just uses the whole
+list (nothing is padded); an empty result list scores 0 (never None) so a system that returns nothing is not
+dropped from the mean; a query without gold is the caller's to skip (the functions return None for it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from services.coordinator.metrics.registry import metric
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.lower().split())
+
+
+def relevance_flags(texts: Sequence[str], expected: Sequence[str]) -> list[bool]:
+    """Per result: True when any expected string occurs in it (case-insensitive, whitespace collapsed)."""
+    exp = [_norm(e) for e in expected if e and e.strip()]
+    out = []
+    for t in texts:
+        nt = _norm(t or "")
+        out.append(any(e in nt for e in exp))
+    return out
+
+
+@metric("mrr", higher_is_better=True, unit="rate")
+def reciprocal_rank(rels: Sequence[bool]) -> float:
+    """1 / rank of the first relevant result (1-based), 0 when none is relevant; MRR = mean over queries."""
+    for i, r in enumerate(rels):
+        if r:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+def hit_at_k(rels: Sequence[bool], k: int) -> float:
+    """1 if any of the top-k results is relevant else 0 (seed 001's Recall@K: fraction of queries with a hit)."""
+    return 1.0 if any(rels[:k]) else 0.0
+
+
+@metric("recall_at_1", higher_is_better=True, unit="rate")
+def recall_at_1(rels: Sequence[bool]) -> float:
+    """hit_at_k(rels, 1): 1 when the first result is relevant."""
+    return hit_at_k(rels, 1)
+
+
+@metric("recall_at_3", higher_is_better=True, unit="rate")
+def recall_at_3(rels: Sequence[bool]) -> float:
+    """hit_at_k(rels, 3): 1 when any of the top 3 results is relevant."""
+    return hit_at_k(rels, 3)
+
+
+@metric("recall_at_5", higher_is_better=True, unit="rate")
+def recall_at_5(rels: Sequence[bool]) -> float:
+    """hit_at_k(rels, 5): 1 when any of the top 5 results is relevant."""
+    return hit_at_k(rels, 5)
+
+
+@metric("recall_at_k", higher_is_better=True, unit="rate")
+def recall_at_k(rels: Sequence[bool], k: int) -> float:
+    """hit_at_k(rels, k): 1 when any of the top k results is relevant."""
+    return hit_at_k(rels, k)
+
+
+@metric("precision_at_5", higher_is_better=True, unit="rate")
+def precision_at_5(rels: Sequence[bool]) -> float:
+    """count(relevant in top 5) / 5 — the denominator stays 5 when fewer than 5 results came back (seed 001)."""
+    return precision_at_k(rels, 5)
+
+
+def precision_at_k(rels: Sequence[bool], k: int) -> float:
+    """count(relevant in top k) / k."""
+    return sum(1 for r in rels[:k] if r) / k
+
+
+@metric("ndcg_at_5", higher_is_better=True, unit="rate")
+def ndcg_at_5(rels: Sequence[bool]) -> float:
+    """ndcg_at_k(rels, 5)."""
+    return ndcg_at_k(rels, 5)
+
+
+def ndcg_at_k(rels: Sequence[bool], k: int) -> float:
+    """Binary NDCG@k = DCG/IDCG with DCG = sum_{i=1..k} rel_i / log2(i + 1); IDCG is the DCG of the same
+    results sorted relevant-first (substring relevance has no corpus-wide gold count). 0 when nothing relevant."""
+    top = [1.0 if r else 0.0 for r in rels[:k]]
+    dcg = sum(r / math.log2(i + 2) for i, r in enumerate(top))
+    ideal = sorted((1.0 if r else 0.0 for r in rels), reverse=True)[:k]
+    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+@metric("retrieval_hit_rate", higher_is_better=True, unit="rate")
+def retrieval_hit_rate(hits: Sequence[bool | None]) -> float | None:
+    """count(hit) / count(queries with expected strings); a hit = any retrieved text (or the formatted context)
+    holds any expected string (seed 000, V1.4). None entries (no expected strings) are skipped."""
+    vals = [1.0 if h else 0.0 for h in hits if h is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+@metric("relevance_density", higher_is_better=True, unit="rate")
+def relevance_density(texts: Sequence[str], expected: Sequence[str]) -> float | None:
+    """keyword_chars / total_result_chars over all results of one query (seed 001 §5.3): keyword_chars sums
+    len(e) × occurrences(e) for each expected string e in each result (case-insensitive). A 1600-char chunk
+    with one 10-char match scores 0.00625; a 30-char fact with the same match 0.333. None when no text came
+    back (nothing to be dense about)."""
+    total = sum(len(t or "") for t in texts)
+    if total == 0:
+        return None
+    exp = sorted({e.lower() for e in expected if e and e.strip()}, key=len, reverse=True)
+    kw = 0
+    for t in texts:
+        lt = (t or "").lower()
+        for e in exp:
+            kw += len(e) * lt.count(e)
+    return min(1.0, kw / total)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Evidence-id rankings
+
+
+def ranked_unique(ids: Iterable[str]) -> list[str]:
+    """Ids in first-seen order, duplicates dropped (a chunk citing a turn twice ranks it once)."""
+    seen: set[str] = set()
+    out = []
+    for i in ids:
+        if i not in seen:
+            seen.add(i)
+            out.append(i)
+    return out
+
+
+@metric("evidence_recall_at_k", higher_is_better=True, unit="rate")
+def evidence_recall_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float | None:
+    """|gold ∩ top-k ranked| / |gold| (LoCoMo's `recall_acc`); None when the gold set is empty."""
+    g = set(gold)
+    if not g:
+        return None
+    return len(g & set(ranked[:k])) / len(g)
+
+
+@metric("recall_any_at_k", higher_is_better=True, unit="rate")
+def recall_any_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float | None:
+    """1 if any gold id is in the top k (LongMemEval `evaluate_retrieval`), None without gold."""
+    g = set(gold)
+    if not g:
+        return None
+    return 1.0 if g & set(ranked[:k]) else 0.0
+
+
+@metric("recall_all_at_k", higher_is_better=True, unit="rate")
+def recall_all_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float | None:
+    """1 if every gold id is in the top k (LongMemEval), None without gold."""
+    g = set(gold)
+    if not g:
+        return None
+    return 1.0 if g <= set(ranked[:k]) else 0.0
+
+
+def _lme_dcg(rel: Sequence[float], k: int) -> float:
+    # LongMemEval src/retrieval/eval_utils.py `dcg`: rel_1 + sum_{i>=2} rel_i / log2(i) — the first two ranks
+    # carry equal weight (a known quirk of that formula, kept so numbers compare with the paper).
+    r = list(rel)[:k]
+    if not r:
+        return 0.0
+    return r[0] + sum(r[i] / math.log2(i + 1) for i in range(1, len(r)))
+
+
+@metric("ndcg_any_at_k", higher_is_better=True, unit="rate")
+def ndcg_any_at_k(ranked: Sequence[str], gold: Iterable[str], k: int, n_gold_in_corpus: int | None = None
+                  ) -> float | None:
+    """LongMemEval ndcg_any@k: DCG(binary relevance of the top k) / DCG(ideal), with DCG = rel_1 +
+    sum_{i=2..k} rel_i / log2(i) and the ideal list = min(n_gold_in_corpus, k) ones (default |gold|).
+    None without gold."""
+    g = set(gold)
+    if not g:
+        return None
+    n = len(g) if n_gold_in_corpus is None else n_gold_in_corpus
+    actual = _lme_dcg([1.0 if x in g else 0.0 for x in ranked[:k]], k)
+    ideal = _lme_dcg([1.0] * min(n, k), k)
+    return actual / ideal if ideal > 0 else 0.0
+
+
+@metric("evidence_mrr", higher_is_better=True, unit="rate")
+def evidence_mrr(ranked: Sequence[str], gold: Iterable[str]) -> float | None:
+    """1 / rank of the first gold id in the ranking (0 when absent); None without gold."""
+    g = set(gold)
+    if not g:
+        return None
+    return reciprocal_rank([x in g for x in ranked])
+
+
+def mean(values: Iterable[float | None]) -> float | None:
+    """Mean of the non-None values; None when there are none."""
+    v = [float(x) for x in values if x is not None]
+    return sum(v) / len(v) if v else None

@@ -1,0 +1,68 @@
+"""Statistics on cases with known answers."""
+
+import numpy as np
+import pytest
+
+from services.coordinator import stats
+
+
+def test_identical_systems_p_is_one():
+    a = [0.1, 0.5, 0.9, 0.3]
+    assert stats.paired_permutation_test(a, a) == 1.0
+    c = stats.compare("mrr", "A", "B", dict(enumerate(a)), dict(enumerate(a)))
+    assert c.p == 1.0 and c.winner == "tie" and c.delta == 0.0
+
+
+def test_constant_shift_ci_excludes_zero_and_p_small():
+    rng = np.random.default_rng(1)
+    a = rng.random(30)
+    b = a + 0.5
+    c = stats.compare("judge_mean", "A", "B", dict(enumerate(a)), dict(enumerate(b)), unit="score")
+    assert c.ci_delta[0] == pytest.approx(0.5) and c.ci_delta[1] == pytest.approx(0.5)
+    assert c.ci_delta[0] > 0
+    # only the all-plus/all-minus flips reach |0.5|: p = (~0 + 1) / 10001
+    assert c.p < 0.001 and c.stars == "***"
+    assert c.winner == "b"
+
+
+def test_sign_flip_p_value_exact_small_case():
+    # d = [1, 1]: flips give means {1, 0, 0, -1}; |.| >= 1 with prob 1/2 -> p ~ 0.5
+    p = stats.paired_permutation_test([1, 1], [0, 0], n_permutations=20000, seed=3)
+    assert p == pytest.approx(0.5, abs=0.02)
+
+
+def test_bootstrap_ci_basics_and_seeded():
+    m, lo, hi = stats.bootstrap_ci([0, 1] * 50, seed=7)
+    assert m == 0.5 and 0.35 < lo < 0.5 < hi < 0.65
+    assert stats.bootstrap_ci([0, 1] * 50, seed=7) == (m, lo, hi)
+    assert stats.bootstrap_ci([]) == (None, None, None)
+    assert stats.bootstrap_ci([None, 2.0]) == (2.0, 2.0, 2.0)
+    m, lo, hi = stats.bootstrap_ci([3.0] * 10)
+    assert lo == hi == 3.0
+
+
+def test_lower_is_better_and_thresholds():
+    assert stats.winner(100.0, 100.9, higher_is_better=False, threshold=stats.tie_threshold("tokens")) == "tie"
+    assert stats.winner(100.0, 98.0, higher_is_better=False, threshold=1.0) == "b"
+    assert stats.winner(0.500, 0.504, True, stats.tie_threshold("rate")) == "tie"
+    assert stats.winner(0.500, 0.506, True, 0.005) == "b"
+    assert stats.winner(None, 1.0, True, 0.005) == "n/a"
+
+
+def test_scorecard_counts():
+    mk = lambda w: stats.Comparison("m", "a", "b", 1, 0, 0, (0, 0), (0, 0), 0, (0, 0), 1, "", True, 0.005, w)  # noqa: E731
+    sc = stats.scorecard([mk("b"), mk("b"), mk("a"), mk("tie"), mk("n/a")])
+    assert sc == {"wins": 2, "losses": 1, "ties": 1, "n/a": 1, "metrics": 5, "verdict": "b"}
+
+
+def test_paired_only_common_probes():
+    ids, xa, xb = stats.paired({"p1": 1.0, "p2": None, "p3": 0.0}, {"p1": 0.0, "p2": 1.0, "p4": 1.0})
+    assert ids == ["p1"] and xa == [1.0] and xb == [0.0]
+    with pytest.raises(ValueError):
+        stats.paired_permutation_test([1, 2], [1])
+
+
+def test_per_category():
+    out = stats.per_category({"a": 1.0, "b": 0.0, "c": 1.0, "d": None}, {"a": "F", "b": "F", "c": "R", "d": "R"})
+    assert out["F"]["n"] == 2 and out["F"]["mean"] == 0.5
+    assert out["R"] == {"n": 1, "mean": 1.0, "ci": [1.0, 1.0]}
