@@ -1,2 +1,400 @@
-def main():
-    pass
+"""The `memrig` command line.
+
+    memrig up [--backends a,b]           start llm-mock and backends in the background (state in .memrig/run)
+    memrig down                          stop exactly what `up` started, by PID
+    memrig bench --suite S --backends a,b [--out DIR]
+    memrig bench-all [--out DIR]         every default suite over the default backends, plus costs, one report
+    memrig ingest --backend B --namespace N FILE.jsonl
+    memrig retrieve --backend B --namespace N --query Q [--top-k K] [--json]
+    memrig conformance --target HOST:PORT
+    memrig report RUN_DIR                re-score and re-render from samples.jsonl (no re-running)
+    memrig serve SERVICE [--port P] ...  run one service in the foreground
+    memrig list                          suites, backends, services
+Exit codes: 0 success, 1 a check/run failed, 2 bad usage or bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from services.adapters.registry import all_specs, default_backends, get_spec
+from services.common.types import ValidationError
+from services.launcher import SERVICES, Rig
+
+STATE_DIR = Path(os.environ.get("MEMRIG_STATE_DIR", ".memrig"))
+
+
+def _csv(s: str | None) -> list[str]:
+    return [x.strip() for x in (s or "").split(",") if x.strip()]
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise ValidationError("--option", f"expected key=value, got {p!r}")
+        k, v = p.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------
+# up / down
+
+def cmd_up(args) -> int:
+    backends = _csv(args.backends) or default_backends()
+
+    async def go():
+        rig = Rig(STATE_DIR / "run")
+        rig.load_state()
+        await rig.ensure_llm()
+        for name in _csv(args.services):
+            await rig.start_service(name)
+        for b in backends:
+            await rig.start_backend(b, embedder=args.embedder)
+        rig.save_state()
+        for key, p in rig.procs.items():
+            print(f"{key:<28} pid={p.pid:<8} {p.url or p.ports}")
+        print(f"\nstate: {rig.state_file}; stop with `memrig down`")
+
+    asyncio.run(go())
+    return 0
+
+
+def cmd_down(args) -> int:
+    rig = Rig(STATE_DIR / "run")
+    rig.load_state()
+    if not rig.procs:
+        print("nothing to stop")
+        return 0
+    for key in list(rig.procs):
+        pid = rig.procs[key].pid
+        rig.stop(key)
+        print(f"stopped {key} (pid {pid})")
+    rig.clear_state()
+    return 0
+
+
+def running_backend(name: str) -> str | None:
+    rig = Rig(STATE_DIR / "run")
+    rig.load_state()
+    return rig.address_of(f"backend/{name}")
+
+
+# ------------------------------------------------------------------------------------------------------
+# bench
+
+def _bench_config(args, suite: str, backends: list[str], out: str | None):
+    from services.coordinator.runner import RunConfig
+
+    targets = {}
+    for t in args.target or []:
+        name, _, addr = t.partition("=")
+        if not addr:
+            raise ValidationError("--target", f"expected backend=HOST:PORT, got {t!r}")
+        targets[name] = addr
+    return RunConfig(suite=suite, backends=backends, out_dir=out, seed=args.seed, options=_options(args.option),
+                     resume=not args.fresh, concurrency=args.concurrency, judge_passes=args.judge_passes,
+                     embedder=args.embedder, targets=targets, in_process=args.in_process)
+
+
+def cmd_bench(args) -> int:
+    from services.coordinator.runner import TerminalProgress, run_suite
+
+    backends = _csv(args.backends) or default_backends()
+    for b in backends:
+        get_spec(b)
+    cfg = _bench_config(args, args.suite, backends, args.out)
+    outcome = asyncio.run(run_suite(cfg, TerminalProgress()))
+    print(f"\n{outcome.state}: {outcome.run_dir}/report.md")
+    for b, reason in outcome.failures.items():
+        print(f"  backend {b}: {reason}")
+    return 0 if outcome.state == "succeeded" else 1
+
+
+def cmd_bench_all(args) -> int:
+    from services.coordinator.bench_all import run_bench_all
+
+    return asyncio.run(run_bench_all(args))
+
+
+# ------------------------------------------------------------------------------------------------------
+# ingest / retrieve
+
+def _journal(backend: str, namespace: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in namespace)
+    return STATE_DIR / "journal" / backend / f"{safe}.jsonl"
+
+
+async def _client_for(backend: str, target: str | None, embedder: str | None):
+    """(client, rig_or_None, in_process). A running backend (or --target) is used over gRPC; otherwise the
+    backend runs in-process, replaying this namespace's journal so `ingest` then `retrieve` work across commands."""
+    from services.adapters.base import BackendContext
+    from services.adapters.client import GrpcBackendClient, InProcessBackendClient
+
+    addr = target or running_backend(backend)
+    if addr:
+        return GrpcBackendClient(addr, name=backend), None, False
+    rig = Rig(STATE_DIR / "cli")
+    if not os.environ.get("MEMRIG_LLM_BASE_URL"):
+        await rig.ensure_llm()
+    get_spec(backend)
+    return InProcessBackendClient.from_spec(backend, context=BackendContext(embedder_name=embedder)), rig, True
+
+
+async def _replay(client, backend: str, namespace: str) -> int:
+    from services.common.interchange import parse_sessions_jsonl
+    from services.common.types import IngestBatch
+
+    j = _journal(backend, namespace)
+    if not j.exists():
+        return 0
+    sessions = parse_sessions_jsonl(j.read_text().splitlines(), source=str(j))
+    await client.ingest(namespace, IngestBatch(sessions=tuple(sessions)))
+    await client.settle(namespace, 600)
+    return len(sessions)
+
+
+def cmd_ingest(args) -> int:
+    from services.common.interchange import load_sessions_jsonl, session_to_json
+    from services.common.types import IngestBatch
+
+    sessions = load_sessions_jsonl(args.file)
+
+    async def go():
+        client, rig, in_process = await _client_for(args.backend, args.target, args.embedder)
+        try:
+            if in_process:
+                await _replay(client, args.backend, args.namespace)
+            counts = await client.ingest(args.namespace, IngestBatch(sessions=tuple(sessions)))
+            settled = await client.settle(args.namespace, 600)
+            if in_process:
+                j = _journal(args.backend, args.namespace)
+                j.parent.mkdir(parents=True, exist_ok=True)
+                with j.open("a") as f:
+                    for s in sessions:
+                        f.write(json.dumps(session_to_json(s)) + "\n")
+            print(f"ingested into {args.backend}/{args.namespace}: {counts['sessions_accepted']} sessions, "
+                  f"{counts['messages_accepted']} messages (settled={settled.settled}, "
+                  f"{'in-process, journaled' if in_process else 'gRPC'})")
+        finally:
+            await client.close()
+            if rig:
+                rig.stop_all()
+
+    asyncio.run(go())
+    return 0
+
+
+def cmd_retrieve(args) -> int:
+    from services.common.types import RetrieveQuery, parse_iso
+
+    ref = parse_iso(args.reference_time, "--reference-time") if args.reference_time else None
+
+    async def go():
+        client, rig, in_process = await _client_for(args.backend, args.target, args.embedder)
+        try:
+            if in_process:
+                await _replay(client, args.backend, args.namespace)
+            res, ns = await client.retrieve(args.namespace, RetrieveQuery(args.query, args.top_k, args.mode, ref))
+        finally:
+            await client.close()
+            if rig:
+                rig.stop_all()
+        if args.json:
+            print(json.dumps({
+                "backend": args.backend, "namespace": args.namespace, "query": args.query,
+                "latency_ms": ns / 1e6, "server_ms": res.server_duration_ns / 1e6,
+                "degraded": res.degraded, "degraded_reason": res.degraded_reason,
+                "memories": [m.to_json() for m in res.memories],
+                "formatted_context": res.formatted_context,
+            }, indent=2))
+        else:
+            if not res.memories:
+                print("(no memories)" + (f" degraded: {res.degraded_reason}" if res.degraded else ""))
+            for i, m in enumerate(res.memories, 1):
+                ch = " ".join(f"{k}={v:.3f}" for k, v in m.channel_scores.items())
+                print(f"{i}. [{m.score:.3f}] {m.source} {ch}\n   {m.text[:300]}\n   evidence: {', '.join(m.evidence_ids)}")
+
+    asyncio.run(go())
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------
+
+def cmd_conformance(args) -> int:
+    from services.conformance import main as conformance_main
+
+    return conformance_main(args.target)
+
+
+def cmd_report(args) -> int:
+    from services.coordinator.results import RunDir
+    from services.coordinator.runner import finalize
+
+    rd = RunDir(args.run_dir)
+    if not rd.run_json.exists():
+        print(f"error: {args.run_dir} has no run.json", file=sys.stderr)
+        return 2
+    metrics, state = finalize(rd)
+    print(f"{state}: {rd.path / 'report.md'}")
+    return 0
+
+
+def cmd_serve(args, extra: list[str]) -> int:
+    if args.service in SERVICES:
+        module = SERVICES[args.service].module
+    elif args.service.startswith("adapter:") or args.service in all_specs():
+        spec = get_spec(args.service.removeprefix("adapter:"))
+        module = spec.module
+        if spec.config and "--config" not in extra:
+            extra = ["--config", json.dumps(spec.config), *extra]
+    else:
+        print(f"error: unknown service {args.service!r}; known: {', '.join([*SERVICES, *all_specs()])}",
+              file=sys.stderr)
+        return 2
+    argv = [sys.executable, "-m", module, "--port", str(args.port), *extra]
+    os.execv(sys.executable, argv)
+    return 0  # pragma: no cover
+
+
+def cmd_list(args) -> int:
+    from services.coordinator.suites.registry import all_suites
+
+    print("suites:")
+    for n, s in sorted(all_suites().items()):
+        print(f"  {n:<18} {s.description[:100]}")
+    print("backends (* = in make bench-all):")
+    for n, s in all_specs().items():
+        print(f"  {n:<18}{'*' if s.default else ' '} {s.description[:100]}")
+    print("services:")
+    for n, s in SERVICES.items():
+        print(f"  {n:<18} {s.description}")
+    return 0
+
+
+def _delegate(module: str, func: str = "main"):
+    def run(args, extra: list[str]) -> int:
+        import importlib
+
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            print(f"error: {module} is not available in this checkout ({e})", file=sys.stderr)
+            return 2
+        return int(getattr(mod, func)(extra) or 0)
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="memrig", description="A measurement rig for AI coding agents' memory.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("up", help="start llm-mock and backends in the background")
+    p.add_argument("--backends", help="comma-separated backend names (default: the bench-all defaults)")
+    p.add_argument("--services", default="", help="extra services to start (e.g. cortex-mock,fault-proxy)")
+    p.add_argument("--embedder", default=None)
+    p.set_defaults(fn=cmd_up)
+    sub.add_parser("down", help="stop what `memrig up` started").set_defaults(fn=cmd_down)
+
+    def bench_flags(p):
+        p.add_argument("--out", default=None, help="run directory (default results/<run-id>); reused = resume")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--option", action="append", default=[], help="suite option key=value (repeatable)")
+        p.add_argument("--concurrency", type=int, default=4)
+        p.add_argument("--judge-passes", type=int, default=1)
+        p.add_argument("--embedder", default=None, help="minilm (default), wordllama, hash (tests only)")
+        p.add_argument("--target", action="append", default=[], help="backend=HOST:PORT of a running backend")
+        p.add_argument("--in-process", action="store_true", help="run backends inside this process")
+        p.add_argument("--fresh", action="store_true", help="discard existing samples in --out instead of resuming")
+
+    p = sub.add_parser("bench", help="run one suite over backends")
+    p.add_argument("--suite", required=True)
+    p.add_argument("--backends", default="")
+    bench_flags(p)
+    p.set_defaults(fn=cmd_bench)
+
+    p = sub.add_parser("bench-all", help="every default suite + costs, one report")
+    p.add_argument("--backends", default="")
+    p.add_argument("--suites", default="", help="comma-separated suites (default: all default suites)")
+    p.add_argument("--no-costs", action="store_true", help="skip the latency/resources/drills section")
+    bench_flags(p)
+    p.set_defaults(fn=cmd_bench_all)
+
+    for name in ("ingest", "retrieve"):
+        p = sub.add_parser(name, help=f"{name} against one backend")
+        p.add_argument("--backend", required=True)
+        p.add_argument("--namespace", required=True)
+        p.add_argument("--target", default=None, help="HOST:PORT of a running backend")
+        p.add_argument("--embedder", default=None)
+        if name == "ingest":
+            p.add_argument("file", help="sessions JSONL (one session a line)")
+            p.set_defaults(fn=cmd_ingest)
+        else:
+            p.add_argument("--query", required=True)
+            p.add_argument("--top-k", type=int, default=6)
+            p.add_argument("--mode", default="fast", choices=["fast", "full"])
+            p.add_argument("--reference-time", default=None, help="ISO 8601 'now' for decay/temporal reasoning")
+            p.add_argument("--json", action="store_true")
+            p.set_defaults(fn=cmd_retrieve)
+
+    p = sub.add_parser("conformance", help="check a MemoryBackendService at HOST:PORT")
+    p.add_argument("--target", required=True)
+    p.set_defaults(fn=cmd_conformance)
+
+    p = sub.add_parser("report", help="re-score and re-render a run directory")
+    p.add_argument("run_dir")
+    p.set_defaults(fn=cmd_report)
+
+    p = sub.add_parser("serve", help="run one service in the foreground (extra flags are passed on)")
+    p.add_argument("service")
+    p.add_argument("--port", type=int, default=0)
+    p.set_defaults(fn=cmd_serve, passthrough=True)
+
+    sub.add_parser("list", help="suites, backends and services").set_defaults(fn=cmd_list)
+    for name, module, helptext in (
+        ("bench-perf", "services.perf.bench", "scale and overhead benchmark (ratios in one run)"),
+        ("observe", "services.observe", "start Prometheus (and Grafana) against a running rig"),
+        ("load", "loadtests.run", "locust master + workers against a local rig"),
+        ("load-bench", "loadtests.bench", "highest sustained retrieve rate and proxy overhead"),
+    ):
+        p = sub.add_parser(name, help=helptext, add_help=False)
+        p.set_defaults(fn=_delegate(module), passthrough=True)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = build_parser()
+    args, extra = ap.parse_known_args(argv)
+    try:
+        if getattr(args, "passthrough", False):
+            code = args.fn(args, extra)
+        else:
+            if extra:
+                ap.error(f"unrecognized arguments: {' '.join(extra)}")
+            code = args.fn(args)
+    except ValidationError as e:
+        print(f"error: {e}", file=sys.stderr)
+        code = 2
+    except KeyError as e:
+        print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
+        code = 2
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        code = 2
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""report.md for one run: provenance header, the suite's own tables, and what failed and why."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from services.coordinator.suites.base import Suite
+
+
+def fmt(v: Any, digits: int = 2, pct: bool = False) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v * 100:.1f}%" if pct else f"{v:.{digits}f}"
+    return str(v)
+
+
+def md_table(header: list[str], rows: list[list[Any]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def render_header(run: dict[str, Any]) -> str:
+    judge = run.get("judge") or {}
+    llm = run.get("llm") or {}
+    lines = [
+        f"# memrig report: {run.get('suite')} ({run.get('run_id')})",
+        "",
+        f"{run.get('suite_description', '')}",
+        "",
+        f"- **Answer model:** `{llm.get('model')}`" + (" (offline llm-mock: deterministic extractive answerer, "
+                                                       "not a language model)" if llm.get("offline_mock") else ""),
+        f"- **Judge:** {judge.get('label', judge.get('model'))}, {judge.get('passes', 1)} pass(es), majority vote",
+        f"- **Tokenizer:** {run.get('tokenizer')}",
+        f"- **Seed:** {run.get('seed')}; options: `{run.get('options')}`",
+        f"- **Git:** `{run.get('git_sha')}`; machine: {run.get('machine', {}).get('cores')} cores, "
+        f"{(run.get('machine', {}).get('ram_bytes') or 0) / 2**30:.1f} GiB RAM",
+    ]
+    backends = run.get("backends") or {}
+    if backends:
+        lines += ["", "**Backends**", ""]
+        rows = []
+        for name, b in backends.items():
+            d = b.get("describe") or {}
+            emb = d.get("embedder") or "—"
+            rows.append([name, b.get("status"), d.get("version", "—"), emb, b.get("reason", "")[:120]])
+        lines.append(md_table(["backend", "status", "version", "embedder", "reason"], rows))
+        invalid = [n for n, b in backends.items() if "unit tests only" in ((b.get("describe") or {}).get("embedder") or "")]
+        if invalid:
+            lines += ["", f"> **Not a valid quality measurement:** {', '.join(invalid)} used the hash embedder "
+                          "(unit tests only)."]
+    return "\n".join(lines)
+
+
+def render_failures(errors: list[dict[str, Any]], failures: dict[str, str]) -> str:
+    if not errors and not failures:
+        return ""
+    lines = ["## Failures", ""]
+    for name, reason in failures.items():
+        lines.append(f"- backend **{name}**: {reason}")
+    if errors:
+        by = Counter((e.get("condition"), (e.get("error") or "")[:160]) for e in errors)
+        lines += ["", f"{len(errors)} sample(s) did not complete (rerun the same command with the same --out to "
+                      "run only these):", ""]
+        lines.append(md_table(["condition", "error", "samples"], [[c, err, n] for (c, err), n in by.most_common(20)]))
+    return "\n".join(lines)
+
+
+def render_report(run: dict[str, Any], metrics: dict[str, Any], suite: Suite, errors: list[dict[str, Any]],
+                  failures: dict[str, str]) -> str:
+    parts = [render_header(run), "", suite.render(metrics)]
+    f = render_failures(errors, failures)
+    if f:
+        parts += ["", f]
+    return "\n".join(parts).rstrip() + "\n"

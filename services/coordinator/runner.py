@@ -1,0 +1,314 @@
+"""Run one suite over a set of backends and write the run directory.
+
+Phases: start backends (as processes through the launcher, or in-process, or at given addresses) → describe →
+reset/ingest/settle every namespace → probes × conditions with bounded concurrency, each sample appended to
+samples.jsonl as it finishes → score → report. A backend that fails (at start, ingest or mid-run) is recorded
+with its reason; the others finish. Re-running into the same directory runs only what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.adapters.client import BackendError, GrpcBackendClient, InProcessBackendClient
+from services.common import prompts
+from services.common.llm_client import LLMClient, LLMConfig
+from services.common.tokens import tokenizer_name
+from services.common.types import ValidationError
+from services.coordinator.context import ProbeContext
+from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
+from services.coordinator.suites.base import Condition, Probe, Suite
+from services.coordinator.suites.registry import get_suite
+from services.launcher import Rig
+
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class RunConfig:
+    suite: str
+    backends: list[str]
+    out_dir: str | None = None
+    seed: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    resume: bool = True
+    concurrency: int = 4
+    judge_passes: int = 1
+    embedder: str | None = None
+    targets: dict[str, str] = field(default_factory=dict)  # backend -> host:port already running
+    in_process: bool = False
+    settle_timeout_s: float = 600.0
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    state: str  # "succeeded" | "partial" | "failed"
+    metrics: dict[str, Any]
+    failures: dict[str, str]
+
+
+def llm_configs() -> tuple[LLMConfig, LLMConfig]:
+    answer = LLMConfig.from_env("MEMRIG_LLM")
+    judge = LLMConfig.from_env("MEMRIG_JUDGE") if os.environ.get("MEMRIG_JUDGE_MODEL") else answer
+    return answer, judge
+
+
+def judge_identity(cfg: LLMConfig, passes: int) -> dict[str, Any]:
+    ident = cfg.identity()
+    ident["passes"] = passes
+    ident["label"] = ("offline rubric judge (llm-mock), not a model" if cfg.is_mock else f"LLM judge {cfg.model}")
+    return ident
+
+
+class TerminalProgress:
+    """One updating line with an ETA on a terminal; a line per 10% otherwise."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self._last_decile = -1
+
+    def __call__(self, ev: dict[str, Any]) -> None:
+        done, total = ev.get("done", 0), ev.get("total", 0)
+        eta = ev.get("eta_seconds")
+        eta_s = f" ETA {eta:,.0f}s" if eta is not None else ""
+        line = f"[{ev.get('run_id', '')}] {ev.get('phase', '')}: {done}/{total}{eta_s} {ev.get('message', '')}"
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + line[:160])
+            if ev.get("phase") in ("done", "failed"):
+                self.stream.write("\n")
+            self.stream.flush()
+        else:
+            decile = int(10 * done / total) if total else 0
+            if ev.get("phase") != "probes" or decile != self._last_decile or done == total:
+                self._last_decile = decile
+                print(line, file=self.stream, flush=True)
+
+
+async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig | None = None) -> RunOutcome:
+    suite_cls = get_suite(cfg.suite)
+    suite: Suite = suite_cls(cfg.options, seed=cfg.seed)
+    run_dir = RunDir(cfg.out_dir or (RESULTS_ROOT / new_run_id(cfg.suite)))
+    if not cfg.resume and run_dir.samples_path.exists():
+        run_dir.samples_path.unlink()
+    emit = progress or (lambda ev: None)
+    run_id = run_dir.run_id
+    answer_cfg, judge_cfg = llm_configs()
+
+    own_rig = rig is None and not cfg.in_process
+    rig = rig or (Rig(run_dir.path / "procs") if not cfg.in_process else None)
+    clients: dict[str, Any] = {}
+    failures: dict[str, str] = {}
+    describes: dict[str, dict[str, Any]] = {}
+    ingest_info: dict[str, Any] = {}
+    llm = LLMClient(answer_cfg)
+    judge_llm = llm if judge_cfg is answer_cfg else LLMClient(judge_cfg)
+    t_start = time.monotonic()
+    try:
+        emit({"run_id": run_id, "phase": "load", "done": 0, "total": 0})
+        data = suite.load()
+        prev = run_dir.read_run()
+        run = {
+            "run_id": run_id,
+            "suite": suite.name,
+            "suite_description": suite.description,
+            "options": suite.options,
+            "seed": cfg.seed,
+            "backends_requested": cfg.backends,
+            "config": {k: v for k, v in asdict(cfg).items() if k not in ("options",)},
+            "llm": answer_cfg.identity(),
+            "judge": judge_identity(judge_cfg, cfg.judge_passes),
+            "prompts_hash": prompts.prompts_hash(),
+            "tokenizer": tokenizer_name(),
+            "data": data.info,
+            "probes": len(data.probes),
+            "namespaces": {ns: {"sessions": len(b.sessions), "messages": b.message_count, "documents": len(b.documents)}
+                           for ns, b in data.corpora.items()},
+            **provenance(),
+        }
+        if prev.get("started_at"):
+            run["first_started_at"] = prev.get("first_started_at", prev["started_at"])
+            run["resumed"] = True
+        run_dir.write_run(run)
+
+        # -- backends -----------------------------------------------------------------------------
+        if rig is not None and any(b not in cfg.targets for b in cfg.backends):
+            await rig.ensure_llm()
+        llm.config.base_url = os.environ.get("MEMRIG_LLM_BASE_URL", llm.config.base_url).rstrip("/")
+        if judge_llm is not llm and not os.environ.get("MEMRIG_JUDGE_BASE_URL"):
+            judge_llm.config.base_url = llm.config.base_url
+        run["llm"] = llm.config.identity()
+        run["judge"] = judge_identity(judge_llm.config, cfg.judge_passes)
+        for name in cfg.backends:
+            emit({"run_id": run_id, "phase": "start", "message": name})
+            try:
+                if name in cfg.targets:
+                    clients[name] = GrpcBackendClient(cfg.targets[name], name=name)
+                elif cfg.in_process:
+                    from services.adapters.base import BackendContext
+
+                    clients[name] = InProcessBackendClient.from_spec(name, context=BackendContext(embedder_name=cfg.embedder))
+                else:
+                    proc = await rig.start_backend(name, embedder=cfg.embedder)
+                    clients[name] = GrpcBackendClient(proc.url, name=name)
+                describes[name] = await clients[name].describe()
+            except Exception as e:  # noqa: BLE001 - any start failure is reported, others go on
+                failures[name] = f"start failed: {type(e).__name__}: {e}"
+                clients.pop(name, None)
+        run["backends"] = {n: {"describe": describes.get(n), "status": "failed" if n in failures else "ok",
+                               "reason": failures.get(n, "")} for n in cfg.backends}
+        run_dir.write_run(run)
+
+        caps = {n: {c["name"]: c["detail"] for c in d["capabilities"]} for n, d in describes.items()}
+        conditions = suite.conditions([n for n in cfg.backends if n in clients], caps)
+        done = run_dir.done_keys()
+        work = [(p, c) for p in data.probes for c in conditions if sample_key(c, p) not in done]
+        needed = {b for _, c in work for b in c.backends}
+
+        # -- ingest ---------------------------------------------------------------------------------
+        ctx_ns = ProbeContext(clients, data.corpora, llm, judge_llm, run_dir.path, suite.name)
+        for name in sorted(needed):
+            if name not in clients:
+                continue
+            t0 = time.perf_counter()
+            try:
+                info = await ingest_corpora(clients[name], data.corpora, ctx_ns.backend_namespace,
+                                            cfg.settle_timeout_s, lambda m, n=name: emit(
+                                                {"run_id": run_id, "phase": "ingest", "message": f"{n} {m}"}))
+                info["duration_s"] = time.perf_counter() - t0
+                ingest_info[name] = info
+            except Exception as e:  # noqa: BLE001
+                failures[name] = f"ingest failed: {type(e).__name__}: {e}"
+        run["ingest"] = {**prev.get("ingest", {}), **ingest_info}
+        run["backends"] = {n: {"describe": describes.get(n), "status": "failed" if n in failures else "ok",
+                               "reason": failures.get(n, "")} for n in cfg.backends}
+        run_dir.write_run(run)
+
+        # -- probes ---------------------------------------------------------------------------------
+        retrieve_params = {b: (suite.retrieve_top_k(b), suite.retrieve_mode(b)) for b in clients}
+        ctx = ProbeContext(clients, data.corpora, llm, judge_llm, run_dir.path, suite.name,
+                           judge_passes=cfg.judge_passes, retrieve_params=retrieve_params)
+        sem = asyncio.Semaphore(max(1, cfg.concurrency))
+        total, finished = len(work), 0
+        t_probes = time.monotonic()
+
+        async def one(probe: Probe, cond: Condition) -> None:
+            nonlocal finished
+            async with sem:
+                sample = await run_one(suite, ctx, probe, cond, failures)
+                run_dir.append_sample(sample)
+                finished += 1
+                elapsed = time.monotonic() - t_probes
+                eta = elapsed / finished * (total - finished) if finished else None
+                emit({"run_id": run_id, "phase": "probes", "done": finished, "total": total, "eta_seconds": eta})
+
+        emit({"run_id": run_id, "phase": "probes", "done": 0, "total": total})
+        await asyncio.gather(*(one(p, c) for p, c in work))
+
+        # -- score + report -------------------------------------------------------------------------
+        run["failures"] = failures
+        run["duration_s"] = time.monotonic() - t_start
+        run_dir.write_run(run)
+        metrics, state = finalize(run_dir, suite)
+        emit({"run_id": run_id, "phase": "done", "done": total, "total": total, "message": str(run_dir.path)})
+        return RunOutcome(run_dir.path, state, metrics, failures)
+    finally:
+        await llm.close()
+        if judge_llm is not llm:
+            await judge_llm.close()
+        for c in clients.values():
+            try:
+                await c.close()
+            except Exception:  # noqa: BLE001
+                pass
+        if own_rig and rig is not None:
+            rig.stop_all()
+
+
+def sample_key(cond: Condition, probe: Probe) -> str:
+    return f"{cond.name}|{probe.id}"
+
+
+async def ingest_corpora(client, corpora, ns_fn, settle_timeout_s: float, note=lambda m: None) -> dict[str, Any]:
+    info: dict[str, Any] = {"namespaces": {}}
+    for ns, batch in corpora.items():
+        bns = ns_fn(ns)
+        await client.reset(bns)
+        t0 = time.perf_counter()
+        counts = await client.ingest(bns, batch)
+        t1 = time.perf_counter()
+        settled = await client.settle(bns, settle_timeout_s)
+        t2 = time.perf_counter()
+        info["namespaces"][ns] = {**counts, "ingest_s": t1 - t0, "settle_s": t2 - t1, "settled": settled.settled,
+                                  "items_indexed": settled.items_indexed, "items_pending": settled.items_pending}
+        note(f"{ns}: {counts['messages_accepted']} messages, settled={settled.settled}")
+    return info
+
+
+async def run_one(suite: Suite, ctx: ProbeContext, probe: Probe, cond: Condition,
+                  failures: dict[str, str]) -> dict[str, Any]:
+    base = {
+        "key": sample_key(cond, probe),
+        "suite": suite.name,
+        "condition": cond.name,
+        "condition_context": list(cond.context),
+        "probe_id": probe.id,
+        "category": probe.category,
+        "question": probe.question,
+        "ground_truth": probe.ground_truth,
+        "expected": probe.expected,
+        "evidence_ids": probe.evidence_ids,
+        "namespace": probe.namespace,
+        "meta": probe.meta,
+    }
+    dead = [b for b in cond.backends if b in failures]
+    if dead:
+        return {**base, "status": "error", "error": f"backend {dead[0]} unavailable: {failures[dead[0]]}"}
+    t0 = time.perf_counter()
+    try:
+        body = await suite.run_probe(ctx, probe, cond)
+        return {**base, **body, "status": "ok", "duration_ms": (time.perf_counter() - t0) * 1000}
+    except BackendError as e:
+        if e.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "UNKNOWN", "INTERNAL"):
+            failures.setdefault(e.backend, f"failed mid-run: {e.code}: {str(e)[:300]}")
+        return {**base, "status": "error", "error": str(e)[:500]}
+    except (ValidationError, ValueError, RuntimeError, OSError, asyncio.TimeoutError) as e:
+        return {**base, "status": "error", "error": f"{type(e).__name__}: {e}"[:500],
+                "traceback": traceback.format_exc()[-1500:]}
+
+
+def finalize(run_dir: RunDir, suite: Suite | None = None) -> tuple[dict[str, Any], str]:
+    """(Re)compute metrics.json and report.md from run.json + samples.jsonl."""
+    from services.coordinator.report import render_report
+
+    run = run_dir.read_run()
+    if suite is None:
+        suite = get_suite(run["suite"])(run.get("options"), seed=run.get("seed", 0))
+    samples = run_dir.samples()
+    ok = [s for s in samples if s.get("status") == "ok"]
+    metrics = suite.score(ok)
+    metrics["judge"] = run.get("judge")
+    metrics["llm"] = run.get("llm")
+    metrics["samples"] = {"ok": len(ok), "error": len(samples) - len(ok)}
+    errors = [s for s in samples if s.get("status") != "ok"]
+    failures = dict(run.get("failures") or {})
+    state = "succeeded" if not errors and not failures else ("partial" if ok else "failed")
+    metrics["state"] = state
+    run_dir.write_json("metrics.json", metrics)
+    run_dir.write_text("report.md", render_report(run, metrics, suite, errors, failures))
+    try:
+        from services.coordinator.report_html import render_html
+
+        render_html(run_dir.path)
+    except ModuleNotFoundError:
+        pass
+    return metrics, state
