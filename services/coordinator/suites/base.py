@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from services.coordinator.context import ProbeContext
 
 
+class SuiteUnavailable(RuntimeError):
+    """Raised by `load` when a suite cannot run here (e.g. its real data set is absent); bench-all skips it
+    and the report says why."""
+
+
 @dataclass
 class Probe:
     id: str

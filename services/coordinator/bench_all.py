@@ -1,0 +1,124 @@
+"""`make bench-all`: every default suite over the default backends, then the cost scenarios, into one
+results directory with an index report.
+
+Layout: results/<run-id>/{report.md, report.json, <suite>/ (a full run dir each), costs/}. Backends are started
+once and shared by the suites; everything started is stopped by PID at the end. Re-running with the same
+--out resumes each suite (only missing samples run).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from services.adapters.registry import default_backends, get_spec
+from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
+from services.coordinator.runner import RunConfig, TerminalProgress, run_suite
+from services.coordinator.suites.base import SuiteUnavailable
+from services.coordinator.suites.registry import all_suites
+from services.launcher import Rig
+
+DEFAULT_SUITES = ("cortex-v1", "arclight", "octybot", "quaid-weeks", "poisoned-memory", "locomo", "longmemeval",
+                  "madial")
+
+
+def _csv(s: str) -> list[str]:
+    return [x.strip() for x in (s or "").split(",") if x.strip()]
+
+
+async def run_bench_all(args) -> int:
+    out = Path(args.out) if args.out else RESULTS_ROOT / new_run_id("bench-all")
+    top = RunDir(out)
+    backends = _csv(args.backends) or default_backends()
+    for b in backends:
+        get_spec(b)
+    registered = all_suites()
+    suites = _csv(args.suites) or [s for s in DEFAULT_SUITES if s in registered]
+    index: dict[str, Any] = {"run_id": top.run_id, "backends": backends, "suites": {}, **provenance()}
+    rig = Rig(out / "procs")
+    progress = TerminalProgress()
+    t0 = time.monotonic()
+    try:
+        for name in suites:
+            ts = time.monotonic()
+            opts = {k: v for k, v in _options(args.option).items() if k.startswith(name + ".")}
+            opts = {k.split(".", 1)[1]: v for k, v in opts.items()}
+            cfg = RunConfig(suite=name, backends=backends, out_dir=str(out / name), seed=args.seed, options=opts,
+                            resume=not args.fresh, concurrency=args.concurrency, judge_passes=args.judge_passes,
+                            embedder=args.embedder, in_process=args.in_process)
+            try:
+                outcome = await run_suite(cfg, progress, rig=None if args.in_process else rig)
+                index["suites"][name] = {"state": outcome.state, "dir": name, "failures": outcome.failures,
+                                         "duration_s": time.monotonic() - ts}
+            except SuiteUnavailable as e:
+                index["suites"][name] = {"state": "skipped", "reason": str(e)}
+                print(f"[bench-all] {name} skipped: {e}", flush=True)
+            except Exception as e:  # noqa: BLE001 - one suite failing must not sink the others
+                index["suites"][name] = {"state": "failed", "reason": f"{type(e).__name__}: {e}",
+                                         "traceback": traceback.format_exc()[-2000:]}
+                print(f"[bench-all] {name} failed: {e}", flush=True)
+        if not args.no_costs:
+            index["costs"] = await _run_costs(out / "costs")
+    finally:
+        rig.stop_all()
+    index["duration_s"] = time.monotonic() - t0
+    top.write_json("report.json", index)
+    top.write_text("report.md", render_index(out, index))
+    print(f"\nbench-all: {out / 'report.md'}")
+    bad = [n for n, s in index["suites"].items() if s["state"] == "failed"]
+    return 1 if bad else 0
+
+
+async def _run_costs(out: Path) -> dict[str, Any]:
+    try:
+        from services.turn_sim.bench import run_costs
+    except ModuleNotFoundError as e:
+        return {"state": "skipped", "reason": f"cost scenarios not available in this checkout ({e.name})"}
+    try:
+        res = await run_costs(out, quick=True)
+        return {"state": "ok", "dir": "costs", "results": res}
+    except Exception as e:  # noqa: BLE001
+        return {"state": "failed", "reason": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]}
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in pairs or []:
+        k, _, v = p.partition("=")
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+def render_index(out: Path, index: dict[str, Any]) -> str:
+    lines = [f"# memrig bench-all ({index['run_id']})", "",
+             f"Backends: {', '.join(index['backends'])}. Git `{index.get('git_sha')}`; "
+             f"{index.get('machine', {}).get('cores')} cores. Total {index.get('duration_s', 0):.0f} s.", "",
+             "| suite | state | time | report |", "|---|---|---|---|"]
+    for name, s in index["suites"].items():
+        link = f"[{name}/report.md]({name}/report.md)" if s.get("dir") else s.get("reason", "")[:120]
+        lines.append(f"| {name} | {s['state']} | {s.get('duration_s', 0):.0f} s | {link} |")
+    lines.append("")
+    for name, s in index["suites"].items():
+        rep = out / name / "report.md"
+        if s.get("dir") and rep.exists():
+            body = rep.read_text().split("\n", 1)[1] if rep.read_text().startswith("# ") else rep.read_text()
+            lines += [f"# {name}", body.replace("\n## ", "\n### ").replace("\n# ", "\n## "), ""]
+    costs = index.get("costs")
+    if costs:
+        lines.append("# Latency and resources")
+        if costs.get("state") == "ok":
+            try:
+                from services.turn_sim.bench import render_costs_markdown
+
+                lines.append(render_costs_markdown(costs["results"]))
+            except Exception as e:  # noqa: BLE001
+                lines.append(f"(could not render costs: {e})")
+        else:
+            lines.append(f"{costs.get('state')}: {costs.get('reason')}")
+    return "\n".join(lines) + "\n"
