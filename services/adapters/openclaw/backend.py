@@ -1,0 +1,359 @@
+"""`openclaw`: OpenClaw's native memory as a memrig backend — the Markdown workspace its agent keeps (daily logs
+written by the pre-compaction flush, a curated MEMORY.md) and its builtin hybrid `memory_search` over it, faithful
+to OpenClaw's source (reference/peers.md §1; constants in presets.py).
+
+Retrieve returns what the "OpenClaw native" condition adds to the compaction summary (which the suite adds
+itself): `formatted_context` = the recent notes block (the notes of the namespace's two newest sessions, as the
+agent's auto-loaded recent daily logs) followed by the memory_search results as the tool presents them
+(path#Lstart-Lend, score, snippet). `memories` = the memory_search results alone. The request's top_k is
+OpenClaw's maxResults (candidates = min(200, floor(top_k × 4))); pass top_k=6 for OpenClaw's default.
+Without an embedder (config embedder="none") it runs OpenClaw's FTS-only mode with keyword extraction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from services.adapters.base import MemoryBackend, SessionStore
+from services.adapters.openclaw import fts as ftsmod
+from services.adapters.openclaw import hybrid
+from services.adapters.openclaw.index import FileInput, IndexStore
+from services.adapters.openclaw.presets import candidate_count, resolve_preset
+from services.adapters.openclaw.workspace import (
+    FlushSkipper,
+    Workspace,
+    apply_document,
+    apply_flush,
+    flush_messages,
+    parse_flush_reply,
+)
+from services.common import prompts
+from services.common.types import (
+    ChannelDiagnostics,
+    IngestBatch,
+    Memory,
+    NamespaceStats,
+    RetrieveQuery,
+    RetrieveResult,
+    Session,
+    SettleResult,
+    utc,
+)
+
+FTS_ONLY_MODEL = "fts-only"
+_KNOBS = ("vector_weight", "text_weight", "mmr_enabled", "decay_enabled")
+
+
+def citation(path: str, start: int, end: int) -> str:
+    return f"{path}#L{start}-L{end}"
+
+
+def format_search_results(results: list[hybrid.Scored]) -> str:
+    if not results:
+        return "## memory_search results\n(no results)"
+    parts = ["## memory_search results"]
+    for i, r in enumerate(results, 1):
+        parts.append(f"[{i}] {citation(r.path, r.start_line, r.end_line)} (score {r.score:.3f})\n{r.snippet}")
+    return "\n\n".join(parts)
+
+
+def format_recent_notes(ws: Workspace | None, n: int) -> str:
+    if ws is None or n <= 0:
+        return ""
+    blocks = []
+    for sn in ws.recent_notes(n):
+        if sn.lines:
+            blocks.append(f"### {sn.path} (session {sn.session_id})\n" + "\n".join(sn.lines))
+    if not blocks:
+        return ""
+    return f"## Recent memory notes (last {n} sessions)\n" + "\n\n".join(blocks)
+
+
+class OpenClawBackend(MemoryBackend):
+    name = "openclaw"
+    description = "OpenClaw native memory: Markdown workspace (flush-written daily logs + MEMORY.md) + hybrid memory_search."
+    capabilities = (("sessions", ""), ("documents", "path → workspace file"), ("recall", "exact"),
+                    ("reference_time", "temporal decay age"), ("static_context", "recent notes"))
+    defaults: dict[str, Any] = {
+        "preset": "openclaw",
+        # Early-era knobs (None = the preset's value); the late preset hard-codes them and rejects overrides.
+        "vector_weight": None,
+        "text_weight": None,
+        "mmr_enabled": None,
+        "decay_enabled": None,
+        "embedder": "",  # "" = the process embedder; "none" = OpenClaw's FTS-only mode
+        "flush_skip_rate": 0.0,  # the every-other-cycle flush bug (#12590); 0.5 ≈ the seed's ~50%
+        "flush_skip_mode": "alternate",  # "alternate" (deterministic pattern) | "random" (seeded per session)
+        "flush_seed": 0,
+        "recent_sessions": 2,  # the seeds' "last two sessions' notes" in the shared foundation
+        "storage": "memory",  # "memory" | "file" (one SQLite file per process under the context data dir)
+        "llm_temperature": 0.0,
+    }
+    uses_embedder = True
+
+    def configure(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        cfg = super().configure(overrides)
+        preset = resolve_preset(cfg["preset"])
+        for k in _KNOBS:
+            v = cfg[k]
+            if v is None:
+                continue
+            if k not in preset["knobs_configurable"] and v != preset[k]:
+                raise ValueError(f"openclaw: {k!r} is fixed in preset {cfg['preset']!r} (OpenClaw hard-codes it)")
+            if k.endswith("_weight") and (not isinstance(v, int | float) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"openclaw: {k!r} must be a non-negative number")
+            if k.endswith("_enabled") and not isinstance(v, bool):
+                raise ValueError(f"openclaw: {k!r} must be true or false")
+        if cfg["storage"] not in ("memory", "file"):
+            raise ValueError("openclaw: storage must be 'memory' or 'file'")
+        if cfg["embedder"] not in ("", "none", "minilm", "wordllama", "hash"):
+            raise ValueError("openclaw: embedder must be '', 'none', 'minilm', 'wordllama' or 'hash'")
+        FlushSkipper(float(cfg["flush_skip_rate"]), cfg["flush_skip_mode"], int(cfg["flush_seed"]))
+        if not isinstance(cfg["recent_sessions"], int) or cfg["recent_sessions"] < 0:
+            raise ValueError("openclaw: recent_sessions must be an integer >= 0")
+        return cfg
+
+    def __init__(self, config=None, context=None):
+        super().__init__(config, context)
+        p = resolve_preset(self.config["preset"])
+        for k in _KNOBS:
+            if self.config[k] is not None:
+                p[k] = self.config[k]
+        self.params = p
+        self.skipper = FlushSkipper(float(self.config["flush_skip_rate"]), self.config["flush_skip_mode"],
+                                    int(self.config["flush_seed"]))
+        self.store = SessionStore()
+        self._ws: dict[str, Workspace] = {}
+        self._index: IndexStore | None = None
+        self._embedder = None
+        self.n = {"llm_calls": 0, "flushes": 0, "flushes_skipped": 0, "chunks_indexed": 0, "searches": 0}
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def fts_only(self) -> bool:
+        return self.config["embedder"] == "none"
+
+    @property
+    def embedder(self):
+        if self.fts_only:
+            return None
+        if self._embedder is None:
+            if self.config["embedder"]:
+                from services.common.embeddings import get_embedder
+
+                self._embedder = get_embedder(self.config["embedder"], cache_path=self.context.embedding_cache_path)
+            else:
+                self._embedder = self.context.embedder
+        return self._embedder
+
+    @property
+    def model(self) -> str:
+        return FTS_ONLY_MODEL if self.fts_only else self.embedder.name
+
+    @property
+    def index(self) -> IndexStore:
+        if self._index is None:
+            path = None
+            if self.config["storage"] == "file":
+                path = self.context.data_dir / "openclaw" / f"index-{os.getpid()}-{id(self):x}.sqlite"
+            p = self.params
+            self._index = IndexStore(path, p["chunk_tokens"], p["chunk_overlap_tokens"], p["fts_tokenizer"],
+                                     p["snippet_max_chars"])
+        return self._index
+
+    def embedder_info(self) -> tuple[str, int]:
+        if self.fts_only:
+            return "", 0
+        e = self.embedder
+        return e.name, e.dim
+
+    async def start(self) -> None:
+        _ = self.index
+        if not self.fts_only:
+            await asyncio.to_thread(lambda: self.embedder)  # load the model once, before serving
+
+    async def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    def describe_config(self) -> dict[str, Any]:
+        d = dict(self.config)
+        d.update({k: (list(v) if isinstance(v, tuple) else v) for k, v in self.params.items()})
+        d["max_chars"] = max(32, self.params["chunk_tokens"] * 4)
+        d["overlap_chars"] = min(self.params["chunk_overlap_tokens"] * 4, d["max_chars"] // 2)
+        d["max_results"] = "request top_k (OpenClaw default 6)"
+        d["candidates"] = "min(200, floor(top_k * 4))"
+        d["mode"] = "fts-only" if self.fts_only else "hybrid"
+        d["embedding_model"] = self.model
+        d["flush_prompt"] = "prompts.FLUSH_SYSTEM + flush_user(session date)"
+        d["prompts_hash"] = prompts.prompts_hash()
+        d["memory_md_curation"] = "rules: durable-language regex over flushed notes (workspace.DURABLE_RE)"
+        return d
+
+    # ------------------------------------------------------------------ ingest
+    async def _flush(self, session: Session, new_msgs) -> list[str]:
+        res = await self.context.llm.chat(flush_messages(session, new_msgs), temperature=self.config["llm_temperature"])
+        self.n["llm_calls"] += 1
+        return parse_flush_reply(res.text)
+
+    async def reset(self, namespace: str) -> int:
+        self._ws.pop(namespace, None)
+        n = self.store.reset(namespace)
+        await asyncio.to_thread(self.index.drop_namespace, namespace)
+        return n
+
+    async def ingest(self, namespace: str, batch: IngestBatch) -> None:
+        # Stage everything (LLM flushes, workspace, chunking, embeddings) before touching any state, then commit.
+        staged = (self._ws.get(namespace) or Workspace()).copy()
+        existing = self.store.sessions.get(namespace, {})
+        work: list[tuple[Session, tuple, bool]] = []
+        for s in sorted(batch.sessions, key=lambda s: (utc(s.started_at), s.session_id)):
+            old = existing.get(s.session_id)
+            if old is not None:
+                have = {m.id for m in old.messages}
+                new_msgs = tuple(m for m in s.messages if m.id not in have)
+                s = Session(old.session_id, old.started_at, old.messages + new_msgs)
+            else:
+                new_msgs = s.messages
+            if not new_msgs:
+                continue
+            skip = self.skipper.skip(staged.flush_attempts, s.session_id)
+            staged.flush_attempts += 1
+            staged.flushes_skipped += int(skip)
+            work.append((s, new_msgs, skip))
+        replies = await asyncio.gather(*(self._flush(s, new) for s, new, skip in work if not skip))
+        it = iter(replies)
+        for s, new, skip in work:
+            apply_flush(staged, s, new, None if skip else next(it), skip)
+        now = datetime.now(UTC)
+        for d in batch.documents:
+            apply_document(staged, d, now)
+        files = [FileInput(path, f.content, f.mtime_ms, f.line_evidence()) for path, f in sorted(staged.files.items())]
+        model = self.model
+        plan = await asyncio.to_thread(self.index.plan_sync, namespace, files, model)
+        if not self.fts_only:
+            texts = [c.text for c in plan.new_chunks]
+            plan.vectors = (await self.embedder.aencode(texts)) if texts else np.zeros((0, self.embedder.dim), np.float32)
+        await asyncio.to_thread(self.index.apply, plan, int(time.time() * 1000))
+        # Commit (synchronous from here: nothing can fail half-way on the event loop).
+        self.store.apply(namespace, batch)
+        self._ws[namespace] = staged
+        self.n["flushes"] += sum(1 for _, _, skip in work if not skip)
+        self.n["flushes_skipped"] += sum(1 for _, _, skip in work if skip)
+        self.n["chunks_indexed"] += len(plan.new_chunks)
+
+    async def settle(self, namespace: str, timeout_s: float) -> SettleResult:
+        st = self.store.stats(namespace)
+        c = await asyncio.to_thread(self.index.counts, namespace)
+        return SettleResult(settled=True, items_indexed=st.items, counts={**c, "sessions": st.sessions})
+
+    # ------------------------------------------------------------------ search
+    def search(self, namespace: str, query: str, max_results: int, query_vec: np.ndarray | None,
+               now_ms: int) -> tuple[list[hybrid.Scored], list[ChannelDiagnostics]]:
+        """MemoryIndexManager.search (synchronous; run it off the event loop)."""
+        p = self.params
+        cleaned = query.strip()
+        if not cleaned:
+            return [], []
+        candidates = candidate_count(max_results, p["candidate_multiplier"], p["candidate_cap"])
+        rank_to_score = lambda r: ftsmod.bm25_rank_to_score(r, p["bm25_mapping"])  # noqa: E731
+        diags: list[ChannelDiagnostics] = []
+        if self.fts_only:
+            t0 = time.perf_counter_ns()
+            terms = ftsmod.extract_keywords(cleaned) or [cleaned]
+            best: dict[str, hybrid.Scored] = {}
+            for term in terms:
+                for h in self.index.search_keyword(namespace, ftsmod.build_fts_query(term, p["fts_token_regex"]),
+                                                   candidates, None, rank_to_score):
+                    cur = best.get(h.id)
+                    if cur is None or h.text_score > cur.score:
+                        best[h.id] = hybrid.Scored(h.id, h.path, h.start_line, h.end_line, h.snippet, h.text_score,
+                                                   0.0, h.text_score, h.source)
+            ranked = sorted(best.values(), key=lambda r: -r.score)
+            out = hybrid.select_fts_only(ranked, max_results, p["min_score"], p["fts_only_selection"])
+            diags.append(ChannelDiagnostics("fts", len(best), time.perf_counter_ns() - t0,
+                                            f"fts-only keywords={terms}"))
+            return out, diags
+        t0 = time.perf_counter_ns()
+        keyword = []
+        if p["hybrid_enabled"]:
+            keyword = self.index.search_keyword(namespace, ftsmod.build_fts_query(cleaned, p["fts_token_regex"]),
+                                                candidates, self.model, rank_to_score)
+        t1 = time.perf_counter_ns()
+        vector = self.index.search_vector(namespace, query_vec, candidates) if query_vec is not None else []
+        t2 = time.perf_counter_ns()
+        diags.append(ChannelDiagnostics("fts", len(keyword), t1 - t0, f"bm25={p['bm25_mapping']}"))
+        diags.append(ChannelDiagnostics("vector", len(vector), t2 - t1, "cosine, numpy in-process"))
+        if not p["hybrid_enabled"]:
+            return [r for r in (hybrid.merge_hybrid(vector, [], 1.0, 0.0, "weighted-sum"))
+                    if r.score >= p["min_score"]][:max_results], diags
+        merged = hybrid.merge_hybrid(vector, keyword, p["vector_weight"], p["text_weight"], p["merge"])
+        if p["decay_enabled"]:
+            merged = hybrid.apply_temporal_decay(merged, now_ms, p["decay_half_life_days"], p["dated_path_regex"],
+                                                 p["evergreen_paths"], self.index.file_mtimes(namespace))
+        merged = hybrid.sort_results(merged, p["sort_tiebreak"])
+        if p["mmr_enabled"]:
+            merged = hybrid.mmr_rerank(merged, p["mmr_lambda"], p["mmr_tokenizer"])
+        keys = {(h.source, h.path, h.start_line, h.end_line) for h in keyword}
+        out = hybrid.select_results(merged, keys, max_results, p["min_score"], p["selection"], p["text_weight"])
+        diags.append(ChannelDiagnostics("merge", len(merged), time.perf_counter_ns() - t2,
+                                        f"{p['merge']} vw={p['vector_weight']} tw={p['text_weight']} "
+                                        f"decay={p['decay_enabled']} mmr={p['mmr_enabled']} select={p['selection']}"))
+        return out, diags
+
+    async def retrieve(self, namespace: str, query: RetrieveQuery) -> RetrieveResult:
+        if namespace not in self._ws:
+            return RetrieveResult()
+        ref = query.reference_time or datetime.now(UTC)
+        now_ms = int(utc(ref).timestamp() * 1000)
+        qvec = None
+        if not self.fts_only:
+            qvec = (await self.embedder.aencode([query.query.strip()]))[0]
+        results, diags = await asyncio.to_thread(self.search, namespace, query.query, query.top_k, qvec, now_ms)
+        self.n["searches"] += 1
+        rows = self.index.chunk_rows(namespace)
+        mtimes = self.index.file_mtimes(namespace) if results else {}
+        memories = []
+        for r in results:
+            row = rows.get(r.id)
+            ts = hybrid.date_from_path(r.path, self.params["dated_path_regex"])
+            if ts is None:
+                ts = mtimes.get(r.path)
+            memories.append(Memory(
+                id=r.id, text=r.snippet, score=float(r.score), kind="chunk",
+                created_at=datetime.fromtimestamp(ts / 1000, UTC) if ts is not None else None,
+                source=r.path, evidence_ids=list(row.evidence) if row else [],
+                channel_scores={"vector": float(r.vector_score), "text": float(r.text_score)},
+                attributes={"path": r.path, "start_line": str(r.start_line), "end_line": str(r.end_line),
+                            "citation": citation(r.path, r.start_line, r.end_line), "decay": f"{r.decay:.6f}",
+                            "selected_by": "strict" if r.score >= self.params["min_score"] else "keyword-fallback",
+                            "preset": self.config["preset"], "mode": "fts-only" if self.fts_only else "hybrid"},
+            ))
+        recent = format_recent_notes(self._ws.get(namespace), self.config["recent_sessions"])
+        ctx = "\n\n".join(b for b in (recent, format_search_results(results)) if b)
+        return RetrieveResult(memories=memories, channels=diags, formatted_context=ctx)
+
+    # ------------------------------------------------------------------ introspection
+    async def namespace_stats(self, namespace: str) -> NamespaceStats:
+        return self.store.stats(namespace)
+
+    def namespaces(self) -> list[str]:
+        return self.store.namespaces()
+
+    def workspace(self, namespace: str) -> dict[str, str]:
+        """The Markdown files of a namespace's workspace (path → content), for inspection and reports."""
+        ws = self._ws.get(namespace)
+        return {p: f.content for p, f in sorted(ws.files.items())} if ws else {}
+
+    def disk_bytes(self) -> int:
+        return self._index.disk_bytes() if self._index is not None else 0
+
+    def counters(self) -> dict[str, int]:
+        return dict(self.n)

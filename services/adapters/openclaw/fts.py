@@ -1,0 +1,106 @@
+"""The keyword side of OpenClaw's memory search: FTS5 query building, BM25 rank → score, keyword extraction.
+
+- `build_fts_query` (src/memory/hybrid.ts → extensions/memory-core/src/memory/hybrid.ts): tokens matched by the
+  era's regex, trimmed, each wrapped in double quotes (quotes stripped) and joined with " AND "; no tokens →
+  None and the keyword search is skipped.
+- `bm25_rank_to_score`: FTS5's `bm25()` is negative, better matches more negative. The early mapping clamps
+  it to 0 and returns 1/(1+0) = 1.0 for every hit (bug #5767); the late one maps rel = -rank to rel/(1+rel).
+- `extract_keywords` (src/memory/query-expansion.ts) for FTS-only mode: lower-case, split on whitespace and
+  punctuation, CJK runs → characters + adjacent bigrams, drop stop words, ASCII words shorter than 3 letters,
+  pure numbers and pure punctuation/symbols, dedupe in order. Only the English stop list is carried here (the
+  upstream file also has ES/PT/AR/ZH/KO/JA/DA/NB/SV lists, and Korean particle stripping); the rig's data is
+  English.
+"""
+
+from __future__ import annotations
+
+import math
+
+import regex
+
+EARLY_TOKEN_RE = regex.compile(r"[A-Za-z0-9_]+")
+LATE_TOKEN_RE = regex.compile(r"[\p{L}\p{N}_]+")
+
+
+def fts_tokens(raw: str, token_regex: str) -> list[str]:
+    rx = EARLY_TOKEN_RE if token_regex == EARLY_TOKEN_RE.pattern else (
+        LATE_TOKEN_RE if token_regex == LATE_TOKEN_RE.pattern else regex.compile(token_regex)
+    )
+    return [t.strip() for t in rx.findall(raw) if t.strip()]
+
+
+def build_fts_query(raw: str, token_regex: str = LATE_TOKEN_RE.pattern) -> str | None:
+    tokens = fts_tokens(raw, token_regex)
+    if not tokens:
+        return None
+    return " AND ".join('"' + t.replace('"', "") + '"' for t in tokens)
+
+
+def bm25_rank_to_score(rank: float, mapping: str = "late") -> float:
+    if mapping == "early":
+        r = max(0.0, rank) if math.isfinite(rank) else 999.0
+        return 1.0 / (1.0 + r)
+    if mapping == "late":
+        if not math.isfinite(rank):
+            return 1.0 / (1.0 + 999.0)
+        if rank < 0:
+            rel = -rank
+            return rel / (1.0 + rel)
+        return 1.0 / (1.0 + rank)
+    raise ValueError(f"unknown bm25 mapping {mapping!r}")
+
+
+# query-expansion.ts STOP_WORDS_EN (facts: the word list).
+STOP_WORDS_EN = frozenset(
+    """a an the this that these those i me my we our you your he she it they them is are was were be been being
+    have has had do does did will would could should can may might in on at to for of with by from about into
+    through during before after above below between under over and or but if then because as while when where
+    what which who how why yesterday today tomorrow earlier later recently ago just now thing things stuff
+    something anything everything nothing please help find show get tell give""".split()
+)
+
+_SPLIT_RE = regex.compile(r"[\s\p{P}]+")
+_KANA_RE = regex.compile(r"[\u3040-\u30ff]")
+_HAN_RE = regex.compile(r"[\u4e00-\u9fff]")
+_JP_PARTS_RE = regex.compile(r"[a-z0-9_]+|[\u30a0-\u30ffー]+|[\u4e00-\u9fff]+|[\u3040-\u309f]{2,}")
+_ALPHA_RE = regex.compile(r"^[a-zA-Z]+$")
+_DIGITS_RE = regex.compile(r"^[0-9]+$")
+_PUNCT_RE = regex.compile(r"^[\p{P}\p{S}]+$")
+
+
+def _tokenize_for_keywords(text: str) -> list[str]:
+    out: list[str] = []
+    for seg in (s for s in _SPLIT_RE.split(text.lower().strip()) if s):
+        if _KANA_RE.search(seg):
+            for part in _JP_PARTS_RE.findall(seg):
+                out.append(part)
+                if regex.fullmatch(r"[\u4e00-\u9fff]+", part):
+                    out.extend(part[i] + part[i + 1] for i in range(len(part) - 1))
+        elif _HAN_RE.search(seg):
+            chars = [c for c in seg if _HAN_RE.match(c)]
+            out.extend(chars)
+            out.extend(chars[i] + chars[i + 1] for i in range(len(chars) - 1))
+        else:
+            out.append(seg)
+    return out
+
+
+def _valid_keyword(tok: str) -> bool:
+    if not tok:
+        return False
+    if _ALPHA_RE.match(tok) and len(tok) < 3:
+        return False
+    if _DIGITS_RE.match(tok):
+        return False
+    return not _PUNCT_RE.match(tok)
+
+
+def extract_keywords(query: str) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for tok in _tokenize_for_keywords(query):
+        if tok in STOP_WORDS_EN or not _valid_keyword(tok) or tok in seen:
+            continue
+        seen.add(tok)
+        out.append(tok)
+    return out
