@@ -1,0 +1,528 @@
+"""The fault proxy's aiohttp applications: the reverse proxy and its toxiproxy-style admin API.
+
+Admin API: served on the proxy port under the prefix `/__admin` (no Cortex path starts with `/__`), or,
+with `--admin-port`, only on a separate listener (then `/__admin/*` on the proxy port is a 404):
+
+    GET  /__admin/faults              list (application order)
+    POST /__admin/faults              create → 201; 400 bad body (names the field); 409 exists
+    GET|PATCH|DELETE /__admin/faults/{name}   200 / 200 / 204; 404 unknown
+    GET  /__admin/faults/log?since=N&limit=M  per-request decisions with the drawn values
+    POST /__admin/populate            create-or-replace a list, idempotent → 201
+    POST /__admin/reset               remove every fault, restart numbering and log ({"seed": N} optional) → 204
+    GET  /__admin/status              seed, upstream, request count, store
+    GET  /__admin/metrics             Prometheus text (no token needed: read-only)
+
+Everything else is forwarded to the upstream after the request-stage faults, and the answer goes back
+after the response-stage faults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from prometheus_client import REGISTRY
+from prometheus_client.aiohttp import make_aiohttp_handler
+
+from services.fault_proxy.engine import FaultEngine
+from services.fault_proxy.faults import (
+    HEADER_PREFIX,
+    Abort,
+    Admit,
+    CorruptBody,
+    Delay,
+    FaultError,
+    FaultSpec,
+    Hold,
+    ReplaceBody,
+    RequestInfo,
+    Respond,
+    Throttle,
+    Truncate,
+    header_faults,
+    parse_fault,
+)
+from services.fault_proxy.metrics import FAULTS_INJECTED, INJECTED_DELAY, REQUESTS, UPSTREAM_DURATION
+from services.fault_proxy.store import FaultExists, FaultNotFound
+
+ADMIN_PREFIX = "/__admin"
+_HOP = {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "te",
+        "trailer", "upgrade", "proxy-authorization", "proxy-authenticate"}
+
+
+@dataclass
+class ProxyConfig:
+    upstream: str
+    allow_header_faults: bool = False
+    admin_token: str = ""
+    admin_on_proxy_port: bool = True
+    upstream_timeout_s: float = 300.0
+    refresh_interval_s: float = 0.25  # background refresh (Redis mode) so removals on other replicas release
+    store_kind: str = "local"
+
+
+@dataclass
+class ProxyState:
+    config: ProxyConfig
+    engine: FaultEngine
+    session: aiohttp.ClientSession | None = None
+    tasks: list[asyncio.Task] = field(default_factory=list)
+
+
+STATE = web.AppKey("fault_proxy_state", ProxyState)
+
+
+def _error(status: int, message: str, field_name: str = "") -> web.Response:
+    body: dict[str, Any] = {"error": message, "status": status}
+    if field_name:
+        body["field"] = field_name
+    return web.json_response(body, status=status)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Admin API
+
+
+@web.middleware
+async def _admin_auth(request: web.Request, handler):
+    st = request.app[STATE]
+    token = st.config.admin_token
+    is_admin = request.path.startswith(ADMIN_PREFIX)
+    if is_admin and not st.config.admin_on_proxy_port and request.app.get(_IS_ADMIN_APP) is not True:
+        return _error(404, "the admin API is on the admin port")
+    if is_admin and token and request.path != f"{ADMIN_PREFIX}/metrics":
+        if request.headers.get("Authorization", "") != f"Bearer {token}":
+            return _error(401, "admin API needs 'Authorization: Bearer <token>'", "Authorization")
+    return await handler(request)
+
+
+_IS_ADMIN_APP = web.AppKey("is_admin_app", bool)
+
+
+async def _json_body(request: web.Request, allow_empty: bool = False) -> Any:
+    raw = await request.read()
+    if not raw.strip():
+        if allow_empty:
+            return {}
+        raise FaultError("body", "a JSON body is required")
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise FaultError("body", f"not valid JSON: {e}") from None
+
+
+async def list_faults(request: web.Request) -> web.Response:
+    eng = request.app[STATE].engine
+    await eng.refresh()
+    return web.json_response([f.to_json() for f in eng.faults])
+
+
+async def create_fault(request: web.Request) -> web.Response:
+    eng = request.app[STATE].engine
+    try:
+        spec = parse_fault(await _json_body(request))
+    except FaultError as e:
+        return _error(400, str(e), e.field)
+    spec = FaultSpec(**{**spec.__dict__, "created_at": eng.clock()})
+    try:
+        spec = await eng.store.create(spec)
+    except FaultExists:
+        return _error(409, f"fault {spec.name!r} already exists", "name")
+    await eng.refresh(force=True)
+    return web.json_response(spec.to_json(), status=201)
+
+
+async def _get(eng: FaultEngine, name: str) -> FaultSpec | None:
+    await eng.refresh()
+    return next((f for f in eng.faults if f.name == name), None)
+
+
+async def get_fault(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    spec = await _get(request.app[STATE].engine, name)
+    if spec is None:
+        return _error(404, f"fault {name!r} not found", "name")
+    return web.json_response(spec.to_json())
+
+
+def merge_patch(old: FaultSpec, patch: Any) -> FaultSpec:
+    """Apply a PATCH body: top-level fields replace, `attributes` and `match` merge key by key."""
+    if not isinstance(patch, dict):
+        raise FaultError("body", "must be a JSON object")
+    if "name" in patch and patch["name"] != old.name:
+        raise FaultError("name", "cannot be changed (delete and create instead)")
+    d = old.definition()
+    for k, v in patch.items():
+        if k in ("attributes", "match") and isinstance(v, dict):
+            d[k] = {**(d.get(k) or {}), **v}
+        else:
+            d[k] = v
+    return parse_fault(d)
+
+
+async def patch_fault(request: web.Request) -> web.Response:
+    eng = request.app[STATE].engine
+    name = request.match_info["name"]
+    old = await _get(eng, name)
+    if old is None:
+        return _error(404, f"fault {name!r} not found", "name")
+    try:
+        spec = merge_patch(old, await _json_body(request))
+    except FaultError as e:
+        return _error(400, str(e), e.field)
+    try:
+        spec = await eng.store.replace(spec)
+    except FaultNotFound:
+        return _error(404, f"fault {name!r} not found", "name")
+    await eng.refresh(force=True)
+    return web.json_response(spec.to_json())
+
+
+async def delete_fault(request: web.Request) -> web.Response:
+    eng = request.app[STATE].engine
+    name = request.match_info["name"]
+    try:
+        await eng.store.delete(name)
+    except FaultNotFound:
+        return _error(404, f"fault {name!r} not found", "name")
+    await eng.refresh(force=True)
+    return web.Response(status=204)
+
+
+async def populate(request: web.Request) -> web.Response:
+    """Create or replace each listed fault; one that is identical is left alone (so its outage clock, token
+    bucket and hit count carry on): calling populate twice with the same list changes nothing."""
+    eng = request.app[STATE].engine
+    try:
+        body = await _json_body(request)
+        items = body.get("faults") if isinstance(body, dict) else body
+        if not isinstance(items, list):
+            raise FaultError("faults", "must be a list of faults (or {\"faults\": [...]})")
+        specs = []
+        for i, item in enumerate(items):
+            try:
+                specs.append(parse_fault(item))
+            except FaultError as e:
+                raise FaultError(f"faults[{i}].{e.field}", e.message) from None
+        names = [s.name for s in specs]
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup:
+            raise FaultError("faults", f"name {dup!r} appears twice")
+    except FaultError as e:
+        return _error(400, str(e), e.field)
+    await eng.refresh(force=True)
+    current = {f.name: f for f in eng.faults}
+    out = []
+    for spec in specs:
+        old = current.get(spec.name)
+        if old is not None and old.definition() == spec.definition():
+            out.append(old)
+        elif old is not None:
+            out.append(await eng.store.replace(spec))
+        else:
+            out.append(await eng.store.create(FaultSpec(**{**spec.__dict__, "created_at": eng.clock()})))
+    await eng.refresh(force=True)
+    return web.json_response({"faults": [f.to_json() for f in out]}, status=201)
+
+
+async def reset(request: web.Request) -> web.Response:
+    eng = request.app[STATE].engine
+    try:
+        body = await _json_body(request, allow_empty=True)
+        seed = body.get("seed") if isinstance(body, dict) else None
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise FaultError("seed", "must be an integer")
+    except FaultError as e:
+        return _error(400, str(e), e.field)
+    await eng.store.clear()
+    await eng.refresh(force=True)
+    eng.reset_run(seed)
+    return web.Response(status=204)
+
+
+async def fault_log(request: web.Request) -> web.Response:
+    eng = request.app[STATE].engine
+    try:
+        since = int(request.query.get("since", 0))
+        limit = int(request.query["limit"]) if "limit" in request.query else None
+    except ValueError:
+        return _error(400, "since and limit must be integers", "since")
+    return web.json_response({"seed": eng.seed, "requests": eng.requests_seen,
+                              "entries": eng.log_entries(since, limit)})
+
+
+async def status(request: web.Request) -> web.Response:
+    st = request.app[STATE]
+    await st.engine.refresh()
+    return web.json_response({
+        "upstream": st.config.upstream, "seed": st.engine.seed, "requests": st.engine.requests_seen,
+        "faults": len(st.engine.faults), "store": st.config.store_kind,
+        "allow_header_faults": st.config.allow_header_faults,
+    })
+
+
+def add_admin_routes(app: web.Application) -> None:
+    p = ADMIN_PREFIX
+    app.router.add_get(f"{p}/faults", list_faults)
+    app.router.add_post(f"{p}/faults", create_fault)
+    app.router.add_get(f"{p}/faults/log", fault_log)  # before {name}: "log" is a reserved fault name
+    app.router.add_get(f"{p}/faults/{{name}}", get_fault)
+    app.router.add_patch(f"{p}/faults/{{name}}", patch_fault)
+    app.router.add_delete(f"{p}/faults/{{name}}", delete_fault)
+    app.router.add_post(f"{p}/populate", populate)
+    app.router.add_post(f"{p}/reset", reset)
+    app.router.add_get(f"{p}/status", status)
+    app.router.add_get(f"{p}/metrics", make_aiohttp_handler(REGISTRY))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The proxy
+
+
+class _Done(Exception):
+    """Carries the response that ends a request early."""
+
+    def __init__(self, response: web.StreamResponse, outcome: str):
+        self.response, self.outcome = response, outcome
+
+
+def _respond(act: Respond) -> web.Response:
+    return web.Response(status=act.status, body=act.body, headers=dict(act.headers),
+                        content_type="application/json")
+
+
+async def _send_partial(request: web.Request, status: int, headers: dict[str, str], body: bytes, n: int,
+                        abort: bool) -> web.StreamResponse:
+    """Headers with the full Content-Length, `n` bytes of body, then RST (abort) or FIN (close)."""
+    resp = web.StreamResponse(status=status, headers=headers)
+    resp.content_length = len(body)
+    await resp.prepare(request)
+    if n > 0:
+        await resp.write(body[:n])
+    tr = request.transport
+    if tr is not None:
+        tr.abort() if abort else tr.close()
+    return resp
+
+
+async def proxy_handler(request: web.Request) -> web.StreamResponse:
+    st = request.app[STATE]
+    eng = st.engine
+    seq = eng.next_seq()
+    body = await request.read()
+    info = RequestInfo(seq, request.method, request.path, body)
+    await eng.refresh()
+    entry: dict[str, Any] = {"seq": seq, "t": round(time.time(), 3), "method": request.method,
+                             "path": request.path, "faults": [], "upstream": False}
+    admitted = []
+    delayed = 0.0
+    outcome = "forwarded"
+
+    async def waited(spec, seconds):
+        nonlocal delayed
+        t0 = time.perf_counter()
+        released = await eng.wait(spec, seconds)
+        dt = time.perf_counter() - t0
+        delayed += dt
+        INJECTED_DELAY.observe(dt)
+        return released
+
+    async def request_action(spec, act, drawn_log) -> None:
+        """Carry out one request-stage action; raise _Done to end the request here."""
+        nonlocal outcome
+        if isinstance(act, Delay):
+            if await waited(spec, act.seconds) and drawn_log is not None:
+                drawn_log["note"] = "released"
+            outcome = "delayed"
+        elif isinstance(act, Respond):
+            if act.after_s > 0 and await waited(spec, act.after_s):
+                if drawn_log is not None:
+                    drawn_log["note"] = "released"
+                return
+            raise _Done(_respond(act), "injected")
+        elif isinstance(act, Abort):
+            if request.transport is not None:
+                request.transport.abort()
+            raise _Done(web.Response(status=500), "aborted")
+        elif isinstance(act, Hold):
+            await waited(spec, None)
+            if drawn_log is not None:
+                drawn_log["note"] = "released"
+
+    try:
+        try:
+            if st.config.allow_header_faults:
+                actions, seen = header_faults(dict(request.headers))
+                if seen:
+                    entry["header_faults"] = seen
+                for act in actions:
+                    await request_action(None, act, None)
+            for spec in eng.matching(info, "request"):
+                dec, drawn, _ = eng.decide(spec, info)
+                dl = drawn.to_json()
+                entry["faults"].append(dl)
+                if isinstance(dec.action, Admit):
+                    admitted.append(dec.action.state)
+                elif dec.action is not None:
+                    FAULTS_INJECTED.labels(spec.name, spec.type).inc()
+                    await request_action(spec, dec.action, dl)
+
+            # -- forward ------------------------------------------------------------------------
+            headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP
+                       and not (st.config.allow_header_faults and k.lower().startswith(HEADER_PREFIX))}
+            t0 = time.perf_counter()
+            entry["upstream"] = True
+            try:
+                async with st.session.request(request.method, st.config.upstream + request.path_qs,
+                                              data=body if body else None, headers=headers,
+                                              allow_redirects=False) as up:
+                    rbody = await up.read()
+                    rstatus = up.status
+                    rheaders = {k: v for k, v in up.headers.items() if k.lower() not in _HOP}
+            except (aiohttp.ClientError, TimeoutError) as e:
+                UPSTREAM_DURATION.observe(time.perf_counter() - t0)
+                raise _Done(web.json_response(
+                    {"detail": f"fault-proxy: upstream failed: {type(e).__name__}: {e}"}, status=502),
+                    "upstream_error") from None
+            UPSTREAM_DURATION.observe(time.perf_counter() - t0)
+            entry["upstream_status"] = rstatus
+
+            # -- response stage -----------------------------------------------------------------
+            throttle: tuple[Any, Throttle] | None = None
+            for spec in eng.matching(info, "response"):
+                dec, drawn, rng = eng.decide(spec, info)
+                act = dec.action
+                dl = drawn.to_json()
+                entry["faults"].append(dl)
+                if act is None:
+                    continue
+                if isinstance(act, Admit):
+                    admitted.append(act.state)
+                    continue
+                FAULTS_INJECTED.labels(spec.name, spec.type).inc()
+                if isinstance(act, Delay):
+                    if await waited(spec, act.seconds):
+                        dl["note"] = "released"
+                    outcome = "delayed"
+                elif isinstance(act, Hold):
+                    await waited(spec, None)
+                    dl["note"] = "released"
+                elif isinstance(act, Respond):
+                    if act.after_s > 0 and await waited(spec, act.after_s):
+                        dl["note"] = "released"
+                        continue
+                    rstatus, rbody = act.status, act.body
+                    rheaders = {"Content-Type": "application/json", **dict(act.headers)}
+                    outcome = "injected"
+                elif isinstance(act, Abort):
+                    raise _Done(await _send_partial(request, rstatus, rheaders, rbody, act.after_bytes, True),
+                                "aborted")
+                elif isinstance(act, Truncate):
+                    raise _Done(await _send_partial(request, rstatus, rheaders, rbody, act.after_bytes, False),
+                                "aborted")
+                elif isinstance(act, ReplaceBody):
+                    rbody, extra = CorruptBody.corrupt(spec.attributes, rbody, rng)
+                    dl.setdefault("drawn", {}).update(extra)
+                    outcome = "modified"
+                elif isinstance(act, Throttle):
+                    throttle = (spec, act)
+                    outcome = "modified"
+
+            if throttle is None:
+                raise _Done(web.Response(status=rstatus, body=rbody, headers=rheaders), outcome)
+            spec, act = throttle
+            resp = web.StreamResponse(status=rstatus, headers=rheaders)
+            resp.content_length = len(rbody)
+            await resp.prepare(request)
+            pos = 0
+            while pos < len(rbody):
+                chunk = rbody[pos: pos + act.chunk_bytes]
+                await resp.write(chunk)
+                pos += len(chunk)
+                if pos < len(rbody) and await waited(spec, len(chunk) / act.bytes_per_s):
+                    await resp.write(rbody[pos:])  # removed mid-stream: flush the rest at once
+                    break
+            await resp.write_eof()
+            raise _Done(resp, outcome)
+        except _Done as d:
+            outcome = d.outcome
+            entry["status"] = None if outcome == "aborted" else d.response.status
+            return d.response
+    except asyncio.CancelledError:
+        outcome = "client_gone"
+        raise
+    finally:
+        for s in admitted:
+            s.release()
+        entry["outcome"] = outcome
+        if delayed:
+            entry["delay_s"] = round(delayed, 6)
+        eng.record(entry)
+        REQUESTS.labels(outcome).inc()
+
+
+async def not_found_admin(request: web.Request) -> web.Response:
+    return _error(404, f"no admin route {request.method} {request.path}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Application wiring
+
+
+async def _on_startup(app: web.Application) -> None:
+    st = app[STATE]
+    if st.session is None:
+        st.session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=st.config.upstream_timeout_s), auto_decompress=False,
+            connector=aiohttp.TCPConnector(limit=0, force_close=False))
+    await st.engine.refresh(force=True)
+    if st.config.store_kind != "local":
+        st.tasks.append(asyncio.create_task(_refresh_loop(st)))
+
+
+async def _refresh_loop(st: ProxyState) -> None:
+    while True:
+        await asyncio.sleep(st.config.refresh_interval_s)
+        with contextlib.suppress(Exception):
+            await st.engine.refresh()
+
+
+async def _on_cleanup(app: web.Application) -> None:
+    st = app[STATE]
+    for t in st.tasks:
+        t.cancel()
+    st.engine.release_all()
+    if st.session is not None:
+        await st.session.close()
+        st.session = None
+    await st.engine.store.close()
+
+
+def make_proxy_app(config: ProxyConfig, engine: FaultEngine | None = None) -> web.Application:
+    """The proxy app; it serves the admin API under /__admin unless `config.admin_on_proxy_port` is False."""
+    app = web.Application(middlewares=[_admin_auth], client_max_size=64 * 1024 * 1024)
+    app[STATE] = ProxyState(config, engine or FaultEngine())
+    app[_IS_ADMIN_APP] = False
+    if config.admin_on_proxy_port:
+        add_admin_routes(app)
+    app.router.add_route("*", ADMIN_PREFIX + "/{tail:.*}", not_found_admin)
+    app.router.add_route("*", "/{tail:.*}", proxy_handler)
+    app.on_startup.append(_on_startup)
+    app.on_cleanup.append(_on_cleanup)
+    return app
+
+
+def make_admin_app(proxy_app: web.Application) -> web.Application:
+    """A separate admin-only app sharing the proxy app's state (for --admin-port)."""
+    app = web.Application(middlewares=[_admin_auth])
+    app[STATE] = proxy_app[STATE]
+    app[_IS_ADMIN_APP] = True
+    add_admin_routes(app)
+    app.router.add_route("*", "/{tail:.*}", not_found_admin)
+    return app
