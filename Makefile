@@ -45,7 +45,11 @@ up: setup
 down: setup
 	$(BIN)/memrig down
 
-proto: setup
+# Order-only on the venv's python: an existing venv (VENV=/abs/path) is used as it is.
+$(BIN)/python:
+	$(MAKE) setup
+
+proto: | $(BIN)/python
 	$(BIN)/python -m grpc_tools.protoc -I proto --python_out=proto --pyi_out=proto --grpc_python_out=proto \
 		proto/memrig/v1/*.proto
 

@@ -1,0 +1,92 @@
+"""`memrig conformance` passes against the shipped adapters and fails, readably, against a broken one."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+import pytest
+
+from memrig.v1 import memory_backend_pb2 as pb
+from memrig.v1 import memory_backend_pb2_grpc as pb_grpc
+from services.adapters.compacted.backend import CompactedBackend
+from services.adapters.full_context.backend import FullContextBackend
+from services.adapters.none.backend import NoMemoryBackend
+from services.adapters.server import serve_backend
+from services.common.grpc_util import graceful_stop, start_server
+from services.conformance import Conformance, render
+from services.launcher import Rig
+from tests.broken_backend import BrokenServicer
+from tests.test_control_backends import FakeLLM
+
+
+async def _conformance_in_process(backend):
+    ready, stop = asyncio.Event(), asyncio.Event()
+    task = asyncio.ensure_future(serve_backend(backend, port=0, metrics_port=None, ready=ready, stop=stop,
+                                               announce=False))
+    await asyncio.wait_for(ready.wait(), 30)
+    try:
+        return await Conformance(f"127.0.0.1:{ready.port}").run_all()
+    finally:
+        stop.set()
+        await task
+
+
+@pytest.mark.parametrize("factory", [FullContextBackend, NoMemoryBackend])
+async def test_control_backends_pass(factory):
+    results = await _conformance_in_process(factory())
+    failed = [r for r in results if r.status == "FAIL"]
+    assert not failed, render(results, "in-process")
+    assert sum(r.status == "PASS" for r in results) >= 12
+
+
+async def test_none_marks_recall_checks_not_applicable():
+    results = await _conformance_in_process(NoMemoryBackend())
+    na = {r.name for r in results if r.status == "N/A"}
+    assert "ingest → settle → retrieve finds an exact fact" in na
+
+
+async def test_compacted_passes_with_an_llm():
+    b = CompactedBackend()
+    b.context._llm = FakeLLM()
+    results = await _conformance_in_process(b)
+    assert not [r for r in results if r.status == "FAIL"], render(results, "compacted")
+
+
+async def test_broken_backend_fails_with_a_readable_list():
+    servicer = BrokenServicer()
+    server, health, port = await start_server(
+        lambda s: pb_grpc.add_MemoryBackendServiceServicer_to_server(servicer, s),
+        [pb.DESCRIPTOR.services_by_name["MemoryBackendService"].full_name])
+    try:
+        results = await Conformance(f"127.0.0.1:{port}").run_all()
+    finally:
+        await graceful_stop(server, health, 0.5)
+    by = {r.name: r for r in results}
+    text = render(results, "broken")
+    for name in ("top_k respected and scores non-increasing", "Reset isolates namespaces",
+                 "unknown namespace returns empty, not an error", "empty query → INVALID_ARGUMENT naming 'query'",
+                 "a rejected batch leaves nothing half ingested", "evidence ids carried back"):
+        assert by[name].status == "FAIL", text
+    assert "FAIL  top_k respected" in text
+    assert text.strip().splitlines()[-1].startswith("Result: FAIL")
+
+
+def test_cli_conformance_against_an_adapter_process(tmp_path):
+    """End to end as a user runs it: an adapter process, then `memrig conformance`, exit code 0."""
+    async def start():
+        rig = Rig(tmp_path / "procs")
+        return rig, await rig.start("full-context", "services.adapters.full_context", ["--port", "0"],
+                                    "127.0.0.1:{grpc}")
+
+    rig, proc = asyncio.run(start())
+    try:
+        r = subprocess.run([sys.executable, "-m", "services.cli", "conformance", "--target", proc.url],
+                           capture_output=True, text=True, timeout=180, env=os.environ.copy())
+    finally:
+        rig.stop_all()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Result: PASS" in r.stdout
+    assert not proc.alive()
