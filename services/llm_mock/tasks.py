@@ -1,0 +1,55 @@
+"""Recognise the task of a chat request and produce the reply text (pure: same messages, same text).
+
+The task is read from the first line of the first system (or developer) message, matched against the
+`*_MARKER` constants of services/common/prompts.py, as a real model would read its instructions. A request
+without a known marker is answered by the extractive answerer (task "default").
+"""
+
+from __future__ import annotations
+
+from services.common import prompts
+from services.llm_mock import answerer, binary_judge, compaction, extraction, flush, judge
+
+MARKERS: tuple[tuple[str, str], ...] = (
+    (prompts.ANSWER_MARKER, "answer"),
+    (prompts.COMPACTION_MARKER, "compaction"),
+    (prompts.FLUSH_MARKER, "flush"),
+    (prompts.JUDGE_MARKER, "judge"),
+    (prompts.BINARY_JUDGE_MARKER, "binary_judge"),
+    (prompts.FACT_EXTRACTION_MARKER, "extraction"),
+)
+TASKS = tuple(name for _, name in MARKERS) + ("default",)
+
+
+def detect_task(messages: list[dict[str, str]]) -> str:
+    for m in messages:
+        if m["role"] in ("system", "developer"):
+            lines = m["content"].strip().splitlines()
+            first = lines[0].strip() if lines else ""
+            for marker, name in MARKERS:
+                if first.startswith(marker):
+                    return name
+            return "default"
+    return "default"
+
+
+def last_user_text(messages: list[dict[str, str]]) -> str:
+    for m in reversed(messages):
+        if m["role"] == "user":
+            return m["content"]
+    return ""
+
+
+def respond(task: str, messages: list[dict[str, str]]) -> str:
+    if task == "compaction":
+        body = "\n\n".join(m["content"] for m in messages if m["role"] not in ("system", "developer"))
+        return compaction.summarize(body)
+    if task == "flush":
+        return flush.flush(messages)
+    if task == "judge":
+        return judge.respond(last_user_text(messages))
+    if task == "binary_judge":
+        return binary_judge.respond(last_user_text(messages))
+    if task == "extraction":
+        return extraction.extract_facts(messages)
+    return answerer.respond(last_user_text(messages))

@@ -1,0 +1,142 @@
+"""Validation of a chat-completions request, with errors shaped like the OpenAI API's.
+
+Every problem raises `RequestError(param, message)`, rendered as HTTP 400
+`{"error": {"message", "type": "invalid_request_error", "param", "code"}}` where `param` names the field
+(`messages[2].role`, `temperature`, ...). Unknown extra fields are ignored, as clients send many.
+Message content may be a string or a list of `{"type": "text", "text": ...}` parts (joined with newlines).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+class RequestError(ValueError):
+    def __init__(self, param: str | None, message: str, code: str | None = "invalid_value"):
+        super().__init__(message)
+        self.param = param
+        self.message = message
+        self.code = code
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": "invalid_request_error", "param": self.param,
+                          "code": self.code}}
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    model: str
+    messages: list[dict[str, str]]  # role + content (text), normalised
+    temperature: float = 1.0
+    max_tokens: int | None = None
+    n: int = 1
+    seed: int | None = None
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _content_text(i: int, m: dict[str, Any]) -> str:
+    param = f"messages[{i}].content"
+    if "content" not in m:
+        raise RequestError(param, f"Missing required parameter: '{param}'.", "missing_required_parameter")
+    c = m["content"]
+    if c is None and m.get("role") == "assistant" and (m.get("tool_calls") or m.get("function_call")):
+        return ""
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        parts = []
+        for j, p in enumerate(c):
+            if not isinstance(p, dict) or p.get("type") != "text" or not isinstance(p.get("text"), str):
+                raise RequestError(f"{param}[{j}]", f"Invalid content part at '{param}[{j}]': only "
+                                   "{'type': 'text', 'text': <string>} parts are supported.")
+            parts.append(p["text"])
+        return "\n".join(parts)
+    raise RequestError(param, f"Invalid type for '{param}': expected a string or an array of content parts.",
+                       "invalid_type")
+
+
+def _number(body: dict[str, Any], name: str, lo: float, hi: float) -> float | None:
+    if name not in body or body[name] is None:
+        return None
+    v = body[name]
+    if not _is_number(v):
+        raise RequestError(name, f"Invalid type for '{name}': expected a number.", "invalid_type")
+    if not lo <= v <= hi:
+        raise RequestError(name, f"Invalid '{name}': {v} is out of range; expected a value between {lo:g} and "
+                           f"{hi:g}.")
+    return float(v)
+
+
+def _int(body: dict[str, Any], name: str, lo: int, hi: int | None = None) -> int | None:
+    if name not in body or body[name] is None:
+        return None
+    v = body[name]
+    if not _is_int(v):
+        raise RequestError(name, f"Invalid type for '{name}': expected an integer.", "invalid_type")
+    if v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+        raise RequestError(name, f"Invalid '{name}': {v}; expected an integer {rng}.")
+    return v
+
+
+def validate_chat(body: Any) -> ChatRequest:
+    if not isinstance(body, dict):
+        raise RequestError(None, "The request body must be a JSON object.", "invalid_type")
+    model = body.get("model")
+    if model is None:
+        raise RequestError("model", "Missing required parameter: 'model'.", "missing_required_parameter")
+    if not isinstance(model, str) or not model.strip():
+        raise RequestError("model", "Invalid 'model': expected a non-empty string.", "invalid_type")
+    if "messages" not in body:
+        raise RequestError("messages", "Missing required parameter: 'messages'.", "missing_required_parameter")
+    msgs = body["messages"]
+    if not isinstance(msgs, list):
+        raise RequestError("messages", "Invalid type for 'messages': expected an array of message objects.",
+                           "invalid_type")
+    if not msgs:
+        raise RequestError("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+                           "empty_array")
+    norm: list[dict[str, str]] = []
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict):
+            raise RequestError(f"messages[{i}]", f"Invalid type for 'messages[{i}]': expected an object.",
+                               "invalid_type")
+        if "role" not in m:
+            raise RequestError(f"messages[{i}].role", f"Missing required parameter: 'messages[{i}].role'.",
+                               "missing_required_parameter")
+        role = m["role"]
+        if role not in ROLES:
+            raise RequestError(f"messages[{i}].role", f"Invalid value: {role!r}. Supported values are: "
+                               + ", ".join(repr(r) for r in ROLES) + ".")
+        norm.append({"role": role, "content": _content_text(i, m)})
+    if body.get("stream") not in (None, False):
+        if body.get("stream") is True:
+            raise RequestError("stream", "Streaming is not supported by the memrig llm-mock; send 'stream': "
+                               "false (or omit it).", "unsupported_value")
+        raise RequestError("stream", "Invalid type for 'stream': expected a boolean.", "invalid_type")
+    temperature = _number(body, "temperature", 0.0, 2.0)
+    _number(body, "top_p", 0.0, 1.0)
+    _number(body, "presence_penalty", -2.0, 2.0)
+    _number(body, "frequency_penalty", -2.0, 2.0)
+    max_tokens = _int(body, "max_tokens", 1)
+    max_completion = _int(body, "max_completion_tokens", 1)
+    n = _int(body, "n", 1, 128)
+    seed = _int(body, "seed", -(2**63), 2**63 - 1)
+    return ChatRequest(
+        model=model,
+        messages=norm,
+        temperature=1.0 if temperature is None else temperature,
+        max_tokens=max_completion if max_completion is not None else max_tokens,
+        n=n or 1,
+        seed=seed,
+    )
