@@ -78,7 +78,7 @@ class FaultProxyAdmin:
             body["max_hits"] = max_hits
         return await self._call("POST", "/faults", body)
 
-    async def update(self, name: str, **fields: Any) -> dict[str, Any]:
+    async def update(self, name: str, /, **fields: Any) -> dict[str, Any]:
         """PATCH: top-level fields replace; `attributes` and `match` merge key by key."""
         return await self._call("PATCH", f"/faults/{name}", fields)
 
