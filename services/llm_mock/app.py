@@ -38,6 +38,8 @@ from services.llm_mock.validation import ChatRequest, RequestError, validate_cha
 STATE_KEY = web.AppKey("llm_mock_state", object)
 # Requests bigger than this are computed in a worker thread so a long transcript never stalls the loop.
 OFFLOAD_CHARS = 16_000
+# The sleep used for injected latency (module-level so a test can observe it without timing anything).
+_sleep = asyncio.sleep
 
 
 def error_body(message: str, type_: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
@@ -114,7 +116,7 @@ async def chat_completions(request: web.Request) -> web.Response:
         st.requests += 1
         delay = st.next_delay_s()
         if delay > 0:
-            await asyncio.sleep(delay)
+            await _sleep(delay)
         if st.next_is_error():
             st.injected_errors += 1
             status = st.config.error_status

@@ -24,7 +24,14 @@ from __future__ import annotations
 import math
 import re
 
-from services.llm_mock.text import STOP_WORDS, content_stems, is_header, speaker_of, split_sentences, clean_line
+from services.llm_mock.text import (
+    STOP_WORDS,
+    clean_line,
+    content_stems,
+    is_header,
+    speaker_of,
+    split_sentences,
+)
 
 MAX_CLAUSE_WORDS = 12
 MIN_CLAUSE_WORDS = 4
