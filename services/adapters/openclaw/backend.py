@@ -5,7 +5,8 @@ to OpenClaw's source (reference/peers.md §1; constants in presets.py).
 Retrieve returns what the "OpenClaw native" condition adds to the compaction summary (which the suite adds
 itself): `formatted_context` = the recent notes block (the notes of the namespace's two newest sessions, as the
 agent's auto-loaded recent daily logs) followed by the memory_search results as the tool presents them
-(path#Lstart-Lend, score, snippet). `memories` = the memory_search results alone. The request's top_k is
+(path#Lstart-Lend, score, snippet). `memories` = the memory_search results alone, in OpenClaw's order; each
+carries its path and lines (attributes) and its vector, text and final ("hybrid") scores (channel_scores). The request's top_k is
 OpenClaw's maxResults (candidates = min(200, floor(top_k × 4))); pass top_k=6 for OpenClaw's default.
 Without an embedder (config embedder="none") it runs OpenClaw's FTS-only mode with keyword extraction.
 """
@@ -321,16 +322,22 @@ class OpenClawBackend(MemoryBackend):
         rows = self.index.chunk_rows(namespace)
         mtimes = self.index.file_mtimes(namespace) if results else {}
         memories = []
+        ceiling = float("inf")
         for r in results:
+            # MMR re-orders by diversity, so OpenClaw's own scores need not fall monotonically down the list. The
+            # rig's contract wants non-increasing scores: Memory.score is the running minimum of OpenClaw's score
+            # (equal to it whenever the order is already descending); the score itself is channel "hybrid".
+            ceiling = min(ceiling, float(r.score))
             row = rows.get(r.id)
             ts = hybrid.date_from_path(r.path, self.params["dated_path_regex"])
             if ts is None:
                 ts = mtimes.get(r.path)
             memories.append(Memory(
-                id=r.id, text=r.snippet, score=float(r.score), kind="chunk",
+                id=r.id, text=r.snippet, score=ceiling, kind="chunk",
                 created_at=datetime.fromtimestamp(ts / 1000, UTC) if ts is not None else None,
                 source=r.path, evidence_ids=list(row.evidence) if row else [],
-                channel_scores={"vector": float(r.vector_score), "text": float(r.text_score)},
+                channel_scores={"hybrid": float(r.score), "vector": float(r.vector_score),
+                                "text": float(r.text_score)},
                 attributes={"path": r.path, "start_line": str(r.start_line), "end_line": str(r.end_line),
                             "citation": citation(r.path, r.start_line, r.end_line), "decay": f"{r.decay:.6f}",
                             "selected_by": "strict" if r.score >= self.params["min_score"] else "keyword-fallback",

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from services.adapters.openclaw.chunker import chunk_markdown
-from services.adapters.openclaw.jsstr import sha256_hex, truncate_utf16_safe
 from services.adapters.openclaw.hybrid import KeywordHit, VectorHit
+from services.adapters.openclaw.jsstr import sha256_hex, truncate_utf16_safe
 
 META_KEY = "memory_index_meta_v1"
 

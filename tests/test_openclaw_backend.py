@@ -1,0 +1,318 @@
+"""The OpenClaw backend end to end, in process: workspace building, evidence, presets, FTS-only mode and the
+contract checks (isolation, exact recall with evidence, top_k, ordering, unknown namespace, atomic batches,
+concurrency). The LLM is a small deterministic fake; embeddings use the `hash` embedder or a fake with
+hand-set vectors."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from services.adapters.base import BackendContext
+from services.adapters.client import InProcessBackendClient
+from services.adapters.openclaw.backend import OpenClawBackend
+from services.adapters.openclaw.workspace import FlushSkipper, attribute_line, parse_flush_reply
+from services.common import prompts
+from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session, ValidationError
+
+REF = datetime(2026, 2, 2, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMRIG_CACHE_DIR", str(tmp_path / "cache"))
+
+
+class FakeLLM:
+    """Extracts every sentence with a digit or a decision word, verbatim, as a Markdown bullet."""
+
+    def __init__(self, fail: bool = False):
+        self.calls: list[list[dict]] = []
+        self.fail = fail
+
+    async def chat(self, messages, temperature=0.0, **kw):
+        self.calls.append(messages)
+        if self.fail:
+            raise RuntimeError("LLM down")
+        lines = []
+        for m in messages[1:-1]:
+            for sent in re.split(r"(?<=[.!?])\s+", m["content"]):
+                if re.search(r"\d|always|never|chose", sent, re.I):
+                    lines.append("- " + sent.strip())
+
+        class R:
+            text = "\n".join(lines) or "NO_REPLY"
+
+        return R()
+
+
+class FakeEmbedder:
+    """Hand-set vectors: the query text itself → e0; text containing 'zebra' → e1; anything else → e0."""
+
+    name = "fake-3"
+    dim = 3
+
+    def __init__(self, query: str):
+        self.query = query
+
+    def encode(self, texts):
+        out = np.zeros((len(texts), 3), dtype=np.float32)
+        for i, t in enumerate(texts):
+            out[i, 0 if (t == self.query or "zebra" not in t) else 1] = 1.0
+        return out
+
+    async def aencode(self, texts):
+        return self.encode(texts)
+
+
+def session(sid, day, *msgs):
+    return Session(sid, datetime(2026, 1, day, tzinfo=UTC),
+                   tuple(Message(f"{sid}-m{i}", role, text) for i, (role, text) in enumerate(msgs)))
+
+
+S1 = session("s1", 5, ("user", "Let's set the API port to 4000. It is free."), ("assistant", "Done. We always use named exports."))
+S2 = session("s2", 20, ("user", "Cache TTL is 300 seconds for now."), ("assistant", "Noted, cache TTL 300."))
+S3 = session("s3", 31, ("user", "We chose iron-session over JWT."), ("assistant", "OK, the cookie lasts 30 days."))
+
+
+def make(config=None, llm=None, embedder="hash"):
+    ctx = BackendContext(embedder_name=embedder)
+    ctx._llm = llm or FakeLLM()
+    b = OpenClawBackend(config or {}, ctx)
+    return b, InProcessBackendClient(b)
+
+
+async def test_workspace_daily_logs_memory_md_and_flush_prompt():
+    llm = FakeLLM()
+    b, c = make(llm=llm)
+    await c.ingest("ns", IngestBatch(sessions=(S2, S1, S3)))
+    ws = b.workspace("ns")
+    assert sorted(ws) == ["MEMORY.md", "memory/2026-01-05.md", "memory/2026-01-20.md", "memory/2026-01-31.md"]
+    assert ws["memory/2026-01-05.md"] == "# 2026-01-05\n\n- Let's set the API port to 4000.\n- We always use named exports.\n"
+    assert ws["MEMORY.md"] == "# Memory\n- We always use named exports.\n- We chose iron-session over JWT.\n"
+    # The flush turn: FLUSH_SYSTEM, the transcript as the preceding messages, then flush_user(<session date>).
+    first = llm.calls[0]
+    assert first[0] == {"role": "system", "content": prompts.FLUSH_SYSTEM}
+    assert first[-1] == {"role": "user", "content": prompts.flush_user("2026-01-05")}
+    assert [m["content"] for m in first[1:-1]] == [m.content for m in S1.messages]
+
+
+async def test_exact_fact_found_with_its_message_id_and_diagnostics():
+    b, c = make()
+    await c.ingest("ns", IngestBatch(sessions=(S1, S2, S3)))
+    await c.settle("ns")
+    res, _ = await c.retrieve("ns", RetrieveQuery("API port 4000", top_k=6, reference_time=REF))
+    top = res.memories[0]
+    assert top.attributes["path"] == "memory/2026-01-05.md"
+    assert (top.attributes["start_line"], top.attributes["end_line"]) == ("1", "5")
+    assert top.attributes["citation"] == "memory/2026-01-05.md#L1-L5"
+    assert "s1-m0" in top.evidence_ids
+    assert set(top.channel_scores) == {"hybrid", "vector", "text"}
+    assert top.channel_scores["text"] > 0 and top.channel_scores["vector"] > 0
+    # formatted context: recent notes of the two newest sessions, then the tool-formatted results
+    ctx = res.formatted_context
+    assert ctx.startswith("## Recent memory notes (last 2 sessions)")
+    assert "### memory/2026-01-20.md (session s2)" in ctx and "(session s1)" not in ctx.split("## memory_search")[0]
+    assert "[1] memory/2026-01-05.md#L1-L5 (score " in ctx
+    assert [ch.channel for ch in res.channels] == ["fts", "vector", "merge"]
+
+
+async def test_early_bug_end_to_end_and_late_spare_slot():
+    """Keyword-only hit: vector score exactly 0 (orthogonal), FTS hit on 'zebra'. Early: 0.3*1.0 = 0.30 < 0.35 →
+    gone. Late: below minScore too, but it takes a spare slot next to the strict vector hit."""
+    q = "alpha zebra"
+    docs = (Document("d1", "alpha port 4000", path="memory/a.md"), Document("d2", "alpha zebra codename", path="memory/b.md"))
+    found = {}
+    for preset in ("openclaw-2026-02", "openclaw"):
+        b, c = make({"preset": preset})
+        b._embedder = FakeEmbedder(q)
+        await c.ingest("ns", IngestBatch(documents=docs))
+        res, _ = await c.retrieve("ns", RetrieveQuery(q, top_k=6, reference_time=REF))
+        found[preset] = [(m.attributes["path"], m.evidence_ids) for m in res.memories]
+        if preset == "openclaw-2026-02":
+            assert b.search("ns", q, 6, np.array([1, 0, 0], np.float32), 0)[0][0].score == pytest.approx(0.7)
+            merged_k = [m for m in res.memories if m.attributes["path"] == "memory/b.md"]
+            assert merged_k == []
+    assert found["openclaw-2026-02"] == [("memory/a.md", ["d1"])]
+    assert found["openclaw"] == [("memory/a.md", ["d1"]), ("memory/b.md", ["d2"])]
+
+
+async def test_early_keyword_only_row_scores_030():
+    b, _ = make({"preset": "openclaw-2026-02"})
+    b._embedder = FakeEmbedder("alpha zebra")
+    await b.ingest("ns", IngestBatch(documents=(Document("d1", "alpha port 4000", path="memory/a.md"),
+                                               Document("d2", "alpha zebra codename", path="memory/b.md"))))
+    from services.adapters.openclaw import fts, hybrid
+
+    kw = b.index.search_keyword("ns", fts.build_fts_query("alpha zebra", b.params["fts_token_regex"]), 24, b.model,
+                                lambda r: fts.bm25_rank_to_score(r, "early"))
+    vec = b.index.search_vector("ns", np.array([1, 0, 0], np.float32), 24)
+    merged = {r.path: r for r in hybrid.merge_hybrid(vec, kw, 0.7, 0.3, "weighted-sum")}
+    assert merged["memory/b.md"].score == pytest.approx(0.30)
+    assert (merged["memory/b.md"].vector_score, merged["memory/b.md"].text_score) == (0.0, 1.0)
+
+
+async def test_fts_only_mode_with_keyword_extraction():
+    b, c = make({"embedder": "none"})
+    assert b.embedder_info() == ("", 0)
+    await c.ingest("ns", IngestBatch(sessions=(S1, S2, S3)))
+    res, _ = await c.retrieve("ns", RetrieveQuery("what was the cookie duration?", top_k=6, reference_time=REF))
+    # keywords: cookie, duration → "cookie" hits the 2026-01-31 log; late selection: strict, else every hit
+    assert res.memories, res.channels
+    assert res.memories[0].attributes["path"] == "memory/2026-01-31.md"
+    assert "s3-m1" in res.memories[0].evidence_ids
+    assert res.memories[0].channel_scores["vector"] == 0.0
+    assert res.channels[0].note.startswith("fts-only keywords=['cookie', 'duration']")
+    assert b.describe_config()["mode"] == "fts-only"
+
+
+async def test_reset_isolates_namespaces_and_unknown_namespace_is_empty():
+    b, c = make()
+    await c.ingest("a", IngestBatch(sessions=(S1,)))
+    await c.ingest("b", IngestBatch(sessions=(S2,)))
+    ra, _ = await c.retrieve("a", RetrieveQuery("cache TTL 300", reference_time=REF))
+    assert all(m.attributes["path"] != "memory/2026-01-20.md" for m in ra.memories)
+    assert await c.reset("a") == 2
+    ra, _ = await c.retrieve("a", RetrieveQuery("API port 4000", reference_time=REF))
+    assert ra.memories == [] and ra.formatted_context == ""
+    rb, _ = await c.retrieve("b", RetrieveQuery("cache TTL 300", reference_time=REF))
+    assert rb.memories and "s2-m0" in rb.memories[0].evidence_ids
+    none, _ = await c.retrieve("never-seen", RetrieveQuery("anything"))
+    assert none.memories == [] and none.formatted_context == ""
+    assert b.namespaces() == ["b"]
+
+
+async def test_top_k_and_non_increasing_scores():
+    b, c = make()
+    docs = tuple(Document(f"d{i}", f"port {i} note about the deploy server {i}", path=f"memory/topic{i}.md")
+                 for i in range(12))
+    await c.ingest("ns", IngestBatch(documents=docs))
+    for k in (1, 3, 10):
+        res, _ = await c.retrieve("ns", RetrieveQuery("deploy server port", top_k=k, reference_time=REF))
+        assert 1 <= len(res.memories) <= k
+        scores = [m.score for m in res.memories]
+        assert scores == sorted(scores, reverse=True)
+
+
+async def test_rejected_batch_leaves_nothing():
+    b, c = make()
+    bad = IngestBatch(sessions=(S1, Session("x", REF, ())))
+    with pytest.raises(ValidationError):
+        await c.ingest("ns", bad)
+    assert b.namespaces() == [] and b.workspace("ns") == {}
+    # A failure inside the backend (LLM down) rolls back too.
+    b2, c2 = make(llm=FakeLLM(fail=True))
+    with pytest.raises(RuntimeError):
+        await c2.ingest("ns", IngestBatch(sessions=(S1,)))
+    assert b2.namespaces() == [] and b2.index.counts("ns") == {"files": 0, "chunks": 0}
+    res, _ = await c2.retrieve("ns", RetrieveQuery("port"))
+    assert res.memories == []
+
+
+async def test_concurrent_ingest_and_retrieve_are_consistent():
+    b, c = make()
+    await c.ingest("ns", IngestBatch(sessions=(S1,)))
+    q = RetrieveQuery("cache TTL 300", top_k=6, reference_time=REF)
+
+    async def reader():
+        res, _ = await c.retrieve("ns", q)
+        return [m.attributes["path"] for m in res.memories]
+
+    results = await asyncio.gather(reader(), c.ingest("ns", IngestBatch(sessions=(S2, S3))), reader(), reader())
+    for paths in (results[0], results[2], results[3]):
+        # either before the batch (no 2026-01-20 log) or after it (the log is found) — never half a batch
+        assert paths == [] or "memory/2026-01-20.md" in paths or "memory/2026-01-05.md" in paths
+    after = await reader()
+    assert after[0] == "memory/2026-01-20.md"
+
+
+async def test_delta_reindex_and_reingest_appends_only_new_messages():
+    llm = FakeLLM()
+    b, c = make(llm=llm)
+    await c.ingest("ns", IngestBatch(sessions=(S1, S2)))
+    n_chunks = b.index.counts("ns")["chunks"]
+    more = Session("s2", S2.started_at, (Message("s2-m9", "user", "Raise the TTL to 600 seconds."),))
+    await c.ingest("ns", IngestBatch(sessions=(more,)))
+    assert [m["content"] for m in llm.calls[-1][1:-1]] == ["Raise the TTL to 600 seconds."]
+    assert "- Raise the TTL to 600 seconds." in b.workspace("ns")["memory/2026-01-20.md"]
+    assert b.index.counts("ns")["chunks"] == n_chunks  # the file changed, re-chunked to the same count
+    assert b.counters()["chunks_indexed"] == n_chunks + 1  # only the changed file was re-indexed
+
+
+def test_flush_skip_patterns():
+    alt = FlushSkipper(0.5, "alternate")
+    assert [alt.skip(i, f"s{i}") for i in range(6)] == [False, True, False, True, False, True]
+    assert [FlushSkipper(0.0).skip(i, "s") for i in range(3)] == [False] * 3
+    rnd = FlushSkipper(0.5, "random", seed=7)
+    assert [rnd.skip(0, f"s{i}") for i in range(20)] == [rnd.skip(99, f"s{i}") for i in range(20)]
+
+
+async def test_flush_skip_preset_writes_nothing_for_skipped_sessions():
+    b, c = make({"flush_skip_rate": 0.5})
+    await c.ingest("ns", IngestBatch(sessions=(S1, S2, S3)))
+    assert sorted(b.workspace("ns")) == ["MEMORY.md", "memory/2026-01-05.md", "memory/2026-01-31.md"]
+    assert b.counters()["flushes_skipped"] == 1
+
+
+def test_attribution_and_reply_parsing():
+    msgs = (Message("a", "user", "Port is 4000 for the API."), Message("b", "assistant", "Use Zod for validation."))
+    assert attribute_line("- Port is 4000 for the API.", msgs) == ("a",)
+    assert attribute_line("- The API port: 4000", msgs) == ("a",)  # 3 of 4 words covered
+    assert attribute_line("# Heading", msgs) == ()
+    assert parse_flush_reply("NO_REPLY") == []
+    assert parse_flush_reply("```md\n- a\n\n- b\n```") == ["- a", "- b"]
+
+
+def test_presets_and_describe():
+    b, _ = make({"preset": "openclaw-2026-02", "vector_weight": 0.6, "text_weight": 0.4})
+    d = b.describe_config()
+    assert (d["vector_weight"], d["text_weight"], d["bm25_mapping"], d["mmr_enabled"], d["decay_enabled"]) == (
+        0.6, 0.4, "early", False, False)
+    assert d["max_chars"] == 1600 and d["overlap_chars"] == 320 and d["min_score"] == 0.35
+    late, _ = make({"preset": "openclaw"})
+    d = late.describe_config()
+    assert (d["bm25_mapping"], d["mmr_enabled"], d["decay_enabled"], d["selection"]) == ("late", True, True, "spare-slots")
+    with pytest.raises(ValueError):
+        make({"preset": "openclaw", "mmr_enabled": False})
+    with pytest.raises(ValueError):
+        make({"preset": "nope"})
+
+
+def test_registry_has_both_presets():
+    from services.adapters.registry import all_specs
+
+    specs = all_specs()
+    assert specs["openclaw"].config == {"preset": "openclaw"}
+    assert specs["openclaw-2026-02"].config == {"preset": "openclaw-2026-02"}
+
+
+@pytest.mark.timeout(120)
+async def test_served_over_grpc(tmp_path):
+    from services.adapters.client import GrpcBackendClient
+
+    env = {**os.environ, "MEMRIG_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "services.adapters.openclaw", "--port", "0", "--embedder", "hash",
+                             "--metrics-port", "-1", "--config", '{"preset": "openclaw-2026-02"}'],
+                            stdout=subprocess.PIPE, text=True, env=env, cwd=os.path.dirname(os.path.dirname(__file__)))
+    try:
+        line = await asyncio.to_thread(proc.stdout.readline)
+        m = re.match(r"READY grpc=(\d+) metrics=\d+ pid=(\d+)", line)
+        assert m, line
+        client = GrpcBackendClient(f"127.0.0.1:{m.group(1)}")
+        d = await client.describe()
+        assert d["name"] == "openclaw" and d["config"]["bm25_mapping"] == "early"
+        await client.ingest("ns", IngestBatch(documents=(Document("d1", "deploys happen on tuesday", path="MEMORY.md"),)))
+        res, _ = await client.retrieve("ns", RetrieveQuery("deploys tuesday"))
+        assert res.memories[0].evidence_ids == ["d1"]
+        assert res.memories[0].attributes["citation"] == "MEMORY.md#L1-L2"
+        await client.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -1,0 +1,76 @@
+"""FTS query building, both BM25 rank mappings on real FTS5 ranks, keyword extraction (peers.md §1.4, §1.6)."""
+
+import math
+import sqlite3
+
+import pytest
+
+from services.adapters.openclaw.fts import bm25_rank_to_score, build_fts_query, extract_keywords
+from services.adapters.openclaw.presets import EARLY, LATE, candidate_count
+
+
+def test_fts_query_quotes_tokens_and_joins_with_and():
+    assert build_fts_query("Hello, world! don't", LATE["fts_token_regex"]) == '"Hello" AND "world" AND "don" AND "t"'
+    assert build_fts_query('say "hi"-there', EARLY["fts_token_regex"]) == '"say" AND "hi" AND "there"'
+
+
+def test_fts_query_without_tokens_is_none():
+    assert build_fts_query("?! -- ...", LATE["fts_token_regex"]) is None
+    assert build_fts_query("東京", EARLY["fts_token_regex"]) is None  # early regex is ASCII only
+
+
+def test_fts_query_non_ascii_letters_by_era():
+    q = "café naïve 東京 x_1"
+    assert build_fts_query(q, EARLY["fts_token_regex"]) == '"caf" AND "na" AND "ve" AND "x_1"'
+    assert build_fts_query(q, LATE["fts_token_regex"]) == '"café" AND "naïve" AND "東京" AND "x_1"'
+
+
+@pytest.fixture()
+def fts():
+    c = sqlite3.connect(":memory:")
+    c.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='unicode61')")
+    c.executemany("INSERT INTO t(text) VALUES (?)", [("alpha beta",), ("beta gamma",), ("gamma delta",)])
+    yield c
+    c.close()
+
+
+def _rank(c, q):
+    return c.execute("SELECT bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t)", (q,)).fetchall()[0][0]
+
+
+def test_rank_mappings_on_real_fts5_ranks(fts):
+    # "alpha": N=3, n=1 → IDF = ln(2.5/1.5); doc length 2 = avgdl, f=1 → tf part 2.2/2.2 = 1 → rank = -IDF.
+    rank = _rank(fts, '"alpha"')
+    idf = math.log(2.5 / 1.5)
+    assert rank == pytest.approx(-idf, rel=1e-9)
+    assert bm25_rank_to_score(rank, "early") == 1.0  # clamped to 0 → 1/(1+0): the Feb-2026 bug
+    assert bm25_rank_to_score(rank, "late") == pytest.approx(idf / (1 + idf))  # 0.510826 / 1.510826
+    assert bm25_rank_to_score(rank, "late") == pytest.approx(0.338110, abs=1e-6)
+
+
+def test_term_in_more_than_half_the_rows_scores_about_1e6(fts):
+    # "beta" is in 2 of 3 rows → IDF ln(1.5/2.5) < 0 is clamped to 1e-6 by FTS5.
+    rank = _rank(fts, '"beta"')
+    assert bm25_rank_to_score(rank, "late") == pytest.approx(1e-6, rel=1e-3)
+    assert bm25_rank_to_score(rank, "early") == 1.0
+
+
+def test_rank_mapping_edge_values():
+    assert bm25_rank_to_score(float("nan"), "late") == pytest.approx(1 / 1000)
+    assert bm25_rank_to_score(float("inf"), "early") == pytest.approx(1 / 1000)
+    assert bm25_rank_to_score(3.0, "late") == 0.25
+    assert bm25_rank_to_score(3.0, "early") == 0.25
+
+
+def test_candidates():
+    assert candidate_count(6) == 24
+    assert candidate_count(100) == 200
+    assert candidate_count(1) == 4
+
+
+def test_extract_keywords():
+    assert extract_keywords("what was the solution for the bug") == ["solution", "bug"]
+    assert extract_keywords("that thing we discussed about the API") == ["discussed", "api"]
+    # pure numbers and 2-letter ASCII words are dropped; duplicates removed; symbols stay inside a segment
+    assert extract_keywords("Port 4000? port db c++") == ["port", "c++"]
+    assert extract_keywords("之前方案") == ["之", "前", "方", "案", "之前", "前方", "方案"]
