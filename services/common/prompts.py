@@ -15,6 +15,8 @@ FLUSH_MARKER = "Pre-compaction memory flush turn."
 JUDGE_MARKER = "You are grading an AI coding assistant's answer against the ground truth."
 BINARY_JUDGE_MARKER = "Your task is to label an answer to a question as 'CORRECT' or 'WRONG'."
 FACT_EXTRACTION_MARKER = "Extract durable facts from the conversation."
+CONTINUITY_JUDGE_MARKER = "You are rating how well a coding session continues the earlier sessions of a project."
+PAIRWISE_JUDGE_MARKER = "You are comparing two answers to the same question."
 
 ABSTAIN_TEXT = "I don't have that information in the context I was given."
 
@@ -73,12 +75,43 @@ You will be given a question, a gold (ground truth) answer, and a generated answ
 generated answer touches the same topic and carries the gold answer's facts (same date or time period in any
 format), it is CORRECT; otherwise it is WRONG. Reply with JSON only: {"label": "CORRECT"} or {"label": "WRONG"}"""
 
+# Blind pairwise comparison (seed 001 §10.1, MT-Bench style): the caller randomises which answer is X.
+PAIRWISE_JUDGE_SYSTEM = PAIRWISE_JUDGE_MARKER + """
+Decide which response answers the question better, using the ground truth: correct project-specific detail
+beats a generic answer, an honest abstention beats a wrong specific claim. Ignore the order and the length of
+the responses. Reply with JSON only: {"winner": "X"}, {"winner": "Y"} or {"winner": "TIE"}"""
+
+
+def pairwise_judge_user(question: str, ground_truth: str, response_x: str, response_y: str) -> str:
+    return (f"Question: {question}\nGround truth: {ground_truth}\nResponse X: {response_x}\n"
+            f"Response Y: {response_y}")
+
+
 FACT_EXTRACTION_SYSTEM = FACT_EXTRACTION_MARKER + (
     " Return one fact per line, each self-contained and specific (keep numbers, names, paths, formats and the"
     " reason for a decision). Return nothing else."
 )
 
 
+# Seed 000, V2.2: the continuity judge (1-5) of the multi-session arc, one call per session after the first.
+CONTINUITY_JUDGE_SYSTEM = CONTINUITY_JUDGE_MARKER + """
+You are given the decisions and specifics the earlier sessions established, then the transcript of the new
+session. Rate how seamlessly the assistant continues the work:
+5 = uses the earlier specifics (values, names, formats) wherever they matter; never asks for them again.
+4 = uses most earlier specifics; at most one gap.
+3 = keeps the gist of earlier decisions but loses several specifics.
+2 = mostly starts over; asks again for information it was given.
+1 = no continuity at all.
+Reply with JSON only: {"score": <1-5>, "reason": "<one sentence>"}"""
+
+
+def continuity_judge_user(established: list[str], transcript: list[tuple[str, str]]) -> str:
+    facts = "\n".join(f"- {f}" for f in established) or "- (nothing)"
+    lines = "\n".join(f"{role}: {text}" for role, text in transcript)
+    return f"Established in earlier sessions:\n{facts}\n\nNew session transcript:\n{lines}"
+
+
 def prompts_hash() -> str:
-    texts = [ANSWER_SYSTEM, COMPACTION_SYSTEM, FLUSH_SYSTEM, JUDGE_SYSTEM, BINARY_JUDGE_SYSTEM, FACT_EXTRACTION_SYSTEM]
+    texts = [ANSWER_SYSTEM, COMPACTION_SYSTEM, FLUSH_SYSTEM, JUDGE_SYSTEM, BINARY_JUDGE_SYSTEM, FACT_EXTRACTION_SYSTEM,
+             PAIRWISE_JUDGE_SYSTEM, CONTINUITY_JUDGE_SYSTEM]
     return hashlib.sha256("\n\x00".join(texts).encode()).hexdigest()[:16]

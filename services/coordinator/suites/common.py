@@ -1,0 +1,303 @@
+"""Helpers shared by the quality suites: condition builders, per-probe metric tables from samples, paired
+comparisons with CIs and p-values, the binary and pairwise judges, and Markdown rendering bits.
+
+Everything here reads only samples (the dicts the runner appends to samples.jsonl: its base fields —
+condition, probe_id, category, expected, evidence_ids, meta — plus what a suite's run_probe returned), so a
+run can be re-scored without re-running.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from services.common import prompts
+from services.coordinator import stats
+from services.coordinator.metrics.judge import majority_vote
+from services.coordinator.metrics.qa import parse_binary_label
+from services.coordinator.metrics.registry import get_metric
+from services.coordinator.suites.base import Condition
+
+# ------------------------------------------------------------------------------------------------------
+# Conditions
+
+
+def retrieval_conditions(backends: list[str]) -> list[Condition]:
+    """One retrieval-only condition per backend, named after it."""
+    return [Condition(b, (f"backend:{b}",), answer=False) for b in backends]
+
+
+def answer_conditions(backends: list[str]) -> list[Condition]:
+    """One answering condition per backend (its retrieved context only), named after it."""
+    return [Condition(b, (f"backend:{b}",), answer=True) for b in backends]
+
+
+# ------------------------------------------------------------------------------------------------------
+# Samples -> per-probe values
+
+
+def by_condition(samples: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in samples:
+        out[s["condition"]].append(s)
+    return dict(out)
+
+
+def retrieval_of(sample: dict[str, Any], backend: str | None = None) -> dict[str, Any] | None:
+    """The sample's retrieval record for `backend` (default: the only/first one)."""
+    recs = sample.get("retrievals") or {}
+    if backend is not None:
+        return recs.get(backend)
+    return next(iter(recs.values()), None)
+
+
+def texts_of(rec: dict[str, Any] | None) -> list[str]:
+    return [m.get("text") or "" for m in (rec or {}).get("memories", [])]
+
+
+def per_probe(rows: Iterable[dict[str, Any]], fn: Callable[[dict[str, Any]], float | None]) -> dict[str, float | None]:
+    return {r["probe_id"]: fn(r) for r in rows}
+
+
+def summary(values: Mapping[str, float | None] | Iterable[float | None], seed: int = 0) -> dict[str, Any]:
+    """{n, mean, ci: [lo, hi]} with a seeded bootstrap over the non-None values."""
+    vals = list(values.values()) if isinstance(values, Mapping) else list(values)
+    m, lo, hi = stats.bootstrap_ci(vals, seed=seed)
+    return {"n": sum(1 for v in vals if v is not None), "mean": m, "ci": [lo, hi]}
+
+
+def default_data_dir() -> Path:
+    """env MEMRIG_DATA_DIR, else <repo>/../shared/data (the workplace layout)."""
+    env = os.environ.get("MEMRIG_DATA_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3].parent / "shared" / "data"
+
+
+def resolve_data_file(option: str | None, *relative: str) -> Path:
+    base = Path(option) if option else default_data_dir()
+    path = base.joinpath(*relative)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} not found: pass the data directory as option data_dir=... or set MEMRIG_DATA_DIR "
+            f"(the public file is not shipped with memrig)")
+    return path
+
+
+def stratified_sample(items: list[Any], key: Callable[[Any], str], n: int, rng: random.Random) -> list[Any]:
+    """n items, allocated to strata in proportion to their size (largest remainder, at least one per stratum
+    when n allows), each stratum shuffled by `rng`; the result keeps the input order. n <= 0 or n >= len
+    returns everything."""
+    if n <= 0 or n >= len(items):
+        return list(items)
+    strata: dict[str, list[int]] = defaultdict(list)
+    for i, it in enumerate(items):
+        strata[key(it)].append(i)
+    names = sorted(strata)
+    total = len(items)
+    quota = {s: n * len(strata[s]) / total for s in names}
+    alloc = {s: int(quota[s]) for s in names}
+    if n >= len(names):
+        for s in names:
+            alloc[s] = max(1, alloc[s])
+    while sum(alloc.values()) > n:  # the minimum of one can overshoot: take back from the largest
+        big = max(names, key=lambda s: (alloc[s], s))
+        alloc[big] -= 1
+    for s in sorted(names, key=lambda s: (-(quota[s] - int(quota[s])), s)):
+        if sum(alloc.values()) >= n:
+            break
+        if alloc[s] < len(strata[s]):
+            alloc[s] += 1
+    chosen: list[int] = []
+    for s in names:
+        idx = list(strata[s])
+        rng.shuffle(idx)
+        chosen += idx[: min(alloc[s], len(idx))]
+    return [items[i] for i in sorted(chosen)]
+
+
+def stable_seed(*parts: object) -> int:
+    """A seed derived from strings (stable across processes, unlike hash())."""
+    h = hashlib.sha256("\x00".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(h[:4], "big")
+
+
+MetricSpec = str | tuple[str, bool, str]
+
+
+def metric_spec(spec: MetricSpec) -> tuple[str, bool, str]:
+    """(name, higher_is_better, unit): a registered metric name, or an explicit tuple for derived names such
+    as "session_recall@5" (unregistered names default to a higher-is-better rate)."""
+    if isinstance(spec, tuple):
+        return spec
+    try:
+        m = get_metric(spec)
+        return spec, m.higher_is_better, m.unit
+    except KeyError:
+        return spec, True, "rate"
+
+
+def compare_all(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]], baseline: str,
+                metric_names: list[MetricSpec], seed: int = 0) -> dict[str, Any]:
+    """For every condition other than `baseline`: paired comparisons on each metric (bootstrap CIs, permutation
+    p, winner with the seed's tie threshold) and the win/loss/tie scorecard. `per_cond[cond][metric][probe]`."""
+    out: dict[str, Any] = {}
+    if baseline not in per_cond:
+        return out
+    for cond in per_cond:
+        if cond == baseline:
+            continue
+        comps = []
+        for i, spec in enumerate(metric_names):
+            name, hib, unit = metric_spec(spec)
+            a = per_cond[baseline].get(name, {})
+            b = per_cond[cond].get(name, {})
+            if not a and not b:
+                continue
+            comps.append(stats.compare(name, baseline, cond, a, b, hib, unit, seed=seed + 7919 * i))
+        out[cond] = {"baseline": baseline, "comparisons": [c.to_json() for c in comps],
+                     "scorecard": stats.scorecard(comps)}
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------
+# Judges
+
+
+def prompt_id(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+async def binary_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[str, Any]:
+    """Binary CORRECT/WRONG judge (prompts.BINARY_JUDGE_SYSTEM), ctx.judge_passes passes, majority vote
+    (ties -> WRONG, the sceptical choice). Records the prompt id and every pass."""
+    passes: list[int] = []
+    raw: list[str] = []
+    for _ in range(max(1, int(getattr(ctx, "judge_passes", 1)))):
+        res = await ctx.judge_llm.chat(
+            [{"role": "system", "content": prompts.BINARY_JUDGE_SYSTEM},
+             {"role": "user", "content": prompts.judge_user(question, gold, answer)}],
+            temperature=getattr(ctx, "judge_temperature", 0.0),
+        )
+        label = parse_binary_label(res.text)
+        if label is None:
+            raise ValueError(f"binary judge reply has no CORRECT/WRONG label: {res.text[:200]!r}")
+        passes.append(1 if label else 0)
+        raw.append(res.text.strip()[:200])
+    return {"correct": bool(majority_vote(passes)), "passes": passes, "raw": raw,
+            "prompt": "BINARY_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.BINARY_JUDGE_SYSTEM)}
+
+
+def parse_pairwise(text: str) -> str | None:
+    """'X', 'Y' or 'TIE' from a pairwise judge reply ({"winner": "X"} or bare text)."""
+    import re
+
+    t = (text or "").upper()
+    m = re.search(r'"WINNER"\s*:\s*"(X|Y|TIE)"', t)
+    if m:
+        return m.group(1)
+    m = re.search(r"\b(X|Y|TIE)\b", t)
+    return m.group(1) if m else None
+
+
+async def pairwise_judge(ctx: Any, question: str, gold: str, answer_a: str, answer_b: str, seed: int
+                         ) -> dict[str, Any]:
+    """Blind pairwise comparison with randomised order (seed 001 §10.1): a seeded coin decides whether A is
+    shown as "Response X" or "Response Y"; each pass's verdict is mapped back to a/b/tie and the majority
+    (ties -> tie) is the result. The order shown is recorded."""
+    rng = random.Random(seed)
+    a_first = rng.random() < 0.5
+    x, y = (answer_a, answer_b) if a_first else (answer_b, answer_a)
+    order = ["a", "b"] if a_first else ["b", "a"]
+    verdicts: list[str] = []
+    raw: list[str] = []
+    for _ in range(max(1, int(getattr(ctx, "judge_passes", 1)))):
+        res = await ctx.judge_llm.chat(
+            [{"role": "system", "content": prompts.PAIRWISE_JUDGE_SYSTEM},
+             {"role": "user", "content": prompts.pairwise_judge_user(question, gold, x, y)}],
+            temperature=getattr(ctx, "judge_temperature", 0.0),
+        )
+        v = parse_pairwise(res.text)
+        if v is None:
+            raise ValueError(f"pairwise judge reply has no X/Y/TIE verdict: {res.text[:200]!r}")
+        verdicts.append("tie" if v == "TIE" else (order[0] if v == "X" else order[1]))
+        raw.append(res.text.strip()[:200])
+    counts = {k: verdicts.count(k) for k in ("a", "b", "tie")}
+    best = max(counts.values())
+    top = [k for k, c in counts.items() if c == best]
+    return {"winner": top[0] if len(top) == 1 else "tie", "verdicts": verdicts, "order_shown": order,
+            "raw": raw, "prompt": "PAIRWISE_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.PAIRWISE_JUDGE_SYSTEM)}
+
+
+# ------------------------------------------------------------------------------------------------------
+# Rendering
+
+
+def fmt(v: Any, digits: int = 3, pct: bool = False) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int | float):
+        return f"{v * 100:.1f}%" if pct else f"{v:.{digits}f}"
+    return str(v)
+
+
+def fmt_ci(s: Mapping[str, Any] | None, digits: int = 3, pct: bool = False) -> str:
+    """'0.512 [0.401, 0.622]' from a summary dict."""
+    if not s or s.get("mean") is None:
+        return "—"
+    lo, hi = (s.get("ci") or [None, None])[:2]
+    if lo is None:
+        return fmt(s["mean"], digits, pct)
+    return f"{fmt(s['mean'], digits, pct)} [{fmt(lo, digits, pct)}, {fmt(hi, digits, pct)}]"
+
+
+def md_table(header: list[str], rows: list[list[Any]]) -> str:
+    out = ["| " + " | ".join(str(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def judge_label(metrics: Mapping[str, Any]) -> str:
+    """Who judged: the runner puts the judge identity in metrics['judge']; offline numbers say so."""
+    j = metrics.get("judge")
+    if not j:
+        return "judge: not recorded"
+    if isinstance(j, str):
+        return f"judge: {j}"
+    if j.get("offline_mock"):
+        label = "offline rubric judge (llm-mock), not a model"
+    else:
+        label = j.get("label") or f"LLM judge {j.get('model')}"
+    passes = j.get("passes")
+    return f"judge: {label}" + (f", {passes} pass(es), majority vote" if passes else "")
+
+
+def render_comparisons(comp: Mapping[str, Any], title: str = "Scorecard") -> str:
+    """One table per compared condition: metric, baseline mean [CI], system mean [CI], Δ [CI], p, winner."""
+    out: list[str] = []
+    for cond, c in comp.items():
+        sc = c["scorecard"]
+        out += ["", f"#### {title}: {cond} vs {c['baseline']}", "",
+                f"{cond} wins {sc['wins']}, loses {sc['losses']}, ties {sc['ties']} of {sc['metrics']} metrics "
+                f"(tie thresholds: 0.005 for rates/scores, 1.0 for tokens and ms; p from a two-sided paired "
+                f"permutation test, 10,000 sign flips; 95% bootstrap CIs, 1,000 resamples).", ""]
+        rows = []
+        for x in c["comparisons"]:
+            d = 1 if x["threshold"] >= 1 else 3
+            rows.append([
+                x["metric"] + ("" if x["higher_is_better"] else " (↓)"), x["n"],
+                f"{fmt(x['mean_a'], d)} [{fmt(x['ci_a'][0], d)}, {fmt(x['ci_a'][1], d)}]",
+                f"{fmt(x['mean_b'], d)} [{fmt(x['ci_b'][0], d)}, {fmt(x['ci_b'][1], d)}]",
+                f"{fmt(x['delta'], d)} [{fmt(x['ci_delta'][0], d)}, {fmt(x['ci_delta'][1], d)}]",
+                (f"{x['p']:.4f}" if x["p"] is not None else "—") + x["stars"],
+                {"a": c["baseline"], "b": cond}.get(x["winner"], x["winner"]),
+            ])
+        out.append(md_table(["metric", "n", c["baseline"], cond, "Δ", "p", "winner"], rows))
+    return "\n".join(out)

@@ -1,0 +1,322 @@
+"""`locomo`: the real LoCoMo conversations (Maharana et al., ACL 2024; CC BY-NC 4.0), loaded from a path.
+
+Each conversation is a namespace; each of its sessions is ingested with its date, one message per turn with
+message id = `dia_id` (speaker_a's turns as role "user", speaker_b's as "assistant", content prefixed by the
+speaker's name, image turns carrying their BLIP caption). Per backend, one answering condition: the backend's
+retrieved context answers each question through the LLM client.
+
+Scores (keyed by the category NUMBER; papers disagree on names):
+- retrieval: evidence recall at turn level (LoCoMo's `recall_acc` = |gold ∩ top-k| / |gold| over the ranked,
+  de-duplicated `dia_id`s of the returned memories) and at session level (`D<s>:<t>` -> session s), k in
+  1, 3, 5, 10, plus recall_any@k; gold = the QA's evidence, with the locomo-audit `correct_evidence` swapped
+  in by default (counted, option `audit_evidence`); malformed ids are split on `;`/whitespace, repaired
+  (`D:11:26` -> `D11:26`, `D30:05` -> `D30:5`) or dropped, with counts;
+- QA: LoCoMo's official token F1 per category (metrics/qa.py); category 5 (adversarial) is scored the
+  official way (the answer must say "not mentioned" / "no information available") and reported apart, and
+  the headline "F1 (cats 1-4)" leaves it out as Mem0/Zep/A-Mem do. EM alongside. Optional binary J.
+
+Default size fits the bench budget: 2 conversations (seeded choice) × up to 60 questions stratified by
+category (seeded). `full: true` runs every conversation and question.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from services.common.tokens import count_tokens
+from services.common.types import IngestBatch, Message, Session
+from services.coordinator.metrics.latency import latency_summary
+from services.coordinator.metrics.qa import exact_match, locomo_f1
+from services.coordinator.metrics.retrieval import evidence_recall_at_k, ranked_unique, recall_any_at_k
+from services.coordinator.suites import common as C
+from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
+from services.coordinator.suites.registry import register
+
+# Order of conversations in the upstream locomo10.json; locomo-audit's errors_conv_<n> uses this index.
+UPSTREAM_ORDER = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43", "conv-44", "conv-47", "conv-48",
+                  "conv-49", "conv-50")
+CATEGORY_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
+KS = (1, 3, 5, 10)
+_DIA = re.compile(r"^D:?(\d+):0*(\d+)$")
+_SESSION_OF = re.compile(r"^D(\d+):")
+
+# Appended to the question (as LoCoMo's own QA prompts do, restated): short answers for token F1; the date hint
+# for temporal questions; the official "not mentioned" option for adversarial ones.
+SHORT = " Answer with a short phrase, using exact words from the context where possible."
+TEMPORAL = " Use the DATE of the conversation to answer with an approximate date."
+ADVERSARIAL = (" If the conversation does not say, answer exactly: Not mentioned in the conversation.")
+
+
+def parse_locomo_date(s: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' -> aware UTC datetime."""
+    s = " ".join(s.split())
+    for f in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y"):
+        try:
+            return datetime.strptime(s, f).replace(tzinfo=UTC)
+        except ValueError:
+            pass
+    raise ValueError(f"unrecognised LoCoMo date {s!r}")
+
+
+def repair_evidence(raw: list[Any], known: set[str], counts: dict[str, int]) -> list[str]:
+    """Split on ';'/',' and whitespace, repair 'D:11:26' and zero-padded turns, drop what cannot resolve."""
+    out: list[str] = []
+    for item in raw:
+        parts = [p for p in re.split(r"[;,\s]+", str(item)) if p]
+        if len(parts) > 1:
+            counts["split"] += 1
+        for p in parts:
+            m = _DIA.match(p)
+            if not m:
+                counts["dropped"] += 1
+                continue
+            fixed = f"D{int(m.group(1))}:{int(m.group(2))}"
+            if fixed != p:
+                counts["repaired"] += 1
+            if fixed not in known:
+                counts["dropped"] += 1
+                continue
+            if fixed not in out:
+                out.append(fixed)
+    return out
+
+
+def session_of(dia_id: str) -> str | None:
+    m = _SESSION_OF.match(dia_id)
+    return f"S{m.group(1)}" if m else None
+
+
+def conversation_batch(conv: dict[str, Any]) -> tuple[IngestBatch, set[str], datetime]:
+    c = conv["conversation"]
+    a = c.get("speaker_a")
+    nums = sorted(int(k.split("_")[1]) for k in c if re.fullmatch(r"session_\d+", k) and c[k])
+    sessions = []
+    ids: set[str] = set()
+    last = datetime(2000, 1, 1, tzinfo=UTC)
+    for n in nums:
+        start = parse_locomo_date(c[f"session_{n}_date_time"])
+        last = max(last, start)
+        msgs = []
+        for t in c[f"session_{n}"]:
+            text = (t.get("text") or "").strip()
+            if t.get("blip_caption"):
+                text = (text + f" [shares a photo: {t['blip_caption']}]").strip()
+            if not text or t["dia_id"] in ids:
+                continue
+            ids.add(t["dia_id"])
+            msgs.append(Message(id=t["dia_id"], role="user" if t["speaker"] == a else "assistant",
+                                content=f"{t['speaker']}: {text}"))
+        if msgs:
+            sessions.append(Session(session_id=f"S{n}", started_at=start, messages=tuple(msgs)))
+    return IngestBatch(sessions=tuple(sessions), batch_id=conv["sample_id"]), ids, last
+
+
+def load_audit(path) -> dict[tuple[str, int], dict[str, Any]]:
+    """{(sample_id, qa index): correction} from locomo-audit's errors_conv_<n>.json (question_id
+    'locomo_<n>_qa<i>', i 0-based, n = upstream conversation index)."""
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    if not path.exists():
+        return out
+    for f in sorted(path.glob("errors_conv_*.json")):
+        for item in json.loads(f.read_text()):
+            m = re.match(r"locomo_(\d+)_qa(\d+)$", item.get("question_id", ""))
+            if not m or int(m.group(1)) >= len(UPSTREAM_ORDER):
+                continue
+            out[(UPSTREAM_ORDER[int(m.group(1))], int(m.group(2)))] = item
+    return out
+
+
+def compact_record(rec: dict[str, Any], text_chars: int = 400) -> dict[str, Any]:
+    """A retrieval record without the bulky texts (ids, scores, evidence and a text prefix are enough here)."""
+    return {
+        "memories": [{"id": m["id"], "score": m["score"], "kind": m.get("kind"), "source": m.get("source"),
+                      "evidence_ids": m.get("evidence_ids", []), "text": (m.get("text") or "")[:text_chars]}
+                     for m in rec["memories"]],
+        "latency_ms": rec["latency_ms"], "server_ms": rec["server_ms"], "degraded": rec.get("degraded"),
+        "degraded_reason": rec.get("degraded_reason", ""),
+        "context_tokens": count_tokens(rec.get("formatted_context") or ""),
+    }
+
+
+@register
+class LocomoSuite(Suite):
+    name = "locomo"
+    description = ("LoCoMo (real data, CC BY-NC 4.0): multi-session conversations; evidence Recall@K at turn and "
+                   "session level, answers scored by LoCoMo's official token F1 per category (5 apart).")
+    defaults = {"data_dir": None, "file": "locomo/locomo10_dev.json", "conversations": 2, "questions": 60,
+                "full": False, "categories": "12345", "audit_evidence": True, "audit_answers": False,
+                "top_k": 10, "mode": "fast", "judge": False, "answer": True}
+
+    def load(self) -> SuiteData:
+        path = C.resolve_data_file(self.options["data_dir"], self.options["file"])
+        raw = json.loads(path.read_text())
+        audit = load_audit(path.parent / "audit")
+        rng = random.Random(self.seed)
+        convs = list(raw)
+        if not self.options["full"] and 0 < int(self.options["conversations"]) < len(convs):
+            convs = sorted(rng.sample(convs, int(self.options["conversations"])), key=lambda c: raw.index(c))
+        counts = {"split": 0, "repaired": 0, "dropped": 0}
+        audit_counts = {"evidence_replaced": 0, "answers_replaced": 0, "mismatched": 0}
+        corpora, probes = {}, []
+        for conv in convs:
+            sid = conv["sample_id"]
+            batch, known, last = conversation_batch(conv)
+            corpora[sid] = batch
+            items = []
+            for i, qa in enumerate(conv["qa"]):
+                cat = str(qa.get("category"))
+                if cat not in self.options["categories"]:
+                    continue
+                gold_ev = qa.get("evidence") or []
+                answer = qa.get("answer", "Not mentioned in the conversation" if cat == "5" else "")
+                corr = audit.get((sid, i))
+                if corr and corr.get("question", "").strip() != qa["question"].strip():
+                    audit_counts["mismatched"] += 1
+                    corr = None
+                if corr and self.options["audit_evidence"] and corr.get("correct_evidence") is not None:
+                    gold_ev = corr["correct_evidence"]
+                    audit_counts["evidence_replaced"] += 1
+                if corr and self.options["audit_answers"] and corr.get("correct_answer") not in (None, ""):
+                    answer = corr["correct_answer"]
+                    audit_counts["answers_replaced"] += 1
+                ev = repair_evidence(gold_ev, known, counts)
+                items.append(Probe(
+                    id=f"{sid}:q{i}", question=qa["question"], category=cat, ground_truth=str(answer),
+                    evidence_ids=ev, namespace=sid, reference_time=last + timedelta(days=1),
+                    meta={"qa_index": i, "audit": (corr or {}).get("error_type"),
+                          "adversarial_answer": qa.get("adversarial_answer")},
+                ))
+            if not self.options["full"]:
+                items = C.stratified_sample(items, lambda p: p.category, int(self.options["questions"]),
+                                            random.Random(C.stable_seed(self.seed, sid)))
+            probes += items
+        self._info = {
+            "source": str(path), "licence": "CC BY-NC 4.0 (snap-research/locomo); audit: dial481/locomo-audit",
+            "conversations": [c["sample_id"] for c in convs], "questions": len(probes),
+            "evidence_repairs": counts, "audit": audit_counts,
+            "sampling": {"seed": self.seed, "full": self.options["full"],
+                         "conversations": self.options["conversations"], "questions": self.options["questions"]},
+        }
+        return SuiteData(corpora=corpora, probes=probes, info=self._info)
+
+    def conditions(self, backends: list[str], capabilities: dict[str, dict[str, str]]) -> list[Condition]:
+        return C.answer_conditions(backends) if self.options["answer"] else C.retrieval_conditions(backends)
+
+    async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
+        backend = condition.backends[0]
+        rec = await ctx.retrieve(backend, probe)
+        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec)},
+                                "context_tokens": count_tokens(rec["formatted_context"] or "")}
+        if not condition.answer:
+            return body
+        q = probe.question + SHORT + (TEMPORAL if probe.category == "2" else "") + \
+            (ADVERSARIAL if probe.category == "5" else "")
+        body.update(await ctx.answer(q, [rec["formatted_context"]]))
+        body["answer_question"] = q
+        if self.options["judge"] and probe.category != "5":
+            body["binary_judge"] = await C.binary_judge(ctx, probe.question, probe.ground_truth, body["answer"])
+        return body
+
+    # ------------------------------------------------------------------------------------------------
+    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "category_names": CATEGORY_NAMES,
+                               "data": getattr(self, "_info", None)}
+        per_cond: dict[str, dict[str, dict[str, float | None]]] = {}
+        for cond, rows in C.by_condition(samples).items():
+            vals: dict[str, dict[str, float | None]] = {}
+            cats = {r["probe_id"]: r["category"] for r in rows}
+            lat, toks = [], []
+            for r in rows:
+                pid, rec = r["probe_id"], C.retrieval_of(r) or {"memories": []}
+                turns = ranked_unique(e for m in rec["memories"] for e in m.get("evidence_ids", []))
+                sess = ranked_unique(s for s in (session_of(t) for t in turns) if s)
+                gold_t = r.get("evidence_ids") or []
+                gold_s = sorted({s for s in (session_of(t) for t in gold_t) if s})
+                for k in KS:
+                    vals.setdefault(f"turn_recall@{k}", {})[pid] = evidence_recall_at_k(turns, gold_t, k)
+                    vals.setdefault(f"session_recall@{k}", {})[pid] = evidence_recall_at_k(sess, gold_s, k)
+                    vals.setdefault(f"turn_recall_any@{k}", {})[pid] = recall_any_at_k(turns, gold_t, k)
+                if "answer" in r:
+                    f1 = locomo_f1(r["answer"], r.get("ground_truth", ""), int(r["category"]))
+                    vals.setdefault("f1", {})[pid] = f1
+                    vals.setdefault("f1_cats_1_4", {})[pid] = f1 if r["category"] != "5" else None
+                    vals.setdefault("exact_match", {})[pid] = (exact_match(r["answer"], r.get("ground_truth", ""))
+                                                               if r["category"] != "5" else None)
+                if r.get("binary_judge"):
+                    vals.setdefault("binary_j", {})[pid] = 1.0 if r["binary_judge"]["correct"] else 0.0
+                vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
+                vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
+                if rec.get("latency_ms") is not None:
+                    lat.append(rec["latency_ms"])
+                toks.append(r.get("context_tokens", 0))
+            per_cond[cond] = vals
+            seed = C.stable_seed(self.seed, cond)
+            cond_out: dict[str, Any] = {"n": len(rows), "latency": latency_summary(lat),
+                                        "overall": {m: C.summary(v, seed) for m, v in vals.items()},
+                                        "by_category": {}}
+            for m, v in vals.items():
+                for cat in sorted(set(cats.values())):
+                    sub = {p: x for p, x in v.items() if cats[p] == cat}
+                    cond_out["by_category"].setdefault(cat, {})[m] = C.summary(sub, seed)
+            out["conditions"][cond] = cond_out
+        baseline = _baseline(list(per_cond))
+        out["baseline"] = baseline
+        out["comparisons"] = C.compare_all(per_cond, baseline, [
+            ("f1_cats_1_4", True, "rate"), ("f1", True, "rate"), ("turn_recall@5", True, "rate"),
+            ("session_recall@5", True, "rate"), ("binary_j", True, "rate"),
+            ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}
+        return out
+
+    def render(self, metrics: dict[str, Any]) -> str:
+        conds = sorted(metrics["conditions"])
+        m = metrics["conditions"]
+        out = ["## LoCoMo", "", f"Answers scored by LoCoMo's official token F1 (Porter-stemmed, per-category rules); "
+               f"{C.judge_label(metrics)} (used only for binary J when enabled). Categories by number: "
+               + ", ".join(f"{k} {v}" for k, v in CATEGORY_NAMES.items()) + ". Category 5 is scored the official "
+               "way and kept out of the headline F1 (cats 1-4).", "",
+               "### Headline (mean [95% bootstrap CI])", ""]
+        rows = []
+        for c in conds:
+            o = m[c]["overall"]
+            rows.append([c, m[c]["n"], C.fmt_ci(o.get("f1_cats_1_4")), C.fmt_ci(o.get("exact_match")),
+                         C.fmt_ci(o.get("turn_recall@5")), C.fmt_ci(o.get("session_recall@5")),
+                         C.fmt_ci(o.get("binary_j")), C.fmt((o.get("token_spend") or {}).get("mean"), 0),
+                         C.fmt(m[c]["latency"]["p50_ms"], 1)])
+        out.append(C.md_table(["backend", "questions", "F1 (cats 1-4)", "EM (cats 1-4)", "turn R@5",
+                               "session R@5", "binary J", "ctx tokens", "p50 ms"], rows))
+        cats = sorted({cat for c in conds for cat in m[c]["by_category"]})
+        out += ["", "### F1 by category (condition × category)", ""]
+        out.append(C.md_table(["backend", *(f"{k} {CATEGORY_NAMES.get(k, '')}" for k in cats)],
+                              [[c, *(C.fmt_ci(m[c]["by_category"].get(k, {}).get("f1")) for k in cats)] for c in conds]))
+        out += ["", "### Evidence recall (turn level / session level)", ""]
+        rows = []
+        for c in conds:
+            o = m[c]["overall"]
+            rows.append([c, *(C.fmt((o.get(f"turn_recall@{k}") or {}).get("mean")) for k in KS),
+                         *(C.fmt((o.get(f"session_recall@{k}") or {}).get("mean")) for k in KS)])
+        out.append(C.md_table(["backend", *(f"turn@{k}" for k in KS), *(f"session@{k}" for k in KS)], rows))
+        out += ["", "Turn R@5 by category:", ""]
+        out.append(C.md_table(["backend", *cats], [[c, *(C.fmt_ci(m[c]["by_category"].get(k, {}).get("turn_recall@5"))
+                                                        for k in cats)] for c in conds]))
+        data = metrics.get("data") or {}
+        if data:
+            rep, aud = data.get("evidence_repairs", {}), data.get("audit", {})
+            out += ["", f"Data: {', '.join(data.get('conversations', []))}; {data.get('questions')} questions "
+                        f"(seeded stratified sample unless full). Evidence ids: {rep.get('split', 0)} split, "
+                        f"{rep.get('repaired', 0)} repaired, {rep.get('dropped', 0)} dropped. locomo-audit: "
+                        f"{aud.get('evidence_replaced', 0)} evidence lists and {aud.get('answers_replaced', 0)} "
+                        f"answers replaced ({aud.get('mismatched', 0)} corrections not matching their question)."]
+        if metrics.get("comparisons"):
+            out.append(C.render_comparisons(metrics["comparisons"]))
+        return "\n".join(out)
+
+
+def _baseline(conds: list[str]) -> str | None:
+    for b in ("openclaw", "full-context", "compacted"):
+        if b in conds:
+            return b
+    return sorted(conds)[0] if conds else None

@@ -1,0 +1,211 @@
+"""`longmemeval`: the LongMemEval "oracle" file (Wu et al., ICLR 2025; MIT), loaded from a path.
+
+Each question is its own namespace holding its haystack sessions (dated from `haystack_dates`); message id =
+`<session_id>_<turn index, 1-based over all turns>` (the official turn id). Per backend, one answering condition.
+
+Retrieval (official `src/retrieval/eval_utils.py`, restated): recall_any@k, recall_all@k, ndcg_any@k for
+k in 1, 3, 5, 10, 30, 50 at session level (gold = answer sessions holding a user turn with has_answer) and turn
+level (gold = user turns with has_answer; the ranking keeps user turns only, since the official corpus is user
+turns). Abstention questions (`_abs`) and questions without a user-side gold turn are skipped, as upstream, and
+counted. The metrics retrieval asks for top 50; the answer uses the backend's usual top_k (option answer_top_k).
+QA: accuracy through the binary judge (prompts.BINARY_JUDGE_SYSTEM), per question type.
+
+Default: a seeded sample of 30 questions stratified by question type; `full: true` for all.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime
+from typing import Any
+
+from services.common.tokens import count_tokens
+from services.common.types import IngestBatch, Message, Session
+from services.coordinator.metrics.latency import latency_summary
+from services.coordinator.metrics.retrieval import ndcg_any_at_k, ranked_unique, recall_all_at_k, recall_any_at_k
+from services.coordinator.suites import common as C
+from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
+from services.coordinator.suites.locomo import compact_record
+from services.coordinator.suites.registry import register
+
+KS = (1, 3, 5, 10, 30, 50)
+TYPES = ("single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
+         "temporal-reasoning", "knowledge-update")
+
+
+def parse_lme_date(s: str) -> datetime:
+    """'2023/05/28 (Sun) 19:47' -> aware UTC datetime."""
+    parts = s.split()
+    return datetime.strptime(f"{parts[0]} {parts[-1]}", "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
+
+
+def session_of_turn(turn_id: str) -> str:
+    return turn_id.rsplit("_", 1)[0]
+
+
+def question_batch(q: dict[str, Any]) -> tuple[IngestBatch, list[str], list[str], list[str]]:
+    """(batch, user turn ids, gold user turns, gold sessions) for one question's haystack."""
+    sessions, user_turns, gold_turns, gold_sessions = [], [], [], []
+    seen: set[str] = set()
+    for sid, date, turns in zip(q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"], strict=False):
+        if sid in seen:
+            continue
+        seen.add(sid)
+        msgs = []
+        for i, t in enumerate(turns):
+            tid = f"{sid}_{i + 1}"
+            content = (t.get("content") or "").strip()
+            if not content:
+                continue
+            msgs.append(Message(id=tid, role=t.get("role", "user"), content=content))
+            if t.get("role") == "user":
+                user_turns.append(tid)
+                if t.get("has_answer") and sid in q.get("answer_session_ids", []):
+                    gold_turns.append(tid)
+        if msgs:
+            sessions.append(Session(session_id=sid, started_at=parse_lme_date(date), messages=tuple(msgs)))
+    # sessions count as gold only when they hold a user-side answer turn (upstream renames the others "noans")
+    gold_sessions = sorted({session_of_turn(t) for t in gold_turns})
+    return IngestBatch(sessions=tuple(sessions), batch_id=q["question_id"]), user_turns, gold_turns, gold_sessions
+
+
+@register
+class LongMemEvalSuite(Suite):
+    name = "longmemeval"
+    description = ("LongMemEval oracle (real data, MIT): per-question haystacks; official recall_any/recall_all/"
+                   "ndcg_any@k at session and turn level, QA accuracy through the binary judge.")
+    defaults = {"data_dir": None, "file": "longmemeval/longmemeval_oracle_dev.json", "questions": 30,
+                "full": False, "types": ",".join(TYPES), "top_k": 10, "mode": "fast", "answer": True}
+
+    def load(self) -> SuiteData:
+        path = C.resolve_data_file(self.options["data_dir"], self.options["file"])
+        raw = json.loads(path.read_text())
+        types = {t.strip() for t in str(self.options["types"]).split(",") if t.strip()}
+        items = [q for q in raw if q["question_type"] in types]
+        items.sort(key=lambda q: q["question_id"])  # the file's order is not the official one: fix an order
+        if not self.options["full"]:
+            items = C.stratified_sample(items, lambda q: q["question_type"], int(self.options["questions"]),
+                                        random.Random(self.seed))
+        corpora, probes = {}, []
+        skipped = {"abstention": 0, "no_user_gold": 0}
+        for q in items:
+            batch, user_turns, gold_turns, gold_sessions = question_batch(q)
+            ns = q["question_id"]
+            corpora[ns] = batch
+            abstention = q["question_id"].endswith("_abs")
+            if abstention:
+                skipped["abstention"] += 1
+            elif not gold_turns:
+                skipped["no_user_gold"] += 1
+            probes.append(Probe(
+                id=ns, question=q["question"], category=q["question_type"], ground_truth=str(q["answer"]),
+                evidence_ids=gold_turns, namespace=ns, reference_time=parse_lme_date(q["question_date"]),
+                meta={"gold_sessions": gold_sessions, "user_turns": user_turns, "abstention": abstention,
+                      "sessions": [x.session_id for x in batch.sessions],
+                      "answer_session_ids": q.get("answer_session_ids", [])},
+            ))
+        self._info = {"source": str(path), "licence": "MIT (xiaowu0162/LongMemEval)", "questions": len(probes),
+                      "retrieval_skipped": skipped, "sampling": {"seed": self.seed, "full": self.options["full"],
+                                                                  "questions": self.options["questions"]}}
+        return SuiteData(corpora=corpora, probes=probes, info=self._info)
+
+    def conditions(self, backends: list[str], capabilities: dict[str, dict[str, str]]) -> list[Condition]:
+        return C.answer_conditions(backends) if self.options["answer"] else C.retrieval_conditions(backends)
+
+    async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
+        backend = condition.backends[0]
+        rec = await ctx.retrieve(backend, probe, top_k=max(KS))
+        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec, 200)}}
+        if not condition.answer:
+            body["context_tokens"] = body["retrievals"][backend]["context_tokens"]
+            return body
+        blocks, _ = await ctx.gather_context(probe, condition)
+        body["context_tokens"] = sum(count_tokens(b) for b in blocks)
+        body.update(await ctx.answer(probe.question, blocks))
+        body["binary_judge"] = await C.binary_judge(ctx, probe.question, probe.ground_truth, body["answer"])
+        return body
+
+    # ------------------------------------------------------------------------------------------------
+    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": getattr(self, "_info", None)}
+        per_cond: dict[str, dict[str, dict[str, float | None]]] = {}
+        for cond, rows in C.by_condition(samples).items():
+            vals: dict[str, dict[str, float | None]] = {}
+            cats = {r["probe_id"]: r["category"] for r in rows}
+            lat = []
+            for r in rows:
+                pid, rec, meta = r["probe_id"], C.retrieval_of(r) or {"memories": []}, r.get("meta") or {}
+                users = set(meta.get("user_turns") or [])
+                ev = ranked_unique(e for m in rec["memories"] for e in m.get("evidence_ids", []))
+                turns = [e for e in ev if e in users]
+                known = set(meta.get("sessions") or [])
+                sess = ranked_unique(x for x in (e if e in known else session_of_turn(e) for e in ev) if x in known)
+                gold_t = r.get("evidence_ids") or []
+                gold_s = meta.get("gold_sessions") or []
+                skip = bool(meta.get("abstention")) or not gold_t
+                for k in KS:
+                    for level, ranked, gold in (("session", sess, gold_s), ("turn", turns, gold_t)):
+                        vals.setdefault(f"{level}_recall_any@{k}", {})[pid] = None if skip else recall_any_at_k(ranked, gold, k)
+                        vals.setdefault(f"{level}_recall_all@{k}", {})[pid] = None if skip else recall_all_at_k(ranked, gold, k)
+                        vals.setdefault(f"{level}_ndcg_any@{k}", {})[pid] = None if skip else ndcg_any_at_k(ranked, gold, k)
+                if r.get("binary_judge"):
+                    vals.setdefault("qa_accuracy", {})[pid] = 1.0 if r["binary_judge"]["correct"] else 0.0
+                vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
+                vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
+                if rec.get("latency_ms") is not None:
+                    lat.append(rec["latency_ms"])
+            per_cond[cond] = vals
+            seed = C.stable_seed(self.seed, cond)
+            co: dict[str, Any] = {"n": len(rows), "latency": latency_summary(lat),
+                                  "overall": {m: C.summary(v, seed) for m, v in vals.items()}, "by_type": {}}
+            for cat in sorted(set(cats.values())):
+                for m in ("qa_accuracy", "session_recall_all@5", "session_ndcg_any@5", "turn_recall_all@10"):
+                    if m in vals:
+                        co["by_type"].setdefault(cat, {})[m] = C.summary(
+                            {p: x for p, x in vals[m].items() if cats[p] == cat}, seed)
+            out["conditions"][cond] = co
+        from services.coordinator.suites.locomo import _baseline
+
+        baseline = _baseline(list(per_cond))
+        out["baseline"] = baseline
+        out["comparisons"] = C.compare_all(per_cond, baseline, [
+            ("qa_accuracy", True, "rate"), ("session_recall_all@5", True, "rate"), ("session_ndcg_any@5", True, "rate"),
+            ("turn_recall_all@10", True, "rate"), ("token_spend", False, "tokens"), ("latency_ms", False, "ms")],
+            seed=self.seed) if baseline else {}
+        return out
+
+    def render(self, metrics: dict[str, Any]) -> str:
+        m = metrics["conditions"]
+        conds = sorted(m)
+        out = ["## LongMemEval (oracle)", "",
+               f"QA accuracy = binary judge CORRECT rate ({C.judge_label(metrics)}). Retrieval metrics are the "
+               "official recall_any / recall_all / ndcg_any (abstention and no-user-gold questions skipped).", "",
+               "### Headline (mean [95% CI])", ""]
+        rows = [[c, m[c]["n"], C.fmt_ci(m[c]["overall"].get("qa_accuracy")),
+                 C.fmt_ci(m[c]["overall"].get("session_recall_all@5")), C.fmt_ci(m[c]["overall"].get("session_ndcg_any@5")),
+                 C.fmt_ci(m[c]["overall"].get("turn_recall_all@10")),
+                 C.fmt((m[c]["overall"].get("token_spend") or {}).get("mean"), 0), C.fmt(m[c]["latency"]["p50_ms"], 1)]
+                for c in conds]
+        out.append(C.md_table(["backend", "questions", "QA accuracy", "session recall_all@5", "session ndcg_any@5",
+                               "turn recall_all@10", "ctx tokens", "p50 ms"], rows))
+        for level in ("session", "turn"):
+            out += ["", f"### {level.capitalize()} level, k = {', '.join(map(str, KS))}", ""]
+            rows = []
+            for c in conds:
+                o = m[c]["overall"]
+                rows.append([c, *("/".join(C.fmt((o.get(f"{level}_{n}@{k}") or {}).get("mean"), 2)
+                                           for n in ("recall_any", "recall_all", "ndcg_any")) for k in KS)])
+            out.append(C.md_table(["backend (any/all/ndcg)", *(f"@{k}" for k in KS)], rows))
+        types = sorted({t for c in conds for t in m[c]["by_type"]})
+        out += ["", "### QA accuracy by question type", ""]
+        out.append(C.md_table(["backend", *types], [[c, *(C.fmt_ci(m[c]["by_type"].get(t, {}).get("qa_accuracy"))
+                                                          for t in types)] for c in conds]))
+        data = metrics.get("data") or {}
+        if data:
+            sk = data.get("retrieval_skipped", {})
+            out += ["", f"Data: {data.get('questions')} questions; retrieval averages skip {sk.get('abstention', 0)} "
+                        f"abstention and {sk.get('no_user_gold', 0)} no-user-gold questions."]
+        if metrics.get("comparisons"):
+            out.append(C.render_comparisons(metrics["comparisons"]))
+        return "\n".join(out)
