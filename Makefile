@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup test test-quick bench-all bench bench-perf up down proto proto-check lint observe load load-bench clean
+.PHONY: setup test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean
 
 setup: $(STAMP)
 
@@ -38,6 +38,11 @@ bench: setup
 
 bench-perf: setup
 	$(BIN)/memrig bench-perf $(if $(OUT),--out $(OUT),)
+
+# OpenClaw baseline index build + search latency vs a numpy brute-force floor (synthetic chunks).
+bench-openclaw: setup
+	$(BIN)/python -m services.adapters.openclaw.bench --out $(or $(OUT),results/bench-openclaw) \
+		$(if $(SIZES),--sizes $(SIZES),) $(if $(EMBEDDER),--embedder $(EMBEDDER),)
 
 up: setup
 	$(BIN)/memrig up $(if $(BACKENDS),--backends $(BACKENDS),)

@@ -114,6 +114,7 @@ class IndexStore:
         self.snippet_max_chars = snippet_max_chars
         self._matrices: dict[str, NsMatrix] = {}
         self._dims: dict[str, int] = {}
+        self._mtimes: dict[str, dict[str, int]] = {}  # namespace → path → mtime (ms), refreshed on apply
 
     # ------------------------------------------------------------------ schema
     def _prefix(self, namespace: str, create: bool) -> str | None:
@@ -149,6 +150,7 @@ class IndexStore:
             p = self._prefix(namespace, create=False)
             self._matrices.pop(namespace, None)
             self._dims.pop(namespace, None)
+            self._mtimes.pop(namespace, None)
             if p is None:
                 return 0
             n = self._conn.execute(f"SELECT COUNT(*) FROM {p}chunks").fetchone()[0]
@@ -240,6 +242,7 @@ class IndexStore:
         else:
             mat = np.zeros((len(rows), 0), dtype=np.float32)
         self._matrices[namespace] = NsMatrix(ids, rows, mat)
+        self._mtimes[namespace] = dict(self._conn.execute(f"SELECT path, mtime FROM {p}files").fetchall())
         if mat.shape[1]:
             self._dims[namespace] = mat.shape[1]
 
@@ -301,11 +304,7 @@ class IndexStore:
         return {r.id: r for r in m.rows} if m else {}
 
     def file_mtimes(self, namespace: str) -> dict[str, int]:
-        with self._lock:
-            p = self._prefix(namespace, create=False)
-            if p is None:
-                return {}
-            return dict(self._conn.execute(f"SELECT path, mtime FROM {p}files").fetchall())
+        return self._mtimes.get(namespace, {})
 
     def counts(self, namespace: str) -> dict[str, int]:
         with self._lock:
