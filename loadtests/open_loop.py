@@ -40,6 +40,8 @@ from typing import Any, Protocol
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from loadtests.workload import queries
+
 # HdrHistogram range: 1 us .. 1 h, 3 significant digits (0.1 % value precision).
 _HDR_LOW_US = 1
 _HDR_HIGH_US = 3_600_000_000
@@ -247,13 +249,7 @@ class Target(Protocol):
 
 def default_queries(n: int = 64, seed: int = 7) -> list[str]:
     """A seeded set of short developer-memory questions (deterministic, no data files)."""
-    rng = np.random.default_rng(seed)
-    topics = ["database migration", "auth token refresh", "flaky test", "deploy pipeline", "rate limiter",
-              "cache invalidation", "logging format", "API pagination", "memory leak", "config loader",
-              "retry policy", "feature flag", "schema change", "build cache", "error budget", "release notes"]
-    verbs = ["What did we decide about", "Why did we change", "Who owns", "When did we fix", "How do we test",
-             "What broke in"]
-    return [f"{verbs[rng.integers(len(verbs))]} the {topics[rng.integers(len(topics))]}?" for _ in range(n)]
+    return queries(n, seed)
 
 
 class HttpRetrieveTarget:

@@ -1,0 +1,213 @@
+"""loadtests/: pure parts (stages, fault timeline, exporter, summary) in-process; locust only in subprocesses."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from loadtests.fault_timeline import (
+    FaultWindow,
+    load_timeline,
+    make_fault,
+    parse_timeline,
+    run_timeline,
+    seeded_timeline,
+    timeline_actions,
+)
+from loadtests.prom_exporter import LocustCollector, histogram_buckets
+from loadtests.request_log import RequestLogWriter, failures_by_window, read_request_log
+from loadtests.stages import Stage, stages_for, stages_from_env, tick_for
+from loadtests.summary import CO_LABEL, fault_windows_wall, load_locust_run, summarise_locust_run
+from loadtests.workload import Payloads, queries
+
+
+def test_no_loadtests_module_imported_locust():
+    # Importing locust monkey-patches the process; the pure modules above must not do it.
+    assert "locust" not in sys.modules and "gevent.monkey" not in sys.modules
+
+
+# ------------------------------------------------------------------------------------------------ stages
+def test_step_stages_and_tick():
+    st = stages_for("step", {"users": 2, "step_users": 3, "steps": 3, "step_s": 10, "spawn_rate": 4})
+    assert st == [Stage(10, 2, 4), Stage(20, 5, 4), Stage(30, 8, 4)]
+    assert tick_for(st, 0) == (2, 4) and tick_for(st, 9.99) == (2, 4)
+    assert tick_for(st, 10) == (5, 4) and tick_for(st, 29.9) == (8, 4)
+    assert tick_for(st, 30) is None
+
+
+def test_spike_and_soak_stages():
+    sp = stages_for("spike", {"users": 2, "spike_users": 20, "before_s": 5, "spike_s": 2, "after_s": 5})
+    assert [(s.end_s, s.users) for s in sp] == [(5, 2), (7, 20), (12, 2)]
+    so = stages_for("soak", {"users": 10, "duration_s": 100, "ramp_s": 20})
+    assert so == [Stage(100, 10, 0.5)]
+
+
+def test_stages_from_env_and_errors():
+    assert stages_from_env({}) is None
+    kind, st = stages_from_env({"MEMRIG_LOAD_SHAPE": "step", "MEMRIG_LOAD_SHAPE_PARAMS": '{"steps": 2}'})
+    assert kind == "step" and len(st) == 2
+    with pytest.raises(ValueError, match="shape must be one of"):
+        stages_for("ramp")
+    with pytest.raises(ValueError, match="shape params for 'step'"):
+        stages_for("step", {"bogus": 1})
+
+
+# ------------------------------------------------------------------------------------------------ workload
+def test_payloads_are_seeded_and_fit_the_cortex_shapes():
+    a, b = Payloads(3), Payloads(3)
+    assert [a.retrieve("fast") for _ in range(5)] == [b.retrieve("fast") for _ in range(5)]
+    r = a.retrieve("full")
+    assert r["mode"] == "full" and r["top_k"] == 10 and r["query"]
+    conv = a.conversation()
+    assert conv["messages"][0]["role"] == "user" and conv["session_id"].startswith("memrig-load-s")
+    assert queries(5, 1) == queries(5, 1) != queries(5, 2)
+
+
+# ------------------------------------------------------------------------------------------------ timeline
+def test_seeded_timeline_is_deterministic_and_non_overlapping():
+    a, b = seeded_timeline(5, 100.0, windows=4), seeded_timeline(5, 100.0, windows=4)
+    assert a == b and [w.fault for w in a] == [w.fault for w in b]
+    assert a != seeded_timeline(6, 100.0, windows=4)
+    for w, nxt in zip(a, a[1:], strict=False):
+        assert w.end_s <= nxt.at_s
+    assert a[0].at_s >= 10 and a[-1].end_s <= 90
+    assert all(w.fault["name"].startswith(f"tl{i}_") for i, w in enumerate(a))
+
+
+def test_parse_and_load_timeline():
+    spec = '[{"at_s": 3, "duration_s": 2, "preset": "error_503"}, {"at_s": 1, "duration_s": 1, "fault": {"type": "latency", "name": "slow", "attributes": {"latency_ms": 50}}}]'
+    ws = load_timeline(spec)
+    assert [w.name for w in ws] == ["slow", "tl0_error_503"]
+    assert ws[1].fault == {"name": "tl0_error_503", "toxicity": 1.0, "type": "http_error",
+                           "attributes": {"status": 503}}
+    assert load_timeline("none") == [] and len(load_timeline("seeded:1:60:2")) == 2
+    with pytest.raises(ValueError, match=r"timeline\[0\].duration_s"):
+        parse_timeline([{"at_s": 1, "duration_s": 0, "preset": "reset"}])
+    with pytest.raises(ValueError, match="unique"):
+        parse_timeline([{"at_s": 1, "duration_s": 1, "preset": "reset", "name": "x"},
+                        {"at_s": 3, "duration_s": 1, "preset": "reset", "name": "x"}])
+
+
+def test_timeline_actions_order_removal_first_on_ties():
+    w1 = FaultWindow(1.0, 2.0, make_fault("reset", "a"))
+    w2 = FaultWindow(3.0, 1.0, make_fault("reset", "b"))
+    assert [(t, act, w.name) for t, act, w in timeline_actions([w2, w1])] == [
+        (1.0, "apply", "a"), (3.0, "remove", "a"), (3.0, "apply", "b"), (4.0, "remove", "b")]
+
+
+class _FakeClock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, s: float) -> None:
+        self.t += s
+
+
+class _FakeAdmin:
+    def __init__(self, clock, fail_on: str = ""):
+        self.clock, self.fail_on, self.calls = clock, fail_on, []
+
+    def add(self, fault):
+        if fault["name"] == self.fail_on:
+            raise RuntimeError("HTTP 409")
+        self.calls.append(("add", fault["name"], round(self.clock() - 100.0, 6)))
+
+    def remove(self, name):
+        self.calls.append(("remove", name, round(self.clock() - 100.0, 6)))
+
+
+def test_run_timeline_switches_at_the_set_times():
+    clk = _FakeClock()
+    admin = _FakeAdmin(clk)
+    ws = [FaultWindow(2.0, 3.0, make_fault("error_503", "a")), FaultWindow(6.0, 1.5, make_fault("reset", "b"))]
+    evs = run_timeline(ws, admin, sleep=clk.sleep, clock=clk, wall=clk)
+    assert admin.calls == [("add", "a", 2.0), ("remove", "a", 5.0), ("add", "b", 6.0), ("remove", "b", 7.5)]
+    assert [e["action"] for e in evs] == ["apply", "remove", "apply", "remove"] and all(e["ok"] for e in evs)
+
+
+def test_run_timeline_stopped_early_removes_live_faults_and_logs_failures():
+    clk = _FakeClock()
+    admin = _FakeAdmin(clk, fail_on="b")
+    ws = [FaultWindow(1.0, 10.0, make_fault("error_503", "a")), FaultWindow(2.0, 1.0, make_fault("reset", "b"))]
+    evs = run_timeline(ws, admin, sleep=clk.sleep, clock=clk, wall=clk, should_stop=lambda: clk.t - 100 >= 4.0)
+    # b's apply failed (logged, not fatal); at 4 s the run is stopped and the live fault a is removed.
+    assert [(e["action"], e["name"], e["ok"]) for e in evs] == [
+        ("apply", "a", True), ("apply", "b", False), ("remove", "b", True), ("remove", "a", True)]
+    assert admin.calls[-1][:2] == ("remove", "a")
+
+
+# ------------------------------------------------------------------------------------------------ exporter
+def test_histogram_buckets_are_cumulative_in_seconds():
+    # locust keys are rounded ms: 3 ms x2, 40 ms x1, 120 ms x1, 12000 ms x1, 90000 ms x1
+    b = dict(histogram_buckets({3: 2, 40: 1, 120: 1, 12000: 1, 90000: 1}))
+    assert b["0.005"] == 2 and b["0.025"] == 2 and b["0.05"] == 3 and b["0.1"] == 3 and b["0.25"] == 4
+    assert b["10.0"] == 4 and b["30.0"] == 5 and b["60.0"] == 5 and b["+Inf"] == 6
+
+
+def test_collector_reads_runner_stats():
+    e = SimpleNamespace(method="POST", name="/v1/retrieve [fast]", num_requests=10, num_failures=2,
+                        response_times={5: 8, 300: 2}, total_response_time=640, current_rps=3.5)
+    env = SimpleNamespace(runner=SimpleNamespace(stats=SimpleNamespace(entries={("a", "b"): e}), user_count=4,
+                                                 clients={"w1": 1, "w2": 2}))
+    fams = {f.name: f for f in LocustCollector(env).collect()}
+    assert fams["memrig_locust_requests"].samples[0].value == 10
+    assert fams["memrig_locust_failures"].samples[0].labels == {"method": "POST", "name": "/v1/retrieve [fast]"}
+    h = {(s.name, s.labels.get("le")): s.value for s in fams["memrig_locust_response_time_seconds"].samples}
+    assert h[("memrig_locust_response_time_seconds_bucket", "0.005")] == 8
+    assert h[("memrig_locust_response_time_seconds_bucket", "0.25")] == 8
+    assert h[("memrig_locust_response_time_seconds_bucket", "0.5")] == 10
+    assert h[("memrig_locust_response_time_seconds_sum", None)] == pytest.approx(0.64)
+    assert fams["memrig_locust_users"].samples[0].value == 4
+    assert fams["memrig_locust_workers"].samples[0].value == 2
+
+
+# ------------------------------------------------------------------------------------------------ logs/summary
+def test_request_log_and_failures_by_window(tmp_path):
+    w = RequestLogWriter(tmp_path)
+    w.write("POST", "/a", 10.0, 10.1, 100, None)
+    w.write("POST", "/a", 12.0, 12.2, 200, RuntimeError("HTTP 503"))
+    w.write("POST", "/a", 19.0, 19.5, 500, RuntimeError("HTTP 503"))
+    w.close()
+    recs = read_request_log(tmp_path)
+    assert [r.ok for r in recs] == [True, False, False] and recs[1].error.startswith("RuntimeError")
+    assert failures_by_window(recs, [(11.0, 13.0)]) == {"inside": 1, "outside": 1}
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list]) -> None:
+    with open(path, "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(header)
+        wr.writerows(rows)
+
+
+def test_summary_reads_a_run_dir(tmp_path):
+    hdr = ["Type", "Name", "Request Count", "Failure Count", "Median Response Time", "Average Response Time",
+           "Min Response Time", "Max Response Time", "Average Content Size", "Requests/s", "Failures/s", "50%",
+           "95%", "99%"]
+    _write_csv(tmp_path / "locust_stats.csv", hdr, [
+        ["POST", "/v1/retrieve [fast]", 90, 3, 5, 6.1, 1, 40, 100, 9.0, 0.3, 5, 20, 38],
+        ["", "Aggregated", 90, 3, 5, 6.1, 1, 40, 100, 9.0, 0.3, 5, 20, 38]])
+    _write_csv(tmp_path / "locust_failures.csv", ["Method", "Name", "Error", "Occurrences"],
+               [["POST", "/v1/retrieve [fast]", "HTTP 503", 3]])
+    _write_csv(tmp_path / "locust_stats_history.csv", ["Timestamp", "User Count"], [[1, 2], [2, 5]])
+    (tmp_path / "locust.json").write_text(json.dumps([{"start_time": 1000.0, "last_request_timestamp": 1010.0}]))
+    (tmp_path / "fault_events.jsonl").write_text(
+        json.dumps({"action": "apply", "name": "f", "type": "http_error", "rel_start_s": 2.0, "wall_start": 1002.0,
+                    "wall_end": 1002.01, "ok": True}) + "\n"
+        + json.dumps({"action": "remove", "name": "f", "type": "http_error", "rel_start_s": 5.0, "wall_start": 1005.0,
+                      "wall_end": 1005.01, "ok": True}) + "\n")
+    s = load_locust_run(tmp_path)
+    assert s["duration_s"] == 10.0 and s["peak_users"] == 5 and s["total"]["requests"] == 90
+    assert fault_windows_wall(s["fault_events"]) == [(1002.0, 1005.01)]
+    md = summarise_locust_run(tmp_path)
+    assert CO_LABEL in md and "| POST | /v1/retrieve [fast] | 90 | 3 | 9.00 |" in md and "HTTP 503 (x3)" in md
+    assert "apply `f`" in md
+    assert "No locust stats" in summarise_locust_run(tmp_path / "missing")
