@@ -1,0 +1,435 @@
+"""`cortex`: a MemoryBackend over the Cortex HTTP API (the cortex-mock or a real URL, usually through the
+fault proxy) that behaves like the `@ubundi/openclaw-cortex` plugin's client, so the rig measures what an
+agent using the plugin would see, failures included.
+
+Defaults are the plugin's v0.3.x era (commit 22cc320, 2026-02-20; reference/peers.md §2.4–§2.7), where the
+recall hook still called `POST /v1/retrieve` with `recallTopK`, `recallMode`, `recallTimeoutMs` 2000 and
+`recallQueryType` "combined". Two later behaviours are knobs: the full → fast retry on 5xx/timeout
+(HEAD, on by default because the issue asks for it) and HEAD's rule that timeouts do not trip the gate
+(`cold_start_count_timeouts=False`).
+
+Recall (Retrieve): skip prompts shorter than 5 characters; skip without any request while the cold-start
+gate is open; one request bounded by `recall_timeout_ms`; on a 5xx or timeout in full mode, one retry in
+fast mode (its own budget); any failure is silent: no memories, `degraded=True` and a `degraded_reason`
+that starts with the kind (`cold_start_gate`, `timeout`, `http_503`, `connection_error`, `bad_response`).
+The result's `formatted_context` is the `<cortex_memories>` block.
+
+Capture (Ingest): one `POST /v1/jobs/ingest/conversation` per session (documents: `POST /v1/jobs/ingest`);
+a failed submit goes to the RetryQueue (5 retries, backoff, 100 tasks, drop-oldest) and Ingest still
+succeeds, as the plugin's fire-and-forget capture does. Settle flushes the queue, polls the jobs until
+completed/failed and then `/v1/knowledge` until its totals stop moving; it reports `items_pending` while
+anything is queued or running, and the counts of what the queue dropped (lost captures are reported,
+never hidden).
+
+Namespaces: Cortex isolates tenants by API key; inside one, `user_id` = "<namespace_prefix>:<namespace>"
+scopes retrieve/knowledge/forget, and session ids are "<namespace_prefix>:<namespace>:<session_id>".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from services.adapters.base import BackendContext, MemoryBackend, SessionStore
+from services.adapters.cortex.client import (
+    CortexBadResponse,
+    CortexClient,
+    CortexError,
+    CortexHTTPError,
+    CortexTimeout,
+)
+from services.adapters.cortex.envelope import PREAMBLE, format_memories
+from services.adapters.cortex.gate import ColdStartGate
+from services.adapters.cortex.retry_queue import RetryQueue
+from services.common.types import (
+    ChannelDiagnostics,
+    Document,
+    IngestBatch,
+    Memory,
+    NamespaceStats,
+    RetrieveQuery,
+    RetrieveResult,
+    Session,
+    SettleResult,
+)
+
+log = logging.getLogger("memrig.cortex")
+
+DEFAULTS_ERA = ("@ubundi/openclaw-cortex v0.3.x (22cc320, 2026-02-20): retrieve-based recall hook, "
+                "recallTimeoutMs 2000, recallTopK 5, recallMode fast, recallQueryType combined; "
+                "RetryQueue constants unchanged since v0.3; full->fast fallback from HEAD (knob)")
+
+
+def js_iso(dt: datetime) -> str:
+    """`Date.prototype.toISOString()`: UTC, milliseconds, a trailing Z."""
+    dt = dt.astimezone(UTC) if dt.tzinfo else dt.replace(tzinfo=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _parse_dt(v: Any) -> datetime | None:
+    if not isinstance(v, str) or not v:
+        return None
+    try:
+        dt = datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def channel_scores(debug: Any) -> dict[str, float]:
+    """Per-channel scores from a result's `_debug` (numbers at the top level or under channels/scores)."""
+    out: dict[str, float] = {}
+    if not isinstance(debug, dict):
+        return out
+    for k, v in debug.items():
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int | float):
+            out[str(k)] = float(v)
+        elif isinstance(v, dict) and k in ("channels", "scores", "channel_scores"):
+            out.update(channel_scores(v))
+    return out
+
+
+class CortexBackend(MemoryBackend):
+    name = "cortex"
+    description = "Cortex memory API through the plugin's client behaviour (gate, retry queue, envelope)."
+    capabilities = (("sessions", ""), ("documents", ""), ("recall", "lossy"), ("modes", "fast,full"),
+                    ("reference_time", ""), ("degradation", "silent"), ("static_context", "cortex_memories"))
+    defaults: dict[str, Any] = {
+        # where and who
+        "base_url": "http://127.0.0.1:8792",  # the fault proxy's default port (cortex-mock: 8791)
+        "api_key": "",  # empty: $MEMRIG_CORTEX_API_KEY
+        "namespace_prefix": "memrig",
+        "source_origin": "openclaw",
+        "derivation_mode": "conversation",
+        "source_app": "memrig",
+        # recall hook (v0.3.x defaults)
+        "mode": "fast",  # fast | full | query (use RetrieveQuery.mode)
+        "top_k": 0,  # 0: the query's top_k (the plugin's recallTopK was 5, max 20)
+        "query_type": "combined",
+        "recall_timeout_ms": 2000,
+        "min_query_chars": 5,
+        "fallback_fast_on_error": True,  # HEAD: a 5xx/timeout in full mode retries once in fast
+        "debug": False,  # ask for `_debug` and report per-channel scores
+        "envelope_preamble": True,
+        # cold-start gate
+        "cold_start_window": 3,
+        "cold_start_cooldown_ms": 30000,
+        "cold_start_count_timeouts": True,  # False = HEAD: timeouts are undone and rarely trip the gate
+        # capture + RetryQueue
+        "submit_timeout_ms": 10000,
+        "retry_queue_max_retries": 5,
+        "retry_queue_base_delay_ms": 1000,
+        "retry_queue_max_delay_ms": 60000,
+        "retry_queue_capacity": 100,
+        "retry_queue_flush_interval_ms": 5000,
+        # settle
+        "settle_timeout_s": 180.0,  # Ubundi engram-benchmark's settle time for cortex
+        "settle_poll_ms": 200,
+        "settle_knowledge_stable_polls": 2,
+        "job_poll_timeout_ms": 10000,
+        "knowledge_timeout_ms": 30000,
+        "forget_timeout_ms": 60000,
+    }
+
+    def __init__(self, config: dict[str, Any] | None = None, context: BackendContext | None = None,
+                 clock: Callable[[], float] | None = None):
+        super().__init__(config, context)
+        c = self.config
+        if c["mode"] not in ("fast", "full", "query"):
+            raise ValueError(f"cortex: config 'mode' must be fast|full|query, got {c['mode']!r}")
+        self.clock = clock or time.monotonic
+        self.gate = ColdStartGate(c["cold_start_window"], c["cold_start_cooldown_ms"],
+                                  c["cold_start_count_timeouts"], clock=self.clock)
+        self.queue = RetryQueue(c["retry_queue_max_retries"], c["retry_queue_base_delay_ms"],
+                                c["retry_queue_max_delay_ms"], c["retry_queue_capacity"],
+                                c["retry_queue_flush_interval_ms"], clock=self.clock)
+        self.client = CortexClient(c["base_url"], c["api_key"] or os.environ.get("MEMRIG_CORTEX_API_KEY", ""))
+        self.store = SessionStore()
+        self.jobs: dict[str, dict[str, int]] = defaultdict(dict)  # namespace -> job id -> items
+        self.indexed: dict[str, int] = defaultdict(int)
+        self.failed_jobs: dict[str, int] = defaultdict(int)
+        # cortex session id -> evidence ids, to map a result back when it has no message_ids
+        self.evidence_of: dict[str, dict[str, list[str]]] = defaultdict(dict)
+        self._capture_n = 0
+        self.stats: dict[str, int] = defaultdict(int)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.queue.start()
+
+    async def close(self) -> None:
+        await self.queue.stop()
+        await self.client.close()
+
+    def describe_config(self) -> dict[str, Any]:
+        d = dict(self.config)
+        d["api_key"] = "***" if (self.config["api_key"] or os.environ.get("MEMRIG_CORTEX_API_KEY")) else ""
+        c = self.config
+        d["defaults_era"] = DEFAULTS_ERA
+        d["retry_backoff_s"] = [min(c["retry_queue_base_delay_ms"] * 2 ** r, c["retry_queue_max_delay_ms"]) / 1000
+                                for r in range(1, c["retry_queue_max_retries"])]
+        d["envelope_preamble_text"] = PREAMBLE if c["envelope_preamble"] else ""
+        d["user_id_format"] = "<namespace_prefix>:<namespace>"
+        d["session_id_format"] = "<namespace_prefix>:<namespace>:<session_id>"
+        return d
+
+    # -- ids --------------------------------------------------------------------------------------
+    def user_id(self, namespace: str) -> str:
+        return f"{self.config['namespace_prefix']}:{namespace}"
+
+    def cortex_session_id(self, namespace: str, session_id: str) -> str:
+        return f"{self.user_id(namespace)}:{session_id}"
+
+    def _provenance(self, namespace: str) -> dict[str, Any]:
+        c = self.config
+        return {"user_id": self.user_id(namespace), "source_origin": c["source_origin"],
+                "derivation_mode": c["derivation_mode"], "source_app": c["source_app"]}
+
+    # -- ingest (capture) -------------------------------------------------------------------------
+    def session_body(self, namespace: str, s: Session) -> dict[str, Any]:
+        return {
+            "messages": [{"role": m.role, "content": m.content, "id": m.id} for m in s.messages],
+            "session_id": self.cortex_session_id(namespace, s.session_id),
+            "reference_date": js_iso(s.started_at),
+            **self._provenance(namespace),
+        }
+
+    def document_body(self, namespace: str, d: Document) -> dict[str, Any]:
+        return {
+            "text": d.text,
+            "session_id": self.cortex_session_id(namespace, f"doc:{d.id}"),
+            "reference_date": js_iso(d.created_at) if d.created_at else None,
+            **self._provenance(namespace),
+        }
+
+    async def ingest(self, namespace: str, batch: IngestBatch) -> None:
+        self.store.apply(namespace, batch)
+        ev = self.evidence_of[namespace]
+        for s in batch.sessions:
+            ev[self.cortex_session_id(namespace, s.session_id)] = [s.session_id]
+            await self._capture(namespace, "conversation", self.session_body(namespace, s), len(s.messages))
+        for d in batch.documents:
+            ev[self.cortex_session_id(namespace, f"doc:{d.id}")] = list(d.evidence())
+            await self._capture(namespace, "text", self.document_body(namespace, d), 1)
+
+    async def _submit(self, namespace: str, kind: str, body: dict[str, Any], items: int) -> None:
+        t = self.config["submit_timeout_ms"]
+        self.stats["ingest_submits"] += 1
+        if kind == "conversation":
+            res = await self.client.submit_ingest_conversation(body, t)
+        else:
+            res = await self.client.submit_ingest(body, t)
+        job_id = res.get("job_id") if isinstance(res, dict) else None
+        if not isinstance(job_id, str) or not job_id:
+            raise CortexBadResponse(f"Cortex ingest job: no job_id in {str(res)[:200]}")
+        if res.get("status") == "completed":
+            self.indexed[namespace] += items
+        else:
+            self.jobs[namespace][job_id] = items
+
+    async def _capture(self, namespace: str, kind: str, body: dict[str, Any], items: int) -> None:
+        """Submit once; on failure hand the same submission to the RetryQueue (fire-and-forget capture)."""
+        try:
+            await self._submit(namespace, kind, body, items)
+        except CortexError as e:
+            self.stats["ingest_submit_failures"] += 1
+            self._capture_n += 1
+            log.debug("cortex capture failed, queued: %s", e)
+            self.queue.enqueue(lambda: self._submit(namespace, kind, body, items), f"capture-{self._capture_n}",
+                               items=items, namespace=namespace)
+
+    # -- settle -----------------------------------------------------------------------------------
+    def _queued_items(self, namespace: str) -> int:
+        return sum(t.items for t in self.queue.tasks() if t.meta.get("namespace") == namespace)
+
+    async def _poll_jobs(self, namespace: str) -> None:
+        for job_id, items in list(self.jobs[namespace].items()):
+            try:
+                res = await self.client.get_job(job_id, self.config["job_poll_timeout_ms"])
+            except CortexError:
+                continue  # still pending as far as we know; try again next round
+            status = res.get("status") if isinstance(res, dict) else None
+            if status == "completed":
+                self.indexed[namespace] += items
+                self.jobs[namespace].pop(job_id, None)
+            elif status == "failed":
+                self.failed_jobs[namespace] += items
+                self.jobs[namespace].pop(job_id, None)
+                log.warning("cortex ingest job %s failed: %s", job_id, res.get("error"))
+
+    async def settle(self, namespace: str, timeout_s: float) -> SettleResult:
+        budget = min(timeout_s, self.config["settle_timeout_s"]) if timeout_s else self.config["settle_timeout_s"]
+        deadline = time.monotonic() + budget
+        poll = self.config["settle_poll_ms"] / 1000.0
+        settled = False
+        knowledge: dict[str, Any] = {}
+        while True:
+            if self._queued_items(namespace):
+                await self.queue.flush()
+            await self._poll_jobs(namespace)
+            if not self._queued_items(namespace) and not self.jobs[namespace]:
+                break
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(poll)
+        if not self._queued_items(namespace) and not self.jobs[namespace]:
+            # Jobs report "completed" before every edge is committed (peers.md §2.3): wait for the
+            # knowledge totals to hold still for a few polls.
+            last, stable = None, 0
+            while time.monotonic() < deadline:
+                try:
+                    knowledge = await self.client.knowledge(self.user_id(namespace),
+                                                            self.config["knowledge_timeout_ms"])
+                except CortexError:
+                    knowledge = {}
+                key = (knowledge.get("total_memories"), knowledge.get("total_sessions")) if knowledge else None
+                stable = stable + 1 if key is not None and key == last else 0
+                last = key
+                if stable >= self.config["settle_knowledge_stable_polls"] - 1 and key is not None:
+                    settled = True
+                    break
+                await asyncio.sleep(poll)
+        pending = self._queued_items(namespace) + sum(self.jobs[namespace].values())
+        qs = self.queue.stats
+        counts = {
+            "jobs_pending": len(self.jobs[namespace]),
+            "items_failed": self.failed_jobs[namespace],
+            "queue_pending_tasks": self.queue.pending,
+            "queue_dropped_capacity": qs["dropped_capacity"],
+            "queue_dropped_retries": qs["dropped_retries"],
+            "queue_dropped_items": qs["dropped_items"],
+        }
+        if isinstance(knowledge.get("total_memories"), int):
+            counts["total_memories"] = knowledge["total_memories"]
+        return SettleResult(settled=settled and pending == 0, items_indexed=self.indexed[namespace],
+                            items_pending=pending, counts=counts)
+
+    # -- recall -----------------------------------------------------------------------------------
+    def _mode(self, q: RetrieveQuery) -> str:
+        return q.mode if self.config["mode"] == "query" else self.config["mode"]
+
+    def retrieve_body(self, namespace: str, q: RetrieveQuery, mode: str) -> dict[str, Any]:
+        ref = q.reference_time or datetime.now(UTC)  # the plugin passes {referenceDate: now}
+        body = {"query": q.query, "top_k": self.config["top_k"] or q.top_k, "mode": mode,
+                "reference_date": js_iso(ref), "query_type": self.config["query_type"],
+                "user_id": self.user_id(namespace)}
+        if self.config["debug"]:
+            body["debug"] = True
+        return body
+
+    @staticmethod
+    def _retryable(e: CortexError) -> bool:
+        return isinstance(e, CortexTimeout) or (isinstance(e, CortexHTTPError) and 500 <= e.status < 600)
+
+    def to_memories(self, namespace: str, resp: Any) -> list[Memory]:
+        """Results → Memory. Like the plugin's formatter, a result that is not an object with content and a
+        numeric score fails the whole recall (the caller degrades)."""
+        if not isinstance(resp, dict) or not isinstance(resp.get("results", []), list):
+            raise CortexBadResponse("Cortex retrieve failed: no results list")
+        prefix = self.user_id(namespace) + ":"
+        ev_map = self.evidence_of.get(namespace, {})
+        out: list[Memory] = []
+        for i, r in enumerate(resp.get("results", [])):
+            if not isinstance(r, dict) or not isinstance(r.get("content"), str) or isinstance(r.get("score"), bool) \
+                    or not isinstance(r.get("score"), int | float):
+                raise CortexBadResponse(f"Cortex retrieve failed: malformed result {i}: {str(r)[:120]}")
+            meta = r.get("metadata") if isinstance(r.get("metadata"), dict) else {}
+            sid = meta.get("session_id") if isinstance(meta.get("session_id"), str) else ""
+            evidence = [str(x) for x in meta.get("message_ids") or [] if x is not None]
+            if not evidence and sid:
+                evidence = list(ev_map.get(sid) or [sid[len(prefix):] if sid.startswith(prefix) else sid])
+            attrs = {k: str(meta[k]) for k in ("speaker", "fact_type", "source_app", "derivation_mode") if meta.get(k)}
+            if r.get("confidence") is not None:
+                attrs["confidence"] = str(r["confidence"])
+            if resp.get("coverage"):
+                attrs["coverage"] = str(resp["coverage"])
+            out.append(Memory(
+                id=str(r.get("node_id") or f"result-{i}"), text=r["content"], score=float(r["score"]),
+                kind=str(r.get("type") or "fact").lower(), created_at=_parse_dt(meta.get("occurred_at")),
+                source=str(meta.get("source_origin") or r.get("source") or "cortex"), evidence_ids=evidence,
+                channel_scores=channel_scores(r.get("_debug")) if self.config["debug"] else {},
+                attributes=attrs))
+        return out
+
+    def _degraded(self, reason: str, t0: int, note: str) -> RetrieveResult:
+        self.stats["recall_degraded"] += 1
+        return RetrieveResult(degraded=True, degraded_reason=reason,
+                              channels=[ChannelDiagnostics("cortex", 0, time.perf_counter_ns() - t0, note)])
+
+    async def retrieve(self, namespace: str, query: RetrieveQuery) -> RetrieveResult:
+        t0 = time.perf_counter_ns()
+        self.stats["recall_calls"] += 1
+        if len(query.query.strip()) < self.config["min_query_chars"]:
+            self.stats["recall_skipped_short"] += 1
+            return RetrieveResult(channels=[ChannelDiagnostics("cortex", 0, 0, "skipped: prompt too short")])
+        if self.gate.is_open():
+            self.stats["recall_gate_skips"] += 1
+            return self._degraded(
+                f"cold_start_gate: recall disabled for another {self.gate.remaining_s():.1f}s after "
+                f"{self.gate.window} consecutive failures", t0, "gate open: no request")
+        mode = self._mode(query)
+        timeout = self.config["recall_timeout_ms"]
+        note = f"mode={mode}"
+        try:
+            try:
+                resp = await self.client.retrieve(self.retrieve_body(namespace, query, mode), timeout)
+                memories = self.to_memories(namespace, resp)
+            except CortexError as e:
+                if not (mode == "full" and self.config["fallback_fast_on_error"] and self._retryable(e)):
+                    raise
+                self.stats["recall_fallbacks"] += 1
+                note = f"mode=full->fast after {e.kind}"
+                resp = await self.client.retrieve(self.retrieve_body(namespace, query, "fast"), timeout)
+                memories = self.to_memories(namespace, resp)
+        except CortexError as e:
+            self.gate.record_failure(timeout=isinstance(e, CortexTimeout))
+            return self._degraded(f"{e.kind}: {e}", t0, note)
+        self.gate.record_success()
+        k = self.config["top_k"] or query.top_k
+        memories = memories[:k]
+        dur = time.perf_counter_ns() - t0
+        ctx = format_memories(((m.score, m.text) for m in memories), preamble=self.config["envelope_preamble"])
+        if isinstance(resp, dict) and resp.get("coverage"):
+            note += f" coverage={resp['coverage']}"
+        return RetrieveResult(memories=memories, formatted_context=ctx,
+                              channels=[ChannelDiagnostics("cortex", len(memories), dur, note)])
+
+    # -- bookkeeping ------------------------------------------------------------------------------
+    async def reset(self, namespace: str) -> int:
+        self.queue.discard(lambda t: t.meta.get("namespace") == namespace)
+        self.jobs.pop(namespace, None)
+        self.indexed.pop(namespace, None)
+        self.failed_jobs.pop(namespace, None)
+        self.evidence_of.pop(namespace, None)
+        n = self.store.reset(namespace)
+        try:
+            await self.client.forget_user(self.user_id(namespace), self.config["forget_timeout_ms"])
+        except CortexHTTPError as e:
+            if e.status != 404:  # 404: nothing stored for this user
+                raise RuntimeError(f"cortex reset of {namespace!r} failed: {e}") from e
+        except CortexError as e:
+            raise RuntimeError(f"cortex reset of {namespace!r} failed: {e}") from e
+        return n
+
+    async def namespace_stats(self, namespace: str) -> NamespaceStats:
+        return self.store.stats(namespace)
+
+    def namespaces(self) -> list[str]:
+        return self.store.namespaces()
+
+    def counters(self) -> dict[str, int]:
+        out = dict(self.stats)
+        out.update({f"queue_{k}": v for k, v in self.queue.stats.items()})
+        out["queue_pending"] = self.queue.pending
+        out["gate_trips"] = self.gate.trips
+        out["http_requests"] = self.client.requests
+        return out
+
