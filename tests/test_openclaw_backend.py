@@ -316,3 +316,40 @@ async def test_served_over_grpc(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+async def test_with_the_real_llm_mock_flush():
+    """The llm-mock served in process: its flush extracts salient sentences as bullets; evidence maps back."""
+    from prometheus_client import CollectorRegistry
+
+    from services.common.llm_client import LLMClient, LLMConfig
+    from services.llm_mock.app import start_server
+    from services.llm_mock.config import MockConfig
+
+    runner, port = await start_server(MockConfig(port=0), CollectorRegistry())
+    llm = LLMClient(LLMConfig(base_url=f"http://127.0.0.1:{port}/v1"))
+    try:
+        b, c = make(llm=llm)
+        arc = session("a1", 12, ("user", "What cache key format should we use?"),
+                      ("assistant", "Use the key format `arclight:{entity}:{id}` for every Redis key."),
+                      ("user", "Great, and the dev server runs on port 4000."))
+        await c.ingest("ns", IngestBatch(sessions=(arc, S1)))
+        log = b.workspace("ns")["memory/2026-01-12.md"]
+        assert "arclight:{entity}:{id}" in log and "What cache key" not in log
+        res, _ = await c.retrieve("ns", RetrieveQuery("arclight entity id key format", top_k=6, reference_time=REF))
+        assert res.memories[0].attributes["path"] in ("memory/2026-01-12.md", "MEMORY.md")
+        assert "a1-m1" in res.memories[0].evidence_ids
+    finally:
+        await llm.close()
+        await runner.cleanup()
+
+
+async def test_file_storage_under_the_data_dir(tmp_path):
+    ctx = BackendContext(embedder_name="hash", data_dir=tmp_path)
+    ctx._llm = FakeLLM()
+    b = OpenClawBackend({"storage": "file"}, ctx)
+    c = InProcessBackendClient(b)
+    await c.ingest("ns", IngestBatch(sessions=(S1,)))
+    assert b.disk_bytes() > 0
+    assert list((tmp_path / "openclaw").glob("index-*.sqlite"))
+    await b.close()
