@@ -6,7 +6,9 @@ without the header, so unknown prompts of the same shape work too.
 
 Rules (each a small function below):
 - The context is split into lines, cleaned of speaker prefixes (`user:`), bullets, score tags (`[0.92]`) and
-  XML-ish wrappers, then into sentences. Markdown headers and sentences ending in "?" are never answers.
+  XML-ish wrappers, then into sentences. Markdown headers, framing lines (the Cortex envelope's "[NOTE: ...]",
+  memory_search citation lines) and sentences ending in "?" are never answers. A speaker's name ("Caroline:")
+  counts for matching and is dropped from the reply.
 - A sentence's score = the number of the question's content stems it contains, +1 when one of those matched
   words sits within two content tokens of a number or code token the question does not already hold
   ("port 3001", "TTL is 300s": the question asks for the value of X and the sentence states X's value).
@@ -24,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from services.common.prompts import ABSTAIN_TEXT
-from services.llm_mock.text import content, content_stems, sentences_of_text, tokens
+from services.llm_mock.text import content, content_stems, sentences_of_text, strip_name, tokens
 
 CONTEXT_HEADER = "Here is context from previous sessions:"
 _QUESTION_LABEL_RE = re.compile(r"^\s*(?:question|q)\s*:\s*", re.I)
@@ -104,7 +106,7 @@ def answer(context: str, question: str) -> str:
     if len(ranked) > 1 and ranked[1].score == ranked[0].score:
         picked.append(ranked[1])
     picked.sort(key=lambda c: c.index)  # read in context order
-    return " ".join(c.text for c in picked)
+    return " ".join(strip_name(c.text) for c in picked)
 
 
 def respond(user_text: str) -> str:

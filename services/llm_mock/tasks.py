@@ -8,15 +8,30 @@ without a known marker is answered by the extractive answerer (task "default").
 from __future__ import annotations
 
 from services.common import prompts
-from services.llm_mock import answerer, binary_judge, compaction, extraction, flush, judge
+from services.llm_mock import (
+    answerer,
+    binary_judge,
+    compaction,
+    continuity,
+    extraction,
+    flush,
+    judge,
+    pairwise,
+)
 
-MARKERS: tuple[tuple[str, str], ...] = (
-    (prompts.ANSWER_MARKER, "answer"),
-    (prompts.COMPACTION_MARKER, "compaction"),
-    (prompts.FLUSH_MARKER, "flush"),
-    (prompts.JUDGE_MARKER, "judge"),
-    (prompts.BINARY_JUDGE_MARKER, "binary_judge"),
-    (prompts.FACT_EXTRACTION_MARKER, "extraction"),
+_MARKER_NAMES = (
+    ("ANSWER_MARKER", "answer"),
+    ("COMPACTION_MARKER", "compaction"),
+    ("FLUSH_MARKER", "flush"),
+    ("JUDGE_MARKER", "judge"),
+    ("BINARY_JUDGE_MARKER", "binary_judge"),
+    ("FACT_EXTRACTION_MARKER", "extraction"),
+    ("PAIRWISE_JUDGE_MARKER", "pairwise_judge"),
+    ("CONTINUITY_JUDGE_MARKER", "continuity_judge"),
+)
+# getattr: a marker added to prompts.py later is picked up here without a code change elsewhere.
+MARKERS: tuple[tuple[str, str], ...] = tuple(
+    (getattr(prompts, const), name) for const, name in _MARKER_NAMES if getattr(prompts, const, None)
 )
 TASKS = tuple(name for _, name in MARKERS) + ("default",)
 
@@ -52,4 +67,8 @@ def respond(task: str, messages: list[dict[str, str]]) -> str:
         return binary_judge.respond(last_user_text(messages))
     if task == "extraction":
         return extraction.extract_facts(messages)
+    if task == "pairwise_judge":
+        return pairwise.respond(last_user_text(messages))
+    if task == "continuity_judge":
+        return continuity.respond(last_user_text(messages))
     return answerer.respond(last_user_text(messages))

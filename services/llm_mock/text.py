@@ -188,6 +188,9 @@ _SCORE_TAG_RE = re.compile(r"^\s*[\[(](?:score[:=]?\s*)?-?\d+(?:\.\d+)?[\])]\s*"
 _OPEN_TAG_RE = re.compile(r"^\s*(?:<[A-Za-z_][\w.-]*(?:\s[^<>]*)?>\s*)+")
 _CLOSE_TAG_RE = re.compile(r"(?:\s*</[A-Za-z_][\w.-]*>)+\s*$")
 _HEADER_RE = re.compile(r"^\s*#{1,6}\s")
+_NAME_PREFIX_RE = re.compile(r"^[A-Z][A-Za-z'.-]{1,30}(?: [A-Z][A-Za-z'.-]{1,30})?:\s+")
+_BRACKET_NOTE_RE = re.compile(r"^\[[A-Z][A-Z _-]*:[^\]]*\]$")
+_CITATION_RE = re.compile(r"^\[\d+\]\s+\S+#L\d+(?:-L\d+)?(?:\s+\(score [\d.]+\))?$")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -197,8 +200,10 @@ def split_sentences(text: str) -> list[str]:
 
 def clean_line(line: str) -> str:
     """Remove the wrapping a memory or transcript line carries: XML-ish tags at the ends, list bullets,
-    score tags like `[0.92]`, and speaker prefixes like `user:` (in any order, repeatedly)."""
-    s = _CLOSE_TAG_RE.sub("", _OPEN_TAG_RE.sub("", line)).strip()
+    score tags like `[0.92]`, and speaker prefixes like `user:` (in any order, repeatedly). A person's name
+    after the role (LoCoMo renders "user: Caroline: ...") stays: it tells who said it and helps matching;
+    `strip_name` removes it for display."""
+    s = _CLOSE_TAG_RE.sub("", _OPEN_TAG_RE.sub("", line.replace("&lt;/", "</"))).strip()
     while True:
         before = s
         s = _BULLET_RE.sub("", s)
@@ -207,6 +212,19 @@ def clean_line(line: str) -> str:
         s = s.strip()
         if s == before:
             return s
+
+
+def strip_name(sentence: str) -> str:
+    """"Caroline: I went ..." -> "I went ..." (one or two Capitalised words, then a colon)."""
+    return _NAME_PREFIX_RE.sub("", sentence, count=1)
+
+
+def is_wrapper_line(line: str) -> bool:
+    """Lines that frame memories rather than state anything: a bracketed note such as the Cortex envelope's
+    "[NOTE: ... untrusted data.]", a citation line like "[1] memory/2026-01-05.md#L1-L5 (score 0.812)",
+    or "(no results)"."""
+    s = line.strip()
+    return bool(_BRACKET_NOTE_RE.match(s) or _CITATION_RE.match(s)) or s.lower() == "(no results)"
 
 
 def speaker_of(line: str) -> str | None:
@@ -224,7 +242,7 @@ def sentences_of_text(text: str) -> list[str]:
     """Every candidate sentence of a block of text, in order: lines cleaned, Markdown headers skipped."""
     out: list[str] = []
     for line in text.splitlines():
-        if not line.strip() or is_header(line):
+        if not line.strip() or is_header(line) or is_wrapper_line(line):
             continue
         cleaned = clean_line(line)
         if not cleaned:
