@@ -1,0 +1,48 @@
+"""cortex-mock configuration: one dataclass shared by the server, in-process tests and worker processes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def _keys_from(value: str | None) -> list[str]:
+    return [k.strip() for k in (value or "").split(",") if k.strip()]
+
+
+@dataclass
+class MockConfig:
+    host: str = "127.0.0.1"
+    port: int = 0
+    data_dir: str | None = None  # None -> a fresh temp dir (logged at startup)
+    api_keys: list[str] = field(default_factory=list)  # empty -> dev mode: any non-empty key is its own tenant
+    settle_delay_ms: float = 0.0  # MENTIONS edges become visible this long after an ingest commits
+    workers: int = 2  # in-process: asyncio job workers; with Redis: worker processes to spawn
+    embedder: str | None = None  # minilm | wordllama | hash (None -> MEMRIG_EMBEDDER or minilm)
+    embed_cache: bool = True
+    extractor: str = "deterministic"  # deterministic | llm
+    latency_fast_ms: float = 0.0  # added server-side delay on fast retrieves (and recall)
+    latency_full_ms: float = 0.0
+    latency_sigma: float = 0.0  # lognormal jitter (median = the base delay)
+    seed: int = 0
+    job_delay_ms: float = 0.0  # slow every job down (tests of worker death use it)
+    redis_url: str | None = None  # set -> Redis job queue served by worker processes
+    redis_prefix: str = "cortexmock"
+    lease_ms: float = 10_000.0  # worker heartbeat lease; a worker silent this long is presumed dead
+    max_attempts: int = 3
+    token_budget: int = 2000  # retrieve packing budget (cl100k tokens)
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> MockConfig:
+        cfg = cls(api_keys=_keys_from(os.environ.get("MEMRIG_CORTEX_API_KEYS")),
+                  redis_url=os.environ.get("REDIS_URL") or None)
+        for k, v in overrides.items():
+            if v is not None:
+                setattr(cfg, k, v)
+        return cfg
+
+    def describe(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["api_keys"] = f"{len(self.api_keys)} configured" if self.api_keys else "dev mode (any non-empty key)"
+        return d

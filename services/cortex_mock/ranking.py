@@ -1,0 +1,107 @@
+"""Scoring and ranking math for retrieval: BM25, top-n ranking, RRF fusion, the rerank cross-score,
+supersession demotion, coverage labels and token-budget packing. Pure functions, checked by hand in tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+RRF_K = 60  # Cormack et al. 2009; the usual default, also what the seed's Cortex notes call "RRF fusion"
+BM25_K1 = 1.2
+BM25_B = 0.75
+SUPERSEDED_FACTOR = 0.5  # full-mode rerank: a superseded fact keeps half its cross-score
+COVERAGE_THRESHOLDS = (("high", 0.6), ("partial", 0.35), ("low", 0.15))
+
+
+def bm25_idf(df: int, n_docs: int) -> float:
+    """Lucene's non-negative BM25 idf: ln(1 + (N - df + 0.5) / (df + 0.5))."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def bm25_scores(query_terms: Iterable[str], postings: dict[str, tuple[np.ndarray, np.ndarray]],
+                doc_len: np.ndarray, k1: float = BM25_K1, b: float = BM25_B) -> np.ndarray:
+    """Okapi BM25 over all docs at once. postings[term] = (doc indices, term frequencies)."""
+    n = int(doc_len.shape[0])
+    scores = np.zeros(n, dtype=np.float64)
+    if n == 0:
+        return scores
+    avgdl = float(doc_len.mean()) or 1.0
+    for term in dict.fromkeys(query_terms):  # a repeated query term counts once
+        post = postings.get(term)
+        if post is None:
+            continue
+        idx, tf = post
+        idf = bm25_idf(len(idx), n)
+        dl = doc_len[idx]
+        scores[idx] += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / avgdl))
+    return scores
+
+
+def top_ranked(scores: np.ndarray, limit: int, min_score: float = 0.0) -> list[int]:
+    """Indices of the `limit` best scores above `min_score`, best first; ties broken by lower index."""
+    if scores.size == 0 or limit <= 0:
+        return []
+    ok = np.flatnonzero(scores > min_score)
+    if ok.size == 0:
+        return []
+    order = np.lexsort((ok, -scores[ok]))  # primary: score desc; secondary: index asc (deterministic)
+    return [int(i) for i in ok[order[:limit]]]
+
+
+def rrf_fuse(rank_lists: dict[str, Sequence], k: int = RRF_K) -> dict:
+    """Reciprocal rank fusion: score(d) = sum over lists of 1 / (k + rank), rank starting at 1."""
+    fused: dict = {}
+    for ranked in rank_lists.values():
+        for r, doc in enumerate(ranked, start=1):
+            fused[doc] = fused.get(doc, 0.0) + 1.0 / (k + r)
+    return fused
+
+
+def rrf_normalised(score: float, n_lists: int, k: int = RRF_K) -> float:
+    """RRF score as a fraction of the best possible (rank 1 in every list)."""
+    return score / (n_lists / (k + 1.0)) if n_lists else 0.0
+
+
+def lexical_coverage(query_tokens: Sequence[str], doc_tokens: Iterable[str]) -> float:
+    """Fraction of distinct query content tokens present in the document."""
+    q = set(query_tokens)
+    if not q:
+        return 0.0
+    return len(q & set(doc_tokens)) / len(q)
+
+
+def cross_score(coverage: float, cosine: float, w_lex: float = 0.5) -> float:
+    """Deterministic stand-in for a cross-encoder: a blend of lexical coverage and clamped cosine."""
+    return w_lex * coverage + (1.0 - w_lex) * min(1.0, max(0.0, cosine))
+
+
+def demote(score: float, superseded: bool) -> float:
+    return score * SUPERSEDED_FACTOR if superseded else score
+
+
+def coverage_label(top_score: float | None) -> str:
+    if top_score is None:
+        return "none"
+    for label, threshold in COVERAGE_THRESHOLDS:
+        if top_score >= threshold:
+            return label
+    return "none"
+
+
+def pack(token_counts: Sequence[int], budget: int, limit: int) -> tuple[list[int], int]:
+    """Greedy packing in rank order: take items while they fit the token budget, up to `limit` items.
+    The first item is always kept (an answer that does not fit is still better than none).
+    Items that do not fit are skipped, not truncated. Returns (kept positions, tokens used)."""
+    kept: list[int] = []
+    used = 0
+    for i, n in enumerate(token_counts):
+        if len(kept) >= limit:
+            break
+        if kept and used + n > budget:
+            continue
+        kept.append(i)
+        used += n
+    return kept, used

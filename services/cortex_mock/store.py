@@ -1,0 +1,298 @@
+"""Per-tenant persistence (one SQLite file per tenant, like the real service's `cortex_{tenant_id}` databases)
+and the in-memory search index built from it.
+
+Writers (the server's sync ingest, in-process job workers, Redis worker processes) serialise on
+`BEGIN IMMEDIATE`; every write bumps `meta.rev`, and a reader rebuilds its `TenantIndex` snapshot lazily when
+the stored rev differs from the snapshot's. Snapshots are immutable, so searches run without the lock.
+All methods are blocking: call them through `asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from services.cortex_mock.temporal import parse_datetime
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS nodes (
+  id TEXT PRIMARY KEY, type TEXT NOT NULL, content TEXT NOT NULL, norm TEXT NOT NULL DEFAULT '',
+  tokens TEXT NOT NULL DEFAULT '', source TEXT NOT NULL DEFAULT '', confidence REAL NOT NULL DEFAULT 0.8,
+  session_id TEXT, speaker TEXT, fact_type TEXT, occurred_at TEXT, created_at REAL NOT NULL,
+  attr_key TEXT NOT NULL DEFAULT '', attr_value TEXT NOT NULL DEFAULT '', superseded_by TEXT,
+  metadata TEXT NOT NULL DEFAULT '{}', emb BLOB, emb_model TEXT);
+CREATE INDEX IF NOT EXISTS nodes_type ON nodes(type);
+CREATE INDEX IF NOT EXISTS nodes_session ON nodes(session_id);
+CREATE INDEX IF NOT EXISTS nodes_norm ON nodes(type, norm);
+CREATE TABLE IF NOT EXISTS edges (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL,
+  weight REAL NOT NULL DEFAULT 1.0, created_at REAL NOT NULL, visible_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
+CREATE TABLE IF NOT EXISTS questions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, fact_id TEXT NOT NULL, text TEXT NOT NULL, emb BLOB, emb_model TEXT);
+CREATE INDEX IF NOT EXISTS questions_fact ON questions(fact_id);
+CREATE TABLE IF NOT EXISTS applied_jobs (job_id TEXT PRIMARY KEY, result TEXT NOT NULL, applied_at REAL NOT NULL);
+"""
+
+
+def tenant_id_for_key(api_key: str) -> str:
+    """Stable tenant id from an API key (the key itself never reaches a file name or a log)."""
+    return "t" + hashlib.sha256(api_key.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Fact:
+    """One FACT node as the index sees it."""
+
+    id: str
+    content: str
+    source: str
+    confidence: float
+    session_id: str | None
+    speaker: str | None
+    fact_type: str
+    occurred_at: datetime | None
+    occurred_iso: str | None
+    attr_key: str
+    attr_value: str
+    superseded_by: str | None
+    metadata: dict[str, Any]
+    tokens: list[str]
+    norm: str
+    created_at: float
+
+    @property
+    def entity_refs(self) -> list[str]:
+        return list(self.metadata.get("entity_refs", []))
+
+
+@dataclass
+class EntityRow:
+    id: str
+    name: str
+    key: str
+    etype: str
+    aliases: list[str]
+
+
+@dataclass
+class TenantIndex:
+    """Immutable snapshot of one tenant's searchable state at `rev`."""
+
+    rev: int
+    facts: list[Fact] = field(default_factory=list)
+    fact_pos: dict[str, int] = field(default_factory=dict)
+    emb: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    q_emb: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    q_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    q_text: list[str] = field(default_factory=list)
+    postings: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    doc_len: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    entities: list[EntityRow] = field(default_factory=list)
+    entity_by_key: dict[str, int] = field(default_factory=dict)
+    entity_by_id: dict[str, int] = field(default_factory=dict)
+    # MENTIONS edges fact -> entity as parallel arrays (visibility is time-based: filter at query time).
+    m_fact: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    m_ent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    m_visible: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    norm_pos: dict[str, int] = field(default_factory=dict)
+    built_at: float = 0.0
+
+    def visible_mentions(self, now: float) -> tuple[np.ndarray, np.ndarray]:
+        ok = self.m_visible <= now
+        return self.m_fact[ok], self.m_ent[ok]
+
+
+def _vec(blob: bytes | None, dim: int) -> np.ndarray | None:
+    if blob is None:
+        return None
+    v = np.frombuffer(blob, dtype=np.float32)
+    return v if v.shape[0] == dim else None
+
+
+class TenantStore:
+    def __init__(self, path: str | Path, tenant_id: str):
+        self.path = Path(path)
+        self.tenant_id = tenant_id
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.RLock()
+        self.conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=60, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA busy_timeout=60000")
+        with self.lock:
+            self.conn.executescript(SCHEMA)
+            self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('rev', '0')")
+            self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('tenant_id', ?)", (tenant_id,))
+        self._index: TenantIndex | None = None
+        self.index_builds = 0
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+    # -- transactions ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def write(self):
+        """An IMMEDIATE transaction (serialises writers across processes) that bumps rev on commit."""
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+                self.conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev'")
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+
+    def rev(self) -> int:
+        with self.lock:
+            return int(self.conn.execute("SELECT value FROM meta WHERE key='rev'").fetchone()[0])
+
+    @property
+    def warm(self) -> bool:
+        return self._index is not None
+
+    # -- index ------------------------------------------------------------------------------------------
+    def index(self, embedder) -> TenantIndex:
+        """The current snapshot, rebuilt when another writer (or this one) changed the tenant."""
+        with self.lock:
+            rev = self.rev()
+            if self._index is not None and self._index.rev == rev:
+                return self._index
+            self._index = self._build(rev, embedder)
+            self.index_builds += 1
+            return self._index
+
+    def _build(self, rev: int, embedder) -> TenantIndex:
+        c = self.conn
+        dim, model = embedder.dim, embedder.name
+        idx = TenantIndex(rev=rev, built_at=time.time())
+        rows = c.execute(
+            "SELECT id, content, source, confidence, session_id, speaker, fact_type, occurred_at, attr_key, attr_value,"
+            " superseded_by, metadata, tokens, norm, created_at, emb, emb_model FROM nodes WHERE type='FACT'"
+            " ORDER BY created_at, id").fetchall()
+        vecs: list[np.ndarray | None] = []
+        for r in rows:
+            occ = parse_datetime(r[7])
+            f = Fact(id=r[0], content=r[1], source=r[2], confidence=r[3], session_id=r[4], speaker=r[5],
+                     fact_type=r[6] or "fact", occurred_at=occ, occurred_iso=r[7], attr_key=r[8], attr_value=r[9],
+                     superseded_by=r[10], metadata=json.loads(r[11] or "{}"), tokens=(r[12] or "").split(),
+                     norm=r[13], created_at=r[14])
+            idx.fact_pos[f.id] = len(idx.facts)
+            idx.facts.append(f)
+            idx.norm_pos.setdefault(f.norm, len(idx.facts) - 1)
+            vecs.append(_vec(r[15], dim) if r[16] == model else None)
+        missing = [i for i, v in enumerate(vecs) if v is None]
+        if missing:  # written by another embedder (or never embedded): re-embed once and store
+            new = embedder.encode([idx.facts[i].content for i in missing])
+            self._store_embeddings("nodes", [(idx.facts[i].id, new[j]) for j, i in enumerate(missing)], model)
+            for j, i in enumerate(missing):
+                vecs[i] = new[j]
+        idx.emb = np.stack(vecs).astype(np.float32) if vecs else np.zeros((0, dim), np.float32)
+        # questions
+        qrows = c.execute("SELECT id, fact_id, text, emb, emb_model FROM questions ORDER BY id").fetchall()
+        qv: list[np.ndarray | None] = []
+        owners: list[int] = []
+        for qid, fid, text, blob, qmodel in qrows:
+            pos = idx.fact_pos.get(fid)
+            if pos is None:
+                continue
+            owners.append(pos)
+            idx.q_text.append(text)
+            qv.append(_vec(blob, dim) if qmodel == model else None)
+            if qv[-1] is None:
+                qv[-1] = (qid, text)  # type: ignore[assignment]
+        pending = [(i, v) for i, v in enumerate(qv) if isinstance(v, tuple)]
+        if pending:
+            new = embedder.encode([t for _, (_, t) in pending])
+            self._store_embeddings("questions", [(qid, new[j]) for j, (_, (qid, _)) in enumerate(pending)], model)
+            for j, (i, _) in enumerate(pending):
+                qv[i] = new[j]
+        idx.q_emb = np.stack(qv).astype(np.float32) if qv else np.zeros((0, dim), np.float32)
+        idx.q_owner = np.asarray(owners, dtype=np.int64)
+        # BM25 postings
+        tf_maps: dict[str, dict[int, int]] = {}
+        lens = np.zeros(len(idx.facts), dtype=np.float64)
+        for i, f in enumerate(idx.facts):
+            lens[i] = len(f.tokens)
+            for t in f.tokens:
+                d = tf_maps.setdefault(t, {})
+                d[i] = d.get(i, 0) + 1
+        idx.postings = {t: (np.fromiter(d.keys(), np.int64, len(d)), np.fromiter(d.values(), np.float64, len(d)))
+                        for t, d in tf_maps.items()}
+        idx.doc_len = lens
+        # entities and MENTIONS
+        for eid, name, norm, meta in c.execute(
+                "SELECT id, content, norm, metadata FROM nodes WHERE type='ENTITY' ORDER BY created_at, id"):
+            m = json.loads(meta or "{}")
+            idx.entity_by_key[norm] = len(idx.entities)
+            idx.entity_by_id[eid] = len(idx.entities)
+            idx.entities.append(EntityRow(eid, name, norm, m.get("entity_type", "named"), m.get("aliases", [])))
+        mf, me, mv = [], [], []
+        for src, dst, vis in c.execute("SELECT src, dst, visible_at FROM edges WHERE type='MENTIONS'"):
+            fp, ep = idx.fact_pos.get(src), idx.entity_by_id.get(dst)
+            if fp is not None and ep is not None:
+                mf.append(fp)
+                me.append(ep)
+                mv.append(vis)
+        idx.m_fact = np.asarray(mf, dtype=np.int64)
+        idx.m_ent = np.asarray(me, dtype=np.int64)
+        idx.m_visible = np.asarray(mv, dtype=np.float64)
+        return idx
+
+    def _store_embeddings(self, table: str, items: list[tuple[Any, np.ndarray]], model: str) -> None:
+        # Cache write only: does not change what a search returns, so rev is not bumped.
+        rows = [(np.asarray(v, np.float32).tobytes(), model, k) for k, v in items]
+        if self.conn.in_transaction:  # called while building the index inside a writer's transaction
+            self.conn.executemany(f"UPDATE {table} SET emb=?, emb_model=? WHERE id=?", rows)
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.executemany(f"UPDATE {table} SET emb=?, emb_model=? WHERE id=?", rows)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    # -- simple reads ---------------------------------------------------------------------------------
+    def counts(self, now: float) -> dict[str, Any]:
+        with self.lock:
+            nodes = dict(self.conn.execute("SELECT type, COUNT(*) FROM nodes GROUP BY type").fetchall())
+            edges = dict(self.conn.execute(
+                "SELECT type, COUNT(*) FROM edges WHERE visible_at <= ? GROUP BY type", (now,)).fetchall())
+            pending = self.conn.execute("SELECT COUNT(*) FROM edges WHERE visible_at > ?", (now,)).fetchone()[0]
+            sessions = self.conn.execute(
+                "SELECT COUNT(DISTINCT session_id) FROM nodes WHERE type='FACT' AND session_id IS NOT NULL").fetchone()[0]
+        return {"nodes": nodes, "edges": edges, "pending_edges": pending, "sessions": sessions}
+
+    def applied_job(self, job_id: str) -> dict | None:
+        with self.lock:
+            row = self.conn.execute("SELECT result FROM applied_jobs WHERE job_id=?", (job_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+
+def forget_session(store: TenantStore, session_id: str) -> int:
+    """Delete the session's FACT nodes, their edges and questions; un-supersede facts they superseded; drop
+    entities left without any MENTIONS edge. Returns the number of facts removed."""
+    with store.write() as c:
+        sub = "SELECT id FROM nodes WHERE type='FACT' AND session_id=?"
+        n = c.execute(f"SELECT COUNT(*) FROM ({sub})", (session_id,)).fetchone()[0]
+        c.execute(f"UPDATE nodes SET superseded_by=NULL WHERE superseded_by IN ({sub})", (session_id,))
+        c.execute(f"DELETE FROM edges WHERE src IN ({sub}) OR dst IN ({sub})", (session_id, session_id))
+        c.execute(f"DELETE FROM questions WHERE fact_id IN ({sub})", (session_id,))
+        c.execute("DELETE FROM nodes WHERE type='FACT' AND session_id=?", (session_id,))
+        c.execute("DELETE FROM nodes WHERE type='ENTITY' AND id NOT IN (SELECT dst FROM edges WHERE type='MENTIONS')")
+    return int(n)

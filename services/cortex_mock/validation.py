@@ -1,0 +1,243 @@
+"""Request validation with FastAPI/pydantic-v2-shaped errors (the real service is FastAPI):
+HTTP 422 `{"detail": [{"type": ..., "loc": ["body", <field>, ...], "msg": ..., "input": ...}]}`.
+
+Each endpoint has a parse_* function returning a plain dict of validated, defaulted fields; every error found
+is reported at once. Unknown fields are ignored, as pydantic does by default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.cortex_mock.temporal import parse_datetime
+
+MAX_QUERY_CHARS = 2000  # peers.md §2.3: "Query field limited to 2000 chars (422 otherwise)"
+MAX_TOP_K = 100
+MAX_TEXT_CHARS = 200_000
+MAX_MESSAGES = 1000
+_MISSING = object()
+
+
+class RequestInvalid(Exception):
+    def __init__(self, errors: list[dict[str, Any]]):
+        super().__init__("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors))
+        self.errors = errors
+
+    def body(self) -> dict:
+        return {"detail": self.errors}
+
+
+def _err(loc: list, msg: str, type_: str, value: Any = None) -> dict:
+    e = {"type": type_, "loc": ["body", *loc], "msg": msg}
+    if value is not None:
+        e["input"] = value if isinstance(value, (int, float, bool)) or value is None else str(value)[:100]
+    return e
+
+
+class _V:
+    def __init__(self, body: Any, prefix: list | None = None):
+        self.prefix = prefix or []
+        self.errors: list[dict] = []
+        if not isinstance(body, dict):
+            self.errors.append(_err(self.prefix, "Input should be a valid dictionary", "dict_type", body))
+            body = {}
+        self.body = body
+        self.out: dict[str, Any] = {}
+
+    def _get(self, name: str, required: bool) -> Any:
+        v = self.body.get(name, _MISSING)
+        if v is _MISSING and required:
+            self.errors.append(_err([*self.prefix, name], "Field required", "missing"))
+        return v
+
+    def str(self, name: str, *, required: bool = False, default: Any = None, max_len: int | None = None,
+            min_len: int = 0, choices: tuple[str, ...] | None = None) -> None:
+        v = self._get(name, required)
+        if v is _MISSING or (v is None and not required):
+            self.out[name] = default
+            return
+        loc = [*self.prefix, name]
+        if not isinstance(v, str):
+            self.errors.append(_err(loc, "Input should be a valid string", "string_type", v))
+        elif choices is not None and v not in choices:
+            alts = " or ".join(f"'{c}'" for c in choices)
+            self.errors.append(_err(loc, f"Input should be {alts}", "enum", v))
+        elif len(v) < min_len:
+            self.errors.append(_err(loc, f"String should have at least {min_len} character{'s' * (min_len != 1)}",
+                                    "string_too_short", v))
+        elif max_len is not None and len(v) > max_len:
+            self.errors.append(_err(loc, f"String should have at most {max_len} characters", "string_too_long"))
+        else:
+            self.out[name] = v
+
+    def int(self, name: str, *, default: int | None = None, ge: int | None = None, le: int | None = None) -> None:
+        v = self._get(name, False)
+        if v is _MISSING or v is None:
+            self.out[name] = default
+            return
+        loc = [*self.prefix, name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+            self.errors.append(_err(loc, "Input should be a valid integer", "int_type", v))
+            return
+        v = int(v)
+        if ge is not None and v < ge:
+            self.errors.append(_err(loc, f"Input should be greater than or equal to {ge}", "greater_than_equal", v))
+        elif le is not None and v > le:
+            self.errors.append(_err(loc, f"Input should be less than or equal to {le}", "less_than_equal", v))
+        else:
+            self.out[name] = v
+
+    def float(self, name: str, *, default: float | None = None, ge: float | None = None,
+              le: float | None = None) -> None:
+        v = self._get(name, False)
+        if v is _MISSING or v is None:
+            self.out[name] = default
+            return
+        loc = [*self.prefix, name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            self.errors.append(_err(loc, "Input should be a valid number", "float_type", v))
+        elif ge is not None and v < ge:
+            self.errors.append(_err(loc, f"Input should be greater than or equal to {ge}", "greater_than_equal", v))
+        elif le is not None and v > le:
+            self.errors.append(_err(loc, f"Input should be less than or equal to {le}", "less_than_equal", v))
+        else:
+            self.out[name] = float(v)
+
+    def bool(self, name: str, *, default: bool = False) -> None:
+        v = self._get(name, False)
+        if v is _MISSING or v is None:
+            self.out[name] = default
+        elif not isinstance(v, bool):
+            self.errors.append(_err([*self.prefix, name], "Input should be a valid boolean", "bool_type", v))
+        else:
+            self.out[name] = v
+
+    def date(self, name: str) -> None:
+        """Optional ISO date/datetime (null allowed); stored as an aware datetime."""
+        v = self._get(name, False)
+        if v is _MISSING or v is None:
+            self.out[name] = None
+            return
+        dt = parse_datetime(v) if isinstance(v, str) else None
+        if dt is None:
+            self.errors.append(_err([*self.prefix, name], "Input should be a valid ISO 8601 date or datetime",
+                                    "datetime_parsing", v))
+        else:
+            self.out[name] = dt
+
+    def str_list(self, name: str, *, max_items: int = 10_000) -> None:
+        v = self._get(name, False)
+        if v is _MISSING or v is None:
+            self.out[name] = None
+            return
+        loc = [*self.prefix, name]
+        if not isinstance(v, list):
+            self.errors.append(_err(loc, "Input should be a valid list", "list_type", v))
+            return
+        if len(v) > max_items:
+            self.errors.append(_err(loc, f"List should have at most {max_items} items", "too_long"))
+            return
+        bad = [i for i, x in enumerate(v) if not isinstance(x, str)]
+        for i in bad:
+            self.errors.append(_err([*loc, i], "Input should be a valid string", "string_type", v[i]))
+        if not bad:
+            self.out[name] = list(v)
+
+    def done(self) -> dict[str, Any]:
+        if self.errors:
+            raise RequestInvalid(self.errors)
+        return self.out
+
+
+PROVENANCE_FIELDS = ("user_id", "source_origin", "derivation_mode", "source_app", "source_channel",
+                     "origin_session_id", "session_goal", "enrichment_mode", "capture_reason", "source_reason")
+
+
+def _provenance(v: _V) -> None:
+    for f in PROVENANCE_FIELDS:
+        v.str(f, max_len=1000)
+
+
+def parse_retrieve(body: Any) -> dict[str, Any]:
+    v = _V(body)
+    v.str("query", required=True, min_len=1, max_len=MAX_QUERY_CHARS)
+    v.int("top_k", default=5, ge=1, le=MAX_TOP_K)
+    v.str("mode", default="full", choices=("fast", "full"))
+    v.str("query_type", default="factual", choices=("factual", "emotional", "combined", "codex"))
+    v.date("reference_date")
+    v.bool("debug", default=False)
+    v.str("user_id", max_len=1000)
+    v.str("session_id", max_len=1000)
+    v.int("force_tier", ge=1, le=3)
+    v.str("session_goal", max_len=MAX_QUERY_CHARS)
+    v.int("token_budget", ge=1, le=1_000_000)
+    return v.done()
+
+
+def parse_recall(body: Any) -> dict[str, Any]:
+    v = _V(body)
+    v.str("query", required=True, min_len=1, max_len=MAX_QUERY_CHARS)
+    v.int("limit", default=10, ge=1, le=50)
+    v.str("context", max_len=MAX_QUERY_CHARS)
+    v.str("session_filter", max_len=1000)
+    v.str("user_id", max_len=1000)
+    v.str("query_type", default="factual", choices=("factual", "emotional", "combined", "codex"))
+    v.float("min_confidence", ge=0.0, le=1.0)
+    v.bool("include_ungrounded", default=False)
+    v.str("memory_type", max_len=100)
+    v.str_list("include_origins", max_items=100)
+    v.str_list("exclude_origins", max_items=100)
+    v.str("derivation_mode", max_len=100)
+    v.date("reference_date")
+    return v.done()
+
+
+def parse_ingest_text(body: Any) -> dict[str, Any]:
+    v = _V(body)
+    v.str("text", required=True, min_len=1, max_len=MAX_TEXT_CHARS)
+    v.str("session_id", max_len=1000)
+    v.date("reference_date")
+    v.str_list("message_ids", max_items=MAX_MESSAGES)
+    _provenance(v)
+    return v.done()
+
+
+def parse_ingest_conversation(body: Any) -> dict[str, Any]:
+    v = _V(body)
+    msgs = v._get("messages", True)
+    parsed: list[dict] = []
+    if msgs is not _MISSING:
+        if not isinstance(msgs, list):
+            v.errors.append(_err(["messages"], "Input should be a valid list", "list_type", msgs))
+        elif not msgs:
+            v.errors.append(_err(["messages"], "List should have at least 1 item after validation, not 0",
+                                 "too_short"))
+        elif len(msgs) > MAX_MESSAGES:
+            v.errors.append(_err(["messages"], f"List should have at most {MAX_MESSAGES} items", "too_long"))
+        else:
+            for i, m in enumerate(msgs):
+                mv = _V(m, ["messages", i])
+                mv.str("role", required=True, min_len=1, max_len=50)
+                mv.str("content", required=True, max_len=MAX_TEXT_CHARS)
+                mv.str("id", max_len=1000)
+                mv.date("timestamp")
+                mv.date("created_at")
+                v.errors += mv.errors
+                parsed.append(mv.out)
+    v.str("session_id", max_len=1000)
+    v.date("reference_date")
+    v.str_list("message_ids", max_items=MAX_MESSAGES)
+    _provenance(v)
+    out = v.done()
+    if out["message_ids"] is not None and len(out["message_ids"]) != len(parsed):
+        raise RequestInvalid([_err(["message_ids"], f"message_ids has {len(out['message_ids'])} items but messages"
+                                   f" has {len(parsed)}; give one id per message", "value_error")])
+    out["messages"] = parsed
+    return out
+
+
+def parse_reflect(body: Any) -> dict[str, Any]:
+    v = _V(body if body is not None else {})
+    v.str("session_id", max_len=1000)
+    v.str("user_id", max_len=1000)
+    return v.done()

@@ -1,0 +1,56 @@
+"""A Redis job worker process for cortex-mock.
+
+    python -m services.cortex_mock.worker --redis-url URL --data-dir DIR [--embedder ...] [--settle-delay-ms N]
+        [--job-delay-ms N] [--lease-ms N] [--max-attempts N] [--concurrency N]
+
+Claims jobs with BLMOVE into its own processing list, keeps a heartbeat lease, and runs a reaper that hands the
+jobs of dead workers back (see jobs.py). Prints `READY pid=<pid>` once it serves; SIGTERM stops it gracefully.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from services.cortex_mock.__main__ import build_parser, config_from_args
+from services.cortex_mock.engine import CortexEngine
+from services.cortex_mock.jobs import RedisJobs
+
+
+async def run(argv: list[str] | None = None) -> None:
+    ap = build_parser("python -m services.cortex_mock.worker", worker=True)
+    ap.add_argument("--concurrency", type=int, default=1, help="jobs this process runs at once")
+    a = ap.parse_args(argv)
+    cfg = config_from_args(a)
+    if not cfg.redis_url:
+        ap.error("--redis-url (or REDIS_URL) is required")
+    if not a.data_dir:
+        ap.error("--data-dir is required (the server's data dir)")
+    engine = CortexEngine(cfg)
+    jobs = RedisJobs(cfg.redis_url, cfg.redis_prefix, cfg.lease_ms, cfg.max_attempts)
+    await jobs.r.ping()
+    await asyncio.to_thread(lambda: engine.embedder.encode(["warm up"]))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.create_task(jobs.serve(engine, a.concurrency, stop))
+    await asyncio.sleep(0)
+    print(f"READY pid={os.getpid()}", flush=True)
+    try:
+        await task
+    finally:
+        await jobs.r.aclose()
+        await engine.close()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()
