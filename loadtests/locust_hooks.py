@@ -56,16 +56,23 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     if opts is None:
         return
     run_dir = _run_dir(environment)
-    if opts.request_log and run_dir is not None:
-        writer = RequestLogWriter(run_dir)
-        _state["writer"] = writer
 
-        @environment.events.request.add_listener
-        def _log_request(request_type, name, response_time, response_length=0, exception=None,
-                         start_time=None, **_k):
-            end = time.time()
-            start = start_time if start_time else end - (response_time or 0) / 1000.0
-            writer.write(request_type, name, start, end, response_time, exception)
+    # The writer is made on the first request: a worker only learns --run-dir/--request-log from the master
+    # when the test starts, after its init event; the master itself never writes (it makes no requests).
+    @environment.events.request.add_listener
+    def _log_request(request_type, name, response_time, response_length=0, exception=None,
+                     start_time=None, **_k):
+        writer = _state.get("writer")
+        if writer is None:  # first request: decide once
+            o = environment.parsed_options
+            d = _run_dir(environment)
+            on = o is not None and o.request_log and d is not None
+            writer = _state["writer"] = RequestLogWriter(d) if on else False
+        if writer is False:
+            return
+        end = time.time()
+        start = start_time if start_time else end - (response_time or 0) / 1000.0
+        writer.write(request_type, name, start, end, response_time, exception)
 
     if isinstance(environment.runner, WorkerRunner):
         return
@@ -122,7 +129,7 @@ def _stop_timeline() -> None:
 def _on_test_stop(environment: Any, **_kw: Any) -> None:
     _stop_timeline()
     w = _state.get("writer")
-    if w is not None:
+    if w:
         w.flush()
 
 
@@ -130,5 +137,5 @@ def _on_test_stop(environment: Any, **_kw: Any) -> None:
 def _on_quitting(environment: Any, **_kw: Any) -> None:
     _stop_timeline()
     w = _state.pop("writer", None)
-    if w is not None:
+    if w:
         w.close()

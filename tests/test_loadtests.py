@@ -211,3 +211,156 @@ def test_summary_reads_a_run_dir(tmp_path):
     assert CO_LABEL in md and "| POST | /v1/retrieve [fast] | 90 | 3 | 9.00 |" in md and "HTTP 503 (x3)" in md
     assert "apply `f`" in md
     assert "No locust stats" in summarise_locust_run(tmp_path / "missing")
+
+
+# ------------------------------------------------------------------------------------------------ locust runs
+# Locust runs only in subprocesses (python -m loadtests.run ...); the target lives in this test's event loop.
+import asyncio  # noqa: E402
+import itertools  # noqa: E402
+import os  # noqa: E402
+
+import aiohttp  # noqa: E402
+from aiohttp import web  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class _CortexStandIn:
+    """A tiny stand-in for the Cortex API endpoints the locust users call (jobs complete on the second poll)."""
+
+    def __init__(self):
+        self.jobs: dict[str, int] = {}
+        self.ids = itertools.count(1)
+
+    async def retrieve(self, request):
+        body = await request.json()
+        assert request.headers.get("x-api-key") and body["query"]
+        return web.json_response({"results": [{"node_id": "n1", "type": "FACT", "content": "x", "score": 0.5}]})
+
+    async def recall(self, request):
+        await request.json()
+        return web.json_response({"memories": []})
+
+    async def submit(self, request):
+        await request.json()
+        jid = f"job-{next(self.ids)}"
+        self.jobs[jid] = 0
+        return web.json_response({"job_id": jid, "status": "pending"})
+
+    async def job(self, request):
+        jid = request.match_info["id"]
+        if jid not in self.jobs:
+            return web.json_response({"detail": "not found"}, status=404)
+        self.jobs[jid] += 1
+        return web.json_response({"job_id": jid, "status": "completed" if self.jobs[jid] > 1 else "pending"})
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/retrieve", self.retrieve)
+        app.router.add_post("/v1/recall", self.recall)
+        app.router.add_post("/v1/jobs/ingest/conversation", self.submit)
+        app.router.add_get("/v1/jobs/{id}", self.job)
+        return app
+
+
+@pytest.fixture
+async def proxied_cortex():
+    """The real fault proxy (in-process) in front of the stand-in; yields the proxy URL."""
+    from services.fault_proxy.testing import running_proxy, serve_app
+
+    runner, port = await serve_app(_CortexStandIn().app())
+    try:
+        async with running_proxy(f"http://127.0.0.1:{port}", seed=1) as p:
+            yield p.url
+    finally:
+        await runner.cleanup()
+
+
+async def _run_load(out: Path, *args: str, timeout: float = 120) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "loadtests.run", "--out", str(out), *args, cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        stdout, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    return proc.returncode, stdout.decode(errors="replace")
+
+
+def _master_log(out: Path) -> str:
+    p = out / "locust_master.log"
+    return p.read_text()[-3000:] if p.exists() else ""
+
+
+async def test_headless_cortex_run_through_proxy(proxied_cortex, tmp_path):
+    code, text = await _run_load(tmp_path, "--host", proxied_cortex, "--users", "4", "--spawn-rate", "4",
+                                 "--duration", "4")
+    assert code == 0, text + _master_log(tmp_path)
+    s = load_locust_run(tmp_path)
+    assert s["total"]["rps"] > 0 and s["total"]["failures"] == 0, _master_log(tmp_path)
+    names = {e["name"] for e in s["endpoints"]}
+    assert {"/v1/retrieve [fast]", "/v1/retrieve [full]", "/v1/recall"} <= names
+    for f in ("locust_stats.csv", "locust_stats_history.csv", "locust.json", "locust.html", "locust_summary.md"):
+        assert (tmp_path / f).exists(), f
+    assert CO_LABEL in (tmp_path / "locust_summary.md").read_text()
+
+
+async def test_fault_window_shows_up_as_failures_inside_that_window(proxied_cortex, tmp_path):
+    timeline = json.dumps([{"at_s": 2.0, "duration_s": 2.5, "preset": "error_503", "name": "down"}])
+    run = asyncio.create_task(_run_load(tmp_path, "--host", proxied_cortex, "--users", "4", "--spawn-rate", "4",
+                                        "--duration", "7", "--faults", timeline, "--metrics-port", "0"))
+    # While it runs: the master's Prometheus exporter serves locust's figures.
+    port_file, scraped = tmp_path / "locust_metrics_port", ""
+    async with aiohttp.ClientSession() as http:
+        for _ in range(200):
+            if run.done():
+                break
+            if port_file.exists() and port_file.read_text().strip():
+                async with http.get(f"http://127.0.0.1:{port_file.read_text().strip()}/metrics") as r:
+                    scraped = await r.text()
+                if 'memrig_locust_requests_total{method="POST",name="/v1/retrieve [fast]"}' in scraped:
+                    break
+            await asyncio.sleep(0.1)
+    code, text = await run
+    assert code == 0, text + _master_log(tmp_path)
+    assert "memrig_locust_response_time_seconds_bucket" in scraped and "memrig_locust_users" in scraped
+
+    events = [json.loads(x) for x in (tmp_path / "fault_events.jsonl").read_text().splitlines()]
+    assert [(e["action"], e["name"], e["ok"]) for e in events] == [("apply", "down", True), ("remove", "down", True)]
+    applied_from, applied_to = events[0]["wall_start"], events[0]["wall_end"]
+    removed_from, removed_to = events[1]["wall_start"], events[1]["wall_end"]
+    recs = read_request_log(tmp_path)
+    failed = [r for r in recs if not r.ok]
+    # Every failure overlaps the window the fault was live (apply call start .. remove call end) ...
+    assert failed and all(r.start <= removed_to and r.end >= applied_from for r in failed), failed[:5]
+    # ... every request wholly inside it failed, and requests wholly outside it succeeded.
+    inside = [r for r in recs if r.start >= applied_to and r.end <= removed_from]
+    outside = [r for r in recs if r.end < applied_from or r.start > removed_to]
+    assert inside and all(not r.ok for r in inside)
+    assert outside and all(r.ok for r in outside)
+    assert "failures inside fault windows" in (tmp_path / "locust_summary.md").read_text()
+
+
+async def test_grpc_locust_run_against_started_adapter(tmp_path):
+    code, text = await _run_load(tmp_path, "--target", "grpc", "--backend", "full-context", "--users", "3",
+                                 "--spawn-rate", "3", "--duration", "3")
+    assert code == 0, text + _master_log(tmp_path)
+    s = load_locust_run(tmp_path)
+    names = {e["name"] for e in s["endpoints"]}
+    assert "/memrig.v1.MemoryBackendService/Retrieve" in names and "/memrig.v1.MemoryBackendService/Ingest" in names
+    assert s["total"]["rps"] > 0 and s["total"]["failures"] == 0
+
+
+@pytest.mark.slow
+async def test_distributed_master_with_two_workers(proxied_cortex, tmp_path):
+    code, text = await _run_load(tmp_path, "--host", proxied_cortex, "--workers", "2", "--users", "4",
+                                 "--spawn-rate", "4", "--duration", "5")
+    assert code == 0, text + _master_log(tmp_path)
+    log = _master_log(tmp_path)
+    assert "--master" in (tmp_path / "locust_command.json").read_text()
+    s = load_locust_run(tmp_path)
+    assert s["total"]["rps"] > 0 and s["total"]["failures"] == 0, log
+    # Each worker wrote its own request log; both did requests.
+    assert len(list(tmp_path.glob("requests-*.jsonl"))) == 2
