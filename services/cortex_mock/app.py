@@ -138,7 +138,8 @@ async def retrieve(request: web.Request) -> web.Response:
     body = parse_retrieve(await read_json(request))
     engine = request.app[ENGINE_KEY]
     p = SearchParams(query=body["query"], top_k=body["top_k"], mode=body["mode"], reference=body["reference_date"],
-                     debug=body["debug"], token_budget=body["token_budget"] or engine.config.token_budget)
+                     debug=body["debug"], token_budget=body["token_budget"] or engine.config.token_budget,
+                     user_id=body["user_id"])
     out = await engine.retrieve(request["tenant_id"], p)
     added = await _sleep_added(engine, p.mode)
     elapsed = time.perf_counter() - t0
@@ -164,7 +165,8 @@ async def recall(request: web.Request) -> web.Response:
     p = SearchParams(query=query, top_k=body["limit"], mode="fast", reference=body["reference_date"],
                      token_budget=10 * engine.config.token_budget, session_filter=body["session_filter"],
                      min_confidence=body["min_confidence"], fact_type=body["memory_type"],
-                     include_origins=body["include_origins"], exclude_origins=body["exclude_origins"])
+                     include_origins=body["include_origins"], exclude_origins=body["exclude_origins"],
+                     user_id=body["user_id"])
     out = await engine.retrieve(request["tenant_id"], p)
     added = await _sleep_added(engine, "fast")
     memories = [{
@@ -220,7 +222,8 @@ async def reflect_sync(request: web.Request) -> web.Response:
 
 
 async def knowledge(request: web.Request) -> web.Response:
-    return web.json_response(await request.app[ENGINE_KEY].knowledge(request["tenant_id"]))
+    return web.json_response(await request.app[ENGINE_KEY].knowledge(request["tenant_id"],
+                                                                    request.query.get("user_id") or None))
 
 
 async def stats(request: web.Request) -> web.Response:
@@ -230,6 +233,15 @@ async def stats(request: web.Request) -> web.Response:
 async def forget_session(request: web.Request) -> web.Response:
     sid = request.match_info["session_id"]
     return web.json_response(await request.app[ENGINE_KEY].forget_session(request["tenant_id"], sid))
+
+
+async def forget_user(request: web.Request) -> web.Response:
+    if request.query.get("confirm", "").lower() != "true":
+        return web.json_response({"detail": [{"type": "missing", "loc": ["query", "confirm"],
+                                              "msg": "confirm=true is required to delete a user's memories"}]},
+                                 status=422)
+    uid = request.match_info["user_id"]
+    return web.json_response(await request.app[ENGINE_KEY].forget_user(request["tenant_id"], uid))
 
 
 def _metrics_handler(app: web.Application):
@@ -291,6 +303,7 @@ def make_app(config: MockConfig | None = None) -> web.Application:
     r.add_get("/v1/knowledge", knowledge)
     r.add_get("/v1/stats", stats)
     r.add_delete("/v1/forget/session/{session_id}", forget_session)
+    r.add_delete("/v1/forget/user/{user_id}", forget_user)
     return app
 
 

@@ -24,7 +24,7 @@ from services.cortex_mock.extract import SourceMessage, extract_messages, extrac
 from services.cortex_mock.ingest import IngestContext, apply_ingest
 from services.cortex_mock.reflect import reflect
 from services.cortex_mock.search import SearchOutput, SearchParams, search
-from services.cortex_mock.store import TenantStore, forget_session
+from services.cortex_mock.store import TenantStore, forget_session, forget_user
 from services.cortex_mock.validation import PROVENANCE_FIELDS
 
 MATURITY = (("cold", 20), ("warming", 200))  # total FACT nodes below the bound -> label
@@ -155,13 +155,23 @@ class CortexEngine:
         st = await asyncio.to_thread(self.store, tenant_id)
         return {"memories_removed": await asyncio.to_thread(forget_session, st, session_id)}
 
-    async def knowledge(self, tenant_id: str) -> dict[str, Any]:
+    async def forget_user(self, tenant_id: str, user_id: str) -> dict[str, Any]:
+        st = await asyncio.to_thread(self.store, tenant_id)
+        return {"user_id": user_id, "deleted": await asyncio.to_thread(forget_user, st, user_id)}
+
+    async def knowledge(self, tenant_id: str, user_id: str | None = None) -> dict[str, Any]:
         st = await asyncio.to_thread(self.store, tenant_id)
 
         def compute() -> dict[str, Any]:
             idx = st.index(self.embedder)
             now = time.time()
             m_fact, m_ent = idx.visible_mentions(now)
+            facts = idx.facts
+            if user_id is not None:  # the plugin scopes knowledge by user_id inside a tenant
+                keep = np.array([f.metadata.get("user_id") == user_id for f in idx.facts], dtype=bool)
+                sel = keep[m_fact] if m_fact.size else np.zeros(0, dtype=bool)
+                m_fact, m_ent = m_fact[sel], m_ent[sel]
+                facts = [f for f, k in zip(idx.facts, keep, strict=True) if k]
             counts = np.bincount(m_ent, minlength=len(idx.entities)) if m_ent.size else np.zeros(len(idx.entities))
             last: dict[int, str] = {}
             for fp, ep in zip(m_fact.tolist(), m_ent.tolist(), strict=True):
@@ -171,9 +181,9 @@ class CortexEngine:
             ents = [{"name": e.name, "memory_count": int(counts[i]), "last_seen": last.get(i)}
                     for i, e in enumerate(idx.entities) if counts[i] > 0]
             ents.sort(key=lambda e: (-e["memory_count"], e["name"].lower()))
-            sessions = {s for f in idx.facts for s in (f.metadata.get("session_ids") or [f.session_id]) if s}
-            label, _ = maturity(len(idx.facts))
-            return {"total_memories": len(idx.facts), "total_sessions": len(sessions), "maturity": label,
+            sessions = {s for f in facts for s in (f.metadata.get("session_ids") or [f.session_id]) if s}
+            label, _ = maturity(len(facts))
+            return {"total_memories": len(facts), "total_sessions": len(sessions), "maturity": label,
                     "entities": ents[:200]}
 
         return await asyncio.to_thread(compute)

@@ -65,6 +65,7 @@ class _Cand:
     metadata: dict[str, Any]
     confidence: float
     norm: str
+    user: str | None = None  # user_id scopes dedup/supersession: one user's facts never touch another's
 
 
 def attributes_match(a: str, b: str) -> bool:
@@ -110,7 +111,8 @@ def _cand_from_index(idx: TenantIndex, pos: int) -> _Cand:
     return _Cand(id=f.id, tokens=frozenset(content_tokens(f.content)), nums=numbers(f.content),
                  neg=is_negated(f.content), emb=idx.emb[pos], attr_key=f.attr_key, attr_value=f.attr_value,
                  occurred_at=f.occurred_at, entity_keys=frozenset(r.lower() for r in f.entity_refs),
-                 superseded_by=f.superseded_by, metadata=dict(f.metadata), confidence=f.confidence, norm=f.norm)
+                 superseded_by=f.superseded_by, metadata=dict(f.metadata), confidence=f.confidence, norm=f.norm,
+                 user=f.metadata.get("user_id"))
 
 
 def apply_ingest(store: TenantStore, embedder, facts: list[ExtractedFact], ctx: IngestContext,
@@ -183,16 +185,16 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
                     neg=f.negated, emb=emb[i], attr_key=f.attr_key, attr_value=f.attr_value,
                     occurred_at=f.occurred_at, entity_keys=frozenset(e.key for e in f.entities),
                     superseded_by=None, metadata={}, confidence=BASE_CONFIDENCE.get(f.speaker, 0.75),
-                    norm=normalise(f.core))
+                    norm=normalise(f.core), user=ctx.provenance.get("user_id"))
         # 1. near-duplicates: stored facts first (oldest wins), then earlier facts of this batch
         dup: _Cand | None = None
-        if new.norm in idx.norm_pos:
+        if new.norm in idx.norm_pos and stored(idx.norm_pos[new.norm]).user == new.user:
             dup = stored(idx.norm_pos[new.norm])
         else:
             sims = sims_all[:, i] if sims_all.shape[0] else np.zeros(0)
             for pos in np.flatnonzero(sims >= DUP_COSINE):
                 cand = stored(int(pos))
-                if is_near_duplicate(cand, new, float(sims[pos])):
+                if cand.user == new.user and is_near_duplicate(cand, new, float(sims[pos])):
                     dup = cand
                     break
         if dup is None:
@@ -271,7 +273,7 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
             olders += [stored(p) for p in by_head.get(f.attr_key.split()[-1], [])]
             olders += [b for b in batch if b.attr_key]
             for old in olders:
-                if (attributes_match(old.attr_key, f.attr_key) and old.attr_value != f.attr_value
+                if old.user == new.user and (attributes_match(old.attr_key, f.attr_key) and old.attr_value != f.attr_value
                         and _older_or_same(old.occurred_at, f.occurred_at)):
                     if antonym_values(old.attr_value, f.attr_value):
                         add_edge(new.id, old.id, "CONTRADICTS", now)
@@ -283,13 +285,13 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
             pool = [stored(int(p)) for p in idx.postings.get(first, (np.zeros(0, np.int64), None))[0]]
             pool += [b for b in batch if first in b.tokens or f.switch_from in b.entity_keys]
             for old in pool:
-                if (mentions_term(old, f.switch_from) and not (f.switch_to and mentions_term(old, f.switch_to))
+                if old.user == new.user and (mentions_term(old, f.switch_from) and not (f.switch_to and mentions_term(old, f.switch_to))
                         and _older_or_same(old.occurred_at, f.occurred_at)):
                     supersede(old, new.id)
         sims = sims_all[:, i] if sims_all.shape[0] else np.zeros(0)
         neg_pool = [stored(int(p)) for p in np.flatnonzero(sims >= NEG_COSINE)] + batch
         for old in neg_pool:
-            if negation_conflict(old.tokens, old.neg, new.tokens, new.neg) and _older_or_same(
+            if old.user == new.user and negation_conflict(old.tokens, old.neg, new.tokens, new.neg) and _older_or_same(
                     old.occurred_at, f.occurred_at):
                 add_edge(new.id, old.id, "CONTRADICTS", now)
                 contradictions += 1

@@ -43,26 +43,29 @@ def reflect(store: TenantStore, embedder, now: float | None = None) -> dict[str,
         with store.write() as c:
             idx = store.index(embedder)
             m_fact, m_ent = idx.visible_mentions(now)
-            clusters: dict[int, list[int]] = {}
+            # Clusters are per (entity, user_id): one user's facts are never summarised into another's.
+            clusters: dict[tuple[int, str], list[int]] = {}
             for fp, ep in zip(m_fact.tolist(), m_ent.tolist(), strict=True):
                 f = idx.facts[fp]
                 if f.superseded_by is None and f.source != "reflection":
-                    clusters.setdefault(ep, []).append(fp)
-            existing: dict[str, tuple[str, str]] = {}  # entity key -> (observation id, signature)
+                    clusters.setdefault((ep, f.metadata.get("user_id") or ""), []).append(fp)
+            existing: dict[tuple[str, str], tuple[str, str]] = {}  # (entity key, user) -> (observation id, sig)
             for f in idx.facts:
                 if f.source == "reflection" and f.superseded_by is None:
-                    existing[f.metadata.get("entity_key", "")] = (f.id, f.metadata.get("signature", ""))
+                    existing[(f.metadata.get("entity_key", ""), f.metadata.get("user_id") or "")] = (
+                        f.id, f.metadata.get("signature", ""))
             out = {"nodes_created": 0, "edges_created": 0, "entities_processed": 0, "entities_skipped": 0,
                    "synthesized_count": 0, "superseded_count": 0, "clusters": []}
             new_rows = []
-            for ep, ent in enumerate(idx.entities):
-                members = sorted(set(clusters.get(ep, [])))
+            for (ep, user), members in sorted(clusters.items()):
+                ent = idx.entities[ep]
+                members = sorted(set(members))
                 if len(members) < MIN_CLUSTER:
                     out["entities_skipped"] += 1
                     continue
                 ids = sorted(idx.facts[p].id for p in members)
                 sig = hashlib.sha256("|".join(ids).encode()).hexdigest()[:16]
-                prev = existing.get(ent.key)
+                prev = existing.get((ent.key, user))
                 if prev and prev[1] == sig:
                     out["entities_skipped"] += 1
                     out["clusters"].append({"entity": ent.name, "facts_analyzed": len(members),
@@ -77,7 +80,7 @@ def reflect(store: TenantStore, embedder, now: float | None = None) -> dict[str,
                 msg_ids: list[str] = []
                 for f in facts:
                     msg_ids += [m for m in f.metadata.get("message_ids", []) if m not in msg_ids]
-                new_rows.append((ent, facts, text, sig, prev, sorted(sessions), msg_ids))
+                new_rows.append((ent, facts, text, sig, prev, sorted(sessions), msg_ids, user))
                 out["clusters"].append({"entity": ent.name, "facts_analyzed": len(members),
                                         "observations_created": 1})
             if new_rows:
@@ -86,13 +89,15 @@ def reflect(store: TenantStore, embedder, now: float | None = None) -> dict[str,
                              for r in new_rows]
                 emb = embedder.encode(texts)
                 q_emb = embedder.encode([q for qs in questions for q in qs])
-                for i, (ent, facts, text, sig, prev, sessions, msg_ids) in enumerate(new_rows):
+                for i, (ent, facts, text, sig, prev, sessions, msg_ids, user) in enumerate(new_rows):
                     oid = str(uuid.uuid4())
                     occurred = facts[0].occurred_iso or iso(datetime.fromtimestamp(now, UTC))
                     md = {"speaker": "system", "fact_type": "observation", "entity_refs": [ent.name],
                           "occurred_at": occurred, "session_id": None, "session_ids": sessions,
                           "message_ids": msg_ids, "source_fact_ids": [f.id for f in facts], "entity_key": ent.key,
                           "signature": sig, "mention_count": 1, "source_origin": "reflection"}
+                    if user:
+                        md["user_id"] = user
                     c.execute(
                         "INSERT INTO nodes(id, type, content, norm, tokens, source, confidence, session_id, speaker,"
                         " fact_type, occurred_at, created_at, metadata, emb, emb_model)"

@@ -43,6 +43,7 @@ class SearchParams:
     fact_type: str | None = None
     include_origins: list[str] | None = None
     exclude_origins: list[str] | None = None
+    user_id: str | None = None
 
 
 @dataclass
@@ -58,13 +59,15 @@ class SearchOutput:
 def _mask(idx: TenantIndex, p: SearchParams) -> np.ndarray:
     n = len(idx.facts)
     m = np.ones(n, dtype=bool)
-    if not (p.session_filter or p.min_confidence is not None or p.fact_type or p.include_origins
+    if not (p.user_id or p.session_filter or p.min_confidence is not None or p.fact_type or p.include_origins
             or p.exclude_origins):
         return m
     for i, f in enumerate(idx.facts):
         origin = f.metadata.get("source_origin")
         sessions = f.metadata.get("session_ids") or ([f.session_id] if f.session_id else [])
-        if p.session_filter and not any(s.startswith(p.session_filter) for s in sessions):
+        if p.user_id and f.metadata.get("user_id") != p.user_id:
+            m[i] = False
+        elif p.session_filter and not any(s.startswith(p.session_filter) for s in sessions):
             m[i] = False
         elif p.min_confidence is not None and f.confidence < p.min_confidence:
             m[i] = False

@@ -285,14 +285,24 @@ class TenantStore:
 
 
 def forget_session(store: TenantStore, session_id: str) -> int:
-    """Delete the session's FACT nodes, their edges and questions; un-supersede facts they superseded; drop
-    entities left without any MENTIONS edge. Returns the number of facts removed."""
+    """Delete the session's FACT nodes (see `forget_facts`). Returns the number of facts removed."""
+    return forget_facts(store, "session_id=?", (session_id,))["facts"]
+
+
+def forget_user(store: TenantStore, user_id: str) -> dict[str, int]:
+    return forget_facts(store, "json_extract(metadata, '$.user_id')=?", (user_id,))
+
+
+def forget_facts(store: TenantStore, where: str, params: tuple) -> dict[str, int]:
+    """Delete FACT nodes matching `where`, their edges and questions; un-supersede facts they superseded; drop
+    entities left without any MENTIONS edge."""
+    sub = f"SELECT id FROM nodes WHERE type='FACT' AND {where}"
     with store.write() as c:
-        sub = "SELECT id FROM nodes WHERE type='FACT' AND session_id=?"
-        n = c.execute(f"SELECT COUNT(*) FROM ({sub})", (session_id,)).fetchone()[0]
-        c.execute(f"UPDATE nodes SET superseded_by=NULL WHERE superseded_by IN ({sub})", (session_id,))
-        c.execute(f"DELETE FROM edges WHERE src IN ({sub}) OR dst IN ({sub})", (session_id, session_id))
-        c.execute(f"DELETE FROM questions WHERE fact_id IN ({sub})", (session_id,))
-        c.execute("DELETE FROM nodes WHERE type='FACT' AND session_id=?", (session_id,))
-        c.execute("DELETE FROM nodes WHERE type='ENTITY' AND id NOT IN (SELECT dst FROM edges WHERE type='MENTIONS')")
-    return int(n)
+        n = c.execute(f"SELECT COUNT(*) FROM ({sub})", params).fetchone()[0]
+        c.execute(f"UPDATE nodes SET superseded_by=NULL WHERE superseded_by IN ({sub})", params)
+        edges = c.execute(f"DELETE FROM edges WHERE src IN ({sub}) OR dst IN ({sub})", params + params).rowcount
+        c.execute(f"DELETE FROM questions WHERE fact_id IN ({sub})", params)
+        c.execute(f"DELETE FROM nodes WHERE type='FACT' AND {where}", params)
+        ents = c.execute("DELETE FROM nodes WHERE type='ENTITY' AND id NOT IN "
+                         "(SELECT dst FROM edges WHERE type='MENTIONS')").rowcount
+    return {"facts": int(n), "edges": int(edges), "entities": int(ents)}
