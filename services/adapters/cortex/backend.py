@@ -28,6 +28,7 @@ scopes retrieve/knowledge/forget, and session ids are "<namespace_prefix>:<names
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import time
@@ -36,7 +37,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from services.adapters.base import BackendContext, MemoryBackend, SessionStore
+from services.adapters.base import BackendContext, MemoryBackend
 from services.adapters.cortex.client import (
     CortexBadResponse,
     CortexClient,
@@ -82,6 +83,20 @@ def _parse_dt(v: Any) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
+def debug_channel_scores(debug: Any) -> dict[str, dict[str, float]]:
+    """node id → {channel: score} from a retrieve response's top-level `_debug` (the cortex-mock's shape:
+    `_debug.channels.<channel>.top = [{node_id, rank, score}]`, the first few of each channel)."""
+    out: dict[str, dict[str, float]] = {}
+    chans = debug.get("channels") if isinstance(debug, dict) else None
+    if not isinstance(chans, dict):
+        return out
+    for ch, info in chans.items():
+        for row in (info.get("top") if isinstance(info, dict) else None) or []:
+            if isinstance(row, dict) and isinstance(row.get("score"), int | float) and row.get("node_id") is not None:
+                out.setdefault(str(row["node_id"]), {})[str(ch)] = float(row["score"])
+    return out
+
+
 def channel_scores(debug: Any) -> dict[str, float]:
     """Per-channel scores from a result's `_debug` (numbers at the top level or under channels/scores)."""
     out: dict[str, float] = {}
@@ -105,7 +120,10 @@ class CortexBackend(MemoryBackend):
     defaults: dict[str, Any] = {
         # where and who
         "base_url": "http://127.0.0.1:8792",  # the fault proxy's default port (cortex-mock: 8791)
-        "api_key": "",  # empty: $MEMRIG_CORTEX_API_KEY
+        "api_key": "",  # empty: $MEMRIG_CORTEX_API_KEY, else "memrig-dev" (the mock's dev mode takes any key)
+        # api_key: one tenant per namespace (key "<api_key>:<namespace>"; the mock's dev mode makes every key
+        # its own tenant) | user_id: one key, namespaces told apart by user_id (for a real Cortex account)
+        "isolation": "api_key",
         "namespace_prefix": "memrig",
         "source_origin": "openclaw",
         "derivation_mode": "conversation",
@@ -136,7 +154,7 @@ class CortexBackend(MemoryBackend):
         "settle_knowledge_stable_polls": 2,
         "job_poll_timeout_ms": 10000,
         "knowledge_timeout_ms": 30000,
-        "forget_timeout_ms": 60000,
+        "forget_timeout_ms": 30000,
     }
 
     def __init__(self, config: dict[str, Any] | None = None, context: BackendContext | None = None,
@@ -145,14 +163,19 @@ class CortexBackend(MemoryBackend):
         c = self.config
         if c["mode"] not in ("fast", "full", "query"):
             raise ValueError(f"cortex: config 'mode' must be fast|full|query, got {c['mode']!r}")
+        if c["isolation"] not in ("api_key", "user_id"):
+            raise ValueError(f"cortex: config 'isolation' must be api_key|user_id, got {c['isolation']!r}")
         self.clock = clock or time.monotonic
         self.gate = ColdStartGate(c["cold_start_window"], c["cold_start_cooldown_ms"],
                                   c["cold_start_count_timeouts"], clock=self.clock)
         self.queue = RetryQueue(c["retry_queue_max_retries"], c["retry_queue_base_delay_ms"],
                                 c["retry_queue_max_delay_ms"], c["retry_queue_capacity"],
                                 c["retry_queue_flush_interval_ms"], clock=self.clock)
-        self.client = CortexClient(c["base_url"], c["api_key"] or os.environ.get("MEMRIG_CORTEX_API_KEY", ""))
-        self.store = SessionStore()
+        self.api_key = c["api_key"] or os.environ.get("MEMRIG_CORTEX_API_KEY", "") or "memrig-dev"
+        self.client = CortexClient(c["base_url"], self.api_key)
+        # What was handed to Cortex per namespace (ids only: the texts live in Cortex or in the queue).
+        self.sent_sessions: dict[str, dict[str, set[str]]] = defaultdict(dict)
+        self.sent_documents: dict[str, set[str]] = defaultdict(set)
         self.jobs: dict[str, dict[str, int]] = defaultdict(dict)  # namespace -> job id -> items
         self.indexed: dict[str, int] = defaultdict(int)
         self.failed_jobs: dict[str, int] = defaultdict(int)
@@ -171,7 +194,7 @@ class CortexBackend(MemoryBackend):
 
     def describe_config(self) -> dict[str, Any]:
         d = dict(self.config)
-        d["api_key"] = "***" if (self.config["api_key"] or os.environ.get("MEMRIG_CORTEX_API_KEY")) else ""
+        d["api_key"] = "***" if (self.config["api_key"] or os.environ.get("MEMRIG_CORTEX_API_KEY")) else "memrig-dev"
         c = self.config
         d["defaults_era"] = DEFAULTS_ERA
         d["retry_backoff_s"] = [min(c["retry_queue_base_delay_ms"] * 2 ** r, c["retry_queue_max_delay_ms"]) / 1000
@@ -185,6 +208,13 @@ class CortexBackend(MemoryBackend):
     def user_id(self, namespace: str) -> str:
         return f"{self.config['namespace_prefix']}:{namespace}"
 
+    def key_for(self, namespace: str) -> str:
+        if self.config["isolation"] != "api_key":
+            return self.api_key
+        ns = namespace if namespace.isascii() and namespace.isprintable() else hashlib.sha256(
+            namespace.encode()).hexdigest()[:16]
+        return f"{self.api_key}:{ns}"
+
     def cortex_session_id(self, namespace: str, session_id: str) -> str:
         return f"{self.user_id(namespace)}:{session_id}"
 
@@ -196,7 +226,8 @@ class CortexBackend(MemoryBackend):
     # -- ingest (capture) -------------------------------------------------------------------------
     def session_body(self, namespace: str, s: Session) -> dict[str, Any]:
         return {
-            "messages": [{"role": m.role, "content": m.content, "id": m.id} for m in s.messages],
+            "messages": [{"role": m.role, "content": m.content, "id": m.id,
+                          **({"timestamp": js_iso(m.ts)} if m.ts else {})} for m in s.messages],
             "session_id": self.cortex_session_id(namespace, s.session_id),
             "reference_date": js_iso(s.started_at),
             **self._provenance(namespace),
@@ -207,12 +238,15 @@ class CortexBackend(MemoryBackend):
             "text": d.text,
             "session_id": self.cortex_session_id(namespace, f"doc:{d.id}"),
             "reference_date": js_iso(d.created_at) if d.created_at else None,
+            "message_ids": list(d.evidence()),
             **self._provenance(namespace),
         }
 
     async def ingest(self, namespace: str, batch: IngestBatch) -> None:
-        self.store.apply(namespace, batch)
         ev = self.evidence_of[namespace]
+        for s in batch.sessions:
+            self.sent_sessions[namespace].setdefault(s.session_id, set()).update(m.id for m in s.messages)
+        self.sent_documents[namespace].update(d.id for d in batch.documents)
         for s in batch.sessions:
             ev[self.cortex_session_id(namespace, s.session_id)] = [s.session_id]
             await self._capture(namespace, "conversation", self.session_body(namespace, s), len(s.messages))
@@ -224,9 +258,9 @@ class CortexBackend(MemoryBackend):
         t = self.config["submit_timeout_ms"]
         self.stats["ingest_submits"] += 1
         if kind == "conversation":
-            res = await self.client.submit_ingest_conversation(body, t)
+            res = await self.client.submit_ingest_conversation(body, t, self.key_for(namespace))
         else:
-            res = await self.client.submit_ingest(body, t)
+            res = await self.client.submit_ingest(body, t, self.key_for(namespace))
         job_id = res.get("job_id") if isinstance(res, dict) else None
         if not isinstance(job_id, str) or not job_id:
             raise CortexBadResponse(f"Cortex ingest job: no job_id in {str(res)[:200]}")
@@ -253,7 +287,7 @@ class CortexBackend(MemoryBackend):
     async def _poll_jobs(self, namespace: str) -> None:
         for job_id, items in list(self.jobs[namespace].items()):
             try:
-                res = await self.client.get_job(job_id, self.config["job_poll_timeout_ms"])
+                res = await self.client.get_job(job_id, self.config["job_poll_timeout_ms"], self.key_for(namespace))
             except CortexError:
                 continue  # still pending as far as we know; try again next round
             status = res.get("status") if isinstance(res, dict) else None
@@ -287,7 +321,7 @@ class CortexBackend(MemoryBackend):
             while time.monotonic() < deadline:
                 try:
                     knowledge = await self.client.knowledge(self.user_id(namespace),
-                                                            self.config["knowledge_timeout_ms"])
+                                                            self.config["knowledge_timeout_ms"], self.key_for(namespace))
                 except CortexError:
                     knowledge = {}
                 key = (knowledge.get("total_memories"), knowledge.get("total_sessions")) if knowledge else None
@@ -336,6 +370,7 @@ class CortexBackend(MemoryBackend):
             raise CortexBadResponse("Cortex retrieve failed: no results list")
         prefix = self.user_id(namespace) + ":"
         ev_map = self.evidence_of.get(namespace, {})
+        by_node = debug_channel_scores(resp.get("_debug")) if self.config["debug"] else {}
         out: list[Memory] = []
         for i, r in enumerate(resp.get("results", [])):
             if not isinstance(r, dict) or not isinstance(r.get("content"), str) or isinstance(r.get("score"), bool) \
@@ -355,7 +390,8 @@ class CortexBackend(MemoryBackend):
                 id=str(r.get("node_id") or f"result-{i}"), text=r["content"], score=float(r["score"]),
                 kind=str(r.get("type") or "fact").lower(), created_at=_parse_dt(meta.get("occurred_at")),
                 source=str(meta.get("source_origin") or r.get("source") or "cortex"), evidence_ids=evidence,
-                channel_scores=channel_scores(r.get("_debug")) if self.config["debug"] else {},
+                channel_scores={**by_node.get(str(r.get("node_id")), {}), **channel_scores(r.get("_debug"))}
+                if self.config["debug"] else {},
                 attributes=attrs))
         return out
 
@@ -380,14 +416,16 @@ class CortexBackend(MemoryBackend):
         note = f"mode={mode}"
         try:
             try:
-                resp = await self.client.retrieve(self.retrieve_body(namespace, query, mode), timeout)
+                resp = await self.client.retrieve(self.retrieve_body(namespace, query, mode), timeout,
+                                                  self.key_for(namespace))
                 memories = self.to_memories(namespace, resp)
             except CortexError as e:
                 if not (mode == "full" and self.config["fallback_fast_on_error"] and self._retryable(e)):
                     raise
                 self.stats["recall_fallbacks"] += 1
                 note = f"mode=full->fast after {e.kind}"
-                resp = await self.client.retrieve(self.retrieve_body(namespace, query, "fast"), timeout)
+                resp = await self.client.retrieve(self.retrieve_body(namespace, query, "fast"), timeout,
+                                                  self.key_for(namespace))
                 memories = self.to_memories(namespace, resp)
         except CortexError as e:
             self.gate.record_failure(timeout=isinstance(e, CortexTimeout))
@@ -404,26 +442,36 @@ class CortexBackend(MemoryBackend):
 
     # -- bookkeeping ------------------------------------------------------------------------------
     async def reset(self, namespace: str) -> int:
+        """Forget every session this adapter sent for the namespace (DELETE /v1/forget/session/{id}; Cortex
+        has no per-namespace delete), and drop its queued captures and pending jobs."""
         self.queue.discard(lambda t: t.meta.get("namespace") == namespace)
+        sessions = list(self.evidence_of.get(namespace, {}))
+        for sid in sessions:
+            try:
+                await self.client.forget_session(sid, self.config["forget_timeout_ms"], self.key_for(namespace))
+            except CortexHTTPError as e:
+                if e.status != 404:  # 404: nothing stored under that session
+                    raise RuntimeError(f"cortex reset of {namespace!r} failed: {e}") from e
+            except CortexError as e:
+                raise RuntimeError(f"cortex reset of {namespace!r} failed: {e}") from e
         self.jobs.pop(namespace, None)
         self.indexed.pop(namespace, None)
         self.failed_jobs.pop(namespace, None)
         self.evidence_of.pop(namespace, None)
-        n = self.store.reset(namespace)
-        try:
-            await self.client.forget_user(self.user_id(namespace), self.config["forget_timeout_ms"])
-        except CortexHTTPError as e:
-            if e.status != 404:  # 404: nothing stored for this user
-                raise RuntimeError(f"cortex reset of {namespace!r} failed: {e}") from e
-        except CortexError as e:
-            raise RuntimeError(f"cortex reset of {namespace!r} failed: {e}") from e
+        n = (await self.namespace_stats(namespace)).items
+        self.sent_sessions.pop(namespace, None)
+        self.sent_documents.pop(namespace, None)
         return n
 
     async def namespace_stats(self, namespace: str) -> NamespaceStats:
-        return self.store.stats(namespace)
+        ss = self.sent_sessions.get(namespace, {})
+        msgs = sum(len(v) for v in ss.values())
+        docs = len(self.sent_documents.get(namespace, ()))
+        return NamespaceStats(namespace, sessions=len(ss), messages=msgs, documents=docs, items=msgs + docs)
 
     def namespaces(self) -> list[str]:
-        return self.store.namespaces()
+        return sorted(n for n in set(self.sent_sessions) | set(self.sent_documents)
+                      if self.sent_sessions.get(n) or self.sent_documents.get(n))
 
     def counters(self) -> dict[str, int]:
         out = dict(self.stats)

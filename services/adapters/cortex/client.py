@@ -63,10 +63,12 @@ class CortexClient:
             self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
         return self._session
 
-    async def call(self, method: str, path: str, label: str, timeout_ms: float, body: Any = None) -> Any:
+    async def call(self, method: str, path: str, label: str, timeout_ms: float, body: Any = None,
+                   api_key: str | None = None) -> Any:
         headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["x-api-key"] = self.api_key
+        key = self.api_key if api_key is None else api_key
+        if key:
+            headers["x-api-key"] = key
         data = json.dumps(body).encode() if body is not None else None
         self.requests += 1
         try:
@@ -88,25 +90,28 @@ class CortexClient:
         except ValueError as e:
             raise CortexBadResponse(f"Cortex {label} failed: invalid JSON: {e}") from None
 
-    # -- endpoints used by the adapter ------------------------------------------------------------
-    async def retrieve(self, body: dict[str, Any], timeout_ms: float) -> dict[str, Any]:
-        return await self.call("POST", "/v1/retrieve", "retrieve", timeout_ms, body)
+    # -- endpoints used by the adapter (api_key: per-call override, for a tenant per namespace) ------------
+    async def retrieve(self, body: dict[str, Any], timeout_ms: float, api_key: str | None = None) -> dict[str, Any]:
+        return await self.call("POST", "/v1/retrieve", "retrieve", timeout_ms, body, api_key)
 
-    async def submit_ingest_conversation(self, body: dict[str, Any], timeout_ms: float) -> dict[str, Any]:
-        return await self.call("POST", "/v1/jobs/ingest/conversation", "ingest conversation job", timeout_ms, body)
+    async def submit_ingest_conversation(self, body: dict[str, Any], timeout_ms: float,
+                                         api_key: str | None = None) -> dict[str, Any]:
+        return await self.call("POST", "/v1/jobs/ingest/conversation", "ingest conversation job", timeout_ms, body,
+                               api_key)
 
-    async def submit_ingest(self, body: dict[str, Any], timeout_ms: float) -> dict[str, Any]:
-        return await self.call("POST", "/v1/jobs/ingest", "ingest job", timeout_ms, body)
+    async def submit_ingest(self, body: dict[str, Any], timeout_ms: float, api_key: str | None = None) -> dict[str, Any]:
+        return await self.call("POST", "/v1/jobs/ingest", "ingest job", timeout_ms, body, api_key)
 
-    async def get_job(self, job_id: str, timeout_ms: float) -> dict[str, Any]:
-        return await self.call("GET", f"/v1/jobs/{quote(job_id, safe='')}", "job status", timeout_ms)
+    async def get_job(self, job_id: str, timeout_ms: float, api_key: str | None = None) -> dict[str, Any]:
+        return await self.call("GET", f"/v1/jobs/{quote(job_id, safe='')}", "job status", timeout_ms, None, api_key)
 
-    async def knowledge(self, user_id: str, timeout_ms: float) -> dict[str, Any]:
-        return await self.call("GET", f"/v1/knowledge?user_id={quote(user_id, safe='')}", "knowledge", timeout_ms)
+    async def knowledge(self, user_id: str, timeout_ms: float, api_key: str | None = None) -> dict[str, Any]:
+        return await self.call("GET", f"/v1/knowledge?user_id={quote(user_id, safe='')}", "knowledge", timeout_ms,
+                               None, api_key)
 
-    async def forget_user(self, user_id: str, timeout_ms: float) -> dict[str, Any]:
-        return await self.call("DELETE", f"/v1/forget/user/{quote(user_id, safe='')}?confirm=true", "forget user",
-                               timeout_ms)
+    async def forget_session(self, session_id: str, timeout_ms: float, api_key: str | None = None) -> dict[str, Any]:
+        return await self.call("DELETE", f"/v1/forget/session/{quote(session_id, safe='')}", "forget session",
+                               timeout_ms, None, api_key)
 
     async def health(self, timeout_ms: float = 5000) -> bool:
         try:
