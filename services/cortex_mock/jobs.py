@@ -52,6 +52,8 @@ def public_view(rec: dict[str, Any]) -> dict[str, Any]:
                 out[k] = result[k]
     if rec.get("error"):
         out["error"] = rec["error"]
+    if rec.get("worker"):
+        out["worker"] = rec["worker"]
     return out
 
 
