@@ -133,6 +133,23 @@ def test_answerer_tie_appends_runner_up_in_context_order():
     assert got == "TTL is 300s. Cache key format is `cache:{entity}:{id}`."
 
 
+def test_answerer_why_bonus():
+    # q = {choos, zod} ("chose" stems to "chos": irregular verbs do not match). Each sentence matches "zod";
+    # only the third gives a reason (+1) -> 2, the others 1; score-1 sentences are not added.
+    ctx = "We chose Zod over Joi. Zod schemas live in src/validation. We chose Zod because of TypeScript inference."
+    assert answerer.question_kind("Why did we choose Zod?") == "why"
+    assert answerer.answer(ctx, "Why did we choose Zod?") == "We chose Zod because of TypeScript inference."
+
+
+def test_answerer_prefers_specific_and_drops_near_duplicates():
+    # both match {redis, cach} with no bonus (the path is 7 content tokens away); the one with a specific
+    # ranks first and the other is a near-duplicate (its stems are a subset), so it is not appended.
+    ctx = ("Using Redis for caching.\n"
+           "Using Redis for caching across all the read endpoints and the admin pages, see docs/cache.md.")
+    assert answerer.answer(ctx, "What do we use for caching with Redis?") == (
+        "Using Redis for caching across all the read endpoints and the admin pages, see docs/cache.md.")
+
+
 def test_answerer_on_full_seed_vs_compacted_seed():
     full = SEED_SESSIONS
     summary = compaction.summarize(SEED_SESSIONS)
@@ -161,11 +178,12 @@ def test_scrub_golden():
 
 def test_compaction_keeps_gist_drops_specifics():
     s = compaction.summarize(SEED_SESSIONS)
+    # topics (first user sentence, scrubbed, <= 10 words) + the one decision clause adding new words
+    # ("Never auto-commit." in s4); s8's topic is cut at 10 words and its trailing "and" trimmed.
     assert s == (
         "Using TypeScript, bun, vitest. Chose Zod over Joi. Found a race condition in the WebSocket handler. "
-        "Always use named exports. Built a caching layer using Redis. Agreed to keep functions. "
-        "The auth middleware was failing silently. "
-        "Next sprint: add rate limiting, migrate to Drizzle ORM, and add OpenTelemetry."
+        "Always use named exports. Never auto-commit. Built a caching layer using Redis. Agreed to keep functions. "
+        "The auth middleware was failing silently. Next sprint: add rate limiting, migrate to Drizzle ORM."
     )
     for gone in ["3001", "300", "cache:{entity}:{id}", "src/validation", "process.env", "express-rate-limit",
                  "because", "30", "types.ts", "heartbeat", "dotenv"]:
@@ -173,6 +191,28 @@ def test_compaction_keeps_gist_drops_specifics():
     assert "WebSocket" in s
     assert len(s.split()) <= 120
     assert compaction.summarize(SEED_SESSIONS) == s  # deterministic
+
+
+def test_scrub_colon_and_so():
+    # an explanation after a colon that follows 4+ words goes; ", so ..." is a rationale
+    assert compaction.scrub("Found a race condition in the WebSocket handler: the timer wasn't cleared, so it "
+                            "leaked.") == "Found a race condition in the WebSocket handler"
+    # a dropped list item leaves its comma (and no dangling "with")
+    assert compaction.scrub("Add rate limiting with express-rate-limit, migrate to Drizzle.") == (
+        "Add rate limiting, migrate to Drizzle")
+
+
+def test_compaction_decisions_round_robin():
+    text = ("## Session a (2026-01-01)\nuser: Let's talk about the storage layer today.\n"
+            "user: We decided on Postgres for storage. We switched the queue to BullMQ workers. "
+            "We always run migrations in CI.\n\n"
+            "## Session b (2026-01-02)\nuser: Review of the logging setup.\nuser: We chose pino for logging.")
+    # topics: "Talk about the storage layer today." / "Review of the logging setup."; decisions round 1:
+    # a's first, b's first; round 2: a's second; round 3: a's third (all within budget 80 and block cap 24)
+    assert compaction.summarize(text) == (
+        "Talk about the storage layer today. Decided on Postgres for storage. Switched the queue to BullMQ "
+        "workers. Always run migrations in CI. Review of the logging setup. Chose pino for logging."
+    )
 
 
 def test_compaction_length_grows_slowly():

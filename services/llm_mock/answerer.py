@@ -9,12 +9,17 @@ Rules (each a small function below):
   XML-ish wrappers, then into sentences. Markdown headers, framing lines (the Cortex envelope's "[NOTE: ...]",
   memory_search citation lines) and sentences ending in "?" are never answers. A speaker's name ("Caroline:")
   counts for matching and is dropped from the reply.
-- A sentence's score = the number of the question's content stems it contains, +1 when one of those matched
-  words sits within two content tokens of a number or code token the question does not already hold
-  ("port 3001", "TTL is 300s": the question asks for the value of X and the sentence states X's value).
-- A sentence qualifies when score >= 2 or it matches at least half (rounded up) of the question's content
-  stems (at least one). The best qualifying sentence wins (score, then matched count, then earliest);
-  the runner-up is appended when it ties on score.
+- A sentence's score = the number of the question's content stems it contains, plus bonuses:
+  +1 when one of those matched words sits within two content tokens of a number or code token the question
+  does not already hold ("port 3001", "TTL is 300s": the question asks for X's value and the sentence
+  states it); +1 for a "why" question when the sentence gives a reason (because, since, so, due to, to
+  avoid, in order to); +1 for a how-many/much/long/often or when question when the sentence holds a number.
+- A sentence qualifies when it matches a question stem and score >= 2 or it matches at least half (rounded
+  up) of the question's content stems. Ranking: score, then matched count, then number of specifics
+  (numbers/code), then earliest. The best wins; a runner-up is added (up to 3 sentences) when it ties on
+  score or, with score >= 2, covers a question stem the picked sentences do not; near-duplicates (content
+  stems a subset of a picked sentence's, or Jaccard >= 0.7) are skipped. Sentences are read back in
+  context order.
 - Nothing qualifies, no context, or a question without content words -> `prompts.ABSTAIN_TEXT`.
 The answer is always text copied from the context, so the mock never invents a specific.
 """
@@ -53,21 +58,41 @@ class Scored:
     score: int
     matched: frozenset[str]
     index: int
+    specifics: int = 0
+    stems: frozenset[str] = frozenset()
 
 
-def score_sentence(question_stems: set[str], sentence: str) -> tuple[int, frozenset[str]]:
+_WHY_RE = re.compile(r"^\W*why\b|\bwhy (?:do|did|does|is|are|was|were|should|shouldn't|must|can't)\b", re.I)
+_REASON_RE = re.compile(r"\b(?:because|since|so|due to|to avoid|in order to)\b", re.I)
+_QUANTITY_RE = re.compile(r"\bhow (?:many|much|long|often|big|large|old)\b|^\W*when\b|\bwhat time\b", re.I)
+
+
+def question_kind(question: str) -> str:
+    """"why", "quantity" (how many/much/long/often, when) or "" (anything else)."""
+    if _WHY_RE.search(question):
+        return "why"
+    if _QUANTITY_RE.search(question):
+        return "quantity"
+    return ""
+
+
+def score_sentence(question_stems: set[str], sentence: str, kind: str = "") -> tuple[int, frozenset[str]]:
     toks = content(tokens(sentence))
     matched = frozenset(question_stems & {t.norm for t in toks})
+    if not matched:
+        return 0, matched
     bonus = 0
     for i, t in enumerate(toks):
         if t.kind != "word" or t.norm not in matched:
             continue
-        for j in range(max(0, i - 2), min(len(toks), i + 3)):
-            if toks[j].kind in ("number", "code") and toks[j].norm not in question_stems:
-                bonus = 1
-                break
-        if bonus:
+        if any(toks[j].kind in ("number", "code") and toks[j].norm not in question_stems
+               for j in range(max(0, i - 2), min(len(toks), i + 3))):
+            bonus = 1
             break
+    if kind == "why" and _REASON_RE.search(sentence):
+        bonus += 1
+    elif kind == "quantity" and any(t.kind == "number" for t in toks):
+        bonus += 1
     return len(matched) + bonus, matched
 
 
@@ -82,6 +107,7 @@ def candidates(context: str, question: str) -> list[Scored]:
     q = content_stems(question)
     if not q:
         return []
+    kind = question_kind(question)
     seen: set[str] = set()
     out: list[Scored] = []
     for i, sent in enumerate(sentences_of_text(context)):
@@ -89,23 +115,47 @@ def candidates(context: str, question: str) -> list[Scored]:
         if key in seen or sent.rstrip().endswith("?"):
             continue
         seen.add(key)
-        score, matched = score_sentence(q, sent)
+        score, matched = score_sentence(q, sent, kind)
         if qualifies(q, score, matched):
-            out.append(Scored(sent, score, matched, i))
-    out.sort(key=lambda c: (-c.score, -len(c.matched), c.index))
+            toks = content(tokens(sent))
+            out.append(Scored(sent, score, matched, i, sum(t.kind != "word" for t in toks),
+                              frozenset(t.norm for t in toks)))
+    out.sort(key=lambda c: (-c.score, -len(c.matched), -c.specifics, c.index))
     return out
+
+
+def near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
+    if not a or not b:
+        return a == b
+    return a <= b or b <= a or len(a & b) / len(a | b) >= 0.7
+
+
+MAX_SENTENCES = 3
+
+
+def pick(ranked: list[Scored]) -> list[Scored]:
+    if not ranked:
+        return []
+    best = ranked[0]
+    picked = [best]
+    covered = set(best.matched)
+    for c in ranked[1:]:
+        if len(picked) >= MAX_SENTENCES:
+            break
+        if any(near_duplicate(c.stems, p.stems) for p in picked):
+            continue
+        if c.score == best.score or (c.score >= 2 and c.matched - covered):
+            picked.append(c)
+            covered |= c.matched
+    return sorted(picked, key=lambda c: c.index)  # read back in context order
 
 
 def answer(context: str, question: str) -> str:
     if not context.strip() or not question.strip():
         return ABSTAIN_TEXT
-    ranked = candidates(context, question)
-    if not ranked:
+    picked = pick(candidates(context, question))
+    if not picked:
         return ABSTAIN_TEXT
-    picked = [ranked[0]]
-    if len(ranked) > 1 and ranked[1].score == ranked[0].score:
-        picked.append(ranked[1])
-    picked.sort(key=lambda c: c.index)  # read in context order
     return " ".join(strip_name(c.text) for c in picked)
 
 

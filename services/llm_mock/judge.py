@@ -17,7 +17,7 @@ Rules, first match wins:
    and does not carry all of the ground truth's hard specifics -> 1.
 2. Every hard specific of the ground truth is in the answer, coverage >= 0.5, and, when the ground truth
    has named terms, at least one of them is in the answer -> 3.
-3. Conflict -> 0: the answer states hard specifics of its own while missing at least half of the ground
+3. Conflict -> 0: the answer states hard specifics of its own while missing more than half of the ground
    truth's hard specifics; or the ground truth's named terms are all missing, its hard specifics are not all
    present, and the answer names things of its own (Prisma for Drizzle).
 4. Some overlap (coverage > 0) -> 2: on topic but without the project specifics.
@@ -28,7 +28,6 @@ An empty ground truth scores 2 unless the answer abstains.
 from __future__ import annotations
 
 import json
-import math
 
 from services.llm_mock.text import content_stems, hard_specifics, is_abstention, named_terms, parse_fields
 
@@ -60,7 +59,7 @@ def grade(question: str, truth: str, answer: str) -> tuple[int, str]:
     own_hard = a_hard - hard_specifics(truth) - hard_specifics(question) - q - g
     own_named = named_terms(answer) - g - q
     missing_hard = k_hard - a_hard
-    if own_hard and k_hard and len(missing_hard) >= math.ceil(len(k_hard) / 2):
+    if own_hard and k_hard and len(missing_hard) * 2 > len(k_hard):
         return 0, "The answer states specifics that differ from the ground truth's."
     if k_named and not (k_named & a) and not all_hard and own_named:
         return 0, "The answer names something other than what the ground truth names."

@@ -4,7 +4,8 @@ Everything here is a small pure function so the behaviours built on top (answere
 stay deterministic and can be checked by hand.
 
 Tokenisation keeps code-like tokens whole: `cache:{entity}:{id}`, `src/validation/`, `localhost:3001`,
-`types.ts`, `express-rate-limit` survive as one lower-cased token, and their alphanumeric parts are added as
+`types.ts`, `express-rate-limit` survive as one lower-cased token (a word with a single hyphen such as
+`type-safe` is two ordinary words), and their alphanumeric parts are added as
 well (`cache`, `entity`, `id`) so topic overlap still sees them. A number with a unit (`300s`, `30ms`) yields
 the bare number (`300`) so "300 seconds" and "300s" agree.
 """
@@ -39,6 +40,7 @@ _EDGE_PUNCT = "\"'`.,;:!?()[]<>*“”‘’…"
 _NUM_UNIT_RE = re.compile(r"^(\d+(?:\.\d+)?)([a-z%]{0,4})$")
 _ALNUM_PART_RE = re.compile(r"[a-z0-9]+")
 _WORD_RE = re.compile(r"^[a-z]+(?:'[a-z]+)?$")
+_HYPHEN_WORD_RE = re.compile(r"^[a-z]{2,}-[a-z]{2,}$")
 
 
 def stem(word: str) -> str:
@@ -106,6 +108,11 @@ def tokens(text: str) -> list[Token]:
             continue
         if low in STOP_WORDS:
             out.append(Token(low, "word", surface))
+            continue
+        if _HYPHEN_WORD_RE.match(low):
+            # type-safe, brute-force, TypeScript-first: ordinary words, not identifiers
+            for part in low.split("-"):
+                out.append(Token(part if part in STOP_WORDS else stem(part), "word", surface))
             continue
         if is_code_like(low) and not _WORD_RE.match(low):
             out.append(Token(low, "code", surface))
