@@ -179,7 +179,8 @@ class CortexBackend(MemoryBackend):
         self.jobs: dict[str, dict[str, int]] = defaultdict(dict)  # namespace -> job id -> items
         self.indexed: dict[str, int] = defaultdict(int)
         self.failed_jobs: dict[str, int] = defaultdict(int)
-        # cortex session id -> evidence ids, to map a result back when it has no message_ids
+        # cortex session id of a document -> its evidence ids, to map a result back when it has no message_ids
+        # (a session's falls back to its own id, taken from the cortex session id)
         self.evidence_of: dict[str, dict[str, list[str]]] = defaultdict(dict)
         self._capture_n = 0
         self.stats: dict[str, int] = defaultdict(int)
@@ -248,7 +249,6 @@ class CortexBackend(MemoryBackend):
             self.sent_sessions[namespace].setdefault(s.session_id, set()).update(m.id for m in s.messages)
         self.sent_documents[namespace].update(d.id for d in batch.documents)
         for s in batch.sessions:
-            ev[self.cortex_session_id(namespace, s.session_id)] = [s.session_id]
             await self._capture(namespace, "conversation", self.session_body(namespace, s), len(s.messages))
         for d in batch.documents:
             ev[self.cortex_session_id(namespace, f"doc:{d.id}")] = list(d.evidence())
@@ -445,7 +445,8 @@ class CortexBackend(MemoryBackend):
         """Forget every session this adapter sent for the namespace (DELETE /v1/forget/session/{id}; Cortex
         has no per-namespace delete), and drop its queued captures and pending jobs."""
         self.queue.discard(lambda t: t.meta.get("namespace") == namespace)
-        sessions = list(self.evidence_of.get(namespace, {}))
+        sessions = [self.cortex_session_id(namespace, s) for s in self.sent_sessions.get(namespace, {})]
+        sessions += [self.cortex_session_id(namespace, f"doc:{d}") for d in self.sent_documents.get(namespace, ())]
         for sid in sessions:
             try:
                 await self.client.forget_session(sid, self.config["forget_timeout_ms"], self.key_for(namespace))
