@@ -93,6 +93,7 @@ class AgentHost:
         rec.capture_s = time.perf_counter() - t2
         rec.total_s = time.perf_counter() - t0
         history += [{"role": "user", "content": prompt}, {"role": "assistant", "content": rec.reply}]
+        del history[:-2 * self.history_turns]  # the host keeps only what it sends
         if self.tokens is not None and self.plugin is not None:
             rec.tokens_injected = self.tokens.observe(self.backend, self.plugin.config.top_k, context,
                                                       state=self.state)
