@@ -252,14 +252,14 @@ async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | Non
 
 async def _run_cortex_drills(urls: dict[str, str], backend: str, base_cfg: dict[str, Any], sink, seed: int
                              ) -> list[dict]:
+    import logging
+
     from services.drills.base import AdapterKnobs, DrillConfig, DrillContext
     from services.drills.runner import run_drills
     from services.fault_proxy.admin_client import FaultProxyAdmin
 
-    import logging
-
     # The drills overflow the RetryQueue on purpose; its per-drop warnings would flood the console.
-    logging.getLogger("services.adapters.cortex").setLevel(logging.ERROR)
+    logging.getLogger("memrig.cortex").setLevel(logging.ERROR)
     admin = FaultProxyAdmin(urls["fault-proxy"])
     make = _client_factory(backend, base_cfg)
     ctx = DrillContext(admin, make, "drills", DrillConfig(), AdapterKnobs(**CORTEX_KNOBS_KW), {}, seed=seed,
