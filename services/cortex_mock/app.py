@@ -38,6 +38,7 @@ ENGINE_KEY = web.AppKey("engine", CortexEngine)
 JOBS_KEY = web.AppKey("jobs", object)
 METRICS_KEY = web.AppKey("metrics", MockMetrics)
 WORKER_PIDS_KEY = web.AppKey("worker_pids", list)
+TENANT_KEY = web.RequestKey("tenant_id", str)
 
 
 class AuthError(Exception):
@@ -97,7 +98,7 @@ async def metrics_mw(request: web.Request, handler):
 async def errors_mw(request: web.Request, handler):
     try:
         if request.path not in PUBLIC_PATHS:
-            request["tenant_id"] = authenticate(request.headers.get("x-api-key"), request.app[CONFIG_KEY].api_keys)
+            request[TENANT_KEY] = authenticate(request.headers.get("x-api-key"), request.app[CONFIG_KEY].api_keys)
         return await handler(request)
     except AuthError as e:
         return _json_error(e.status, e.detail)
@@ -123,7 +124,7 @@ async def health(request: web.Request) -> web.Response:
 
 async def warmup(request: web.Request) -> web.Response:
     await read_json(request, optional=True)
-    return web.json_response(await request.app[ENGINE_KEY].warmup(request["tenant_id"]))
+    return web.json_response(await request.app[ENGINE_KEY].warmup(request[TENANT_KEY]))
 
 
 async def _sleep_added(engine: CortexEngine, mode: str) -> float:
@@ -140,7 +141,7 @@ async def retrieve(request: web.Request) -> web.Response:
     p = SearchParams(query=body["query"], top_k=body["top_k"], mode=body["mode"], reference=body["reference_date"],
                      debug=body["debug"], token_budget=body["token_budget"] or engine.config.token_budget,
                      user_id=body["user_id"])
-    out = await engine.retrieve(request["tenant_id"], p)
+    out = await engine.retrieve(request[TENANT_KEY], p)
     added = await _sleep_added(engine, p.mode)
     elapsed = time.perf_counter() - t0
     request.app[METRICS_KEY].retrieve_seconds.labels(p.mode).observe(elapsed)
@@ -167,7 +168,7 @@ async def recall(request: web.Request) -> web.Response:
                      min_confidence=body["min_confidence"], fact_type=body["memory_type"],
                      include_origins=body["include_origins"], exclude_origins=body["exclude_origins"],
                      user_id=body["user_id"])
-    out = await engine.retrieve(request["tenant_id"], p)
+    out = await engine.retrieve(request[TENANT_KEY], p)
     added = await _sleep_added(engine, "fast")
     memories = [{
         "node_id": r["node_id"], "content": r["content"], "confidence": r["confidence"], "relevance": r["score"],
@@ -184,16 +185,16 @@ async def recall(request: web.Request) -> web.Response:
 
 async def ingest_text(request: web.Request) -> web.Response:
     body = parse_ingest_text(await read_json(request))
-    return web.json_response(await request.app[ENGINE_KEY].ingest_text(request["tenant_id"], body))
+    return web.json_response(await request.app[ENGINE_KEY].ingest_text(request[TENANT_KEY], body))
 
 
 async def ingest_conversation(request: web.Request) -> web.Response:
     body = parse_ingest_conversation(await read_json(request))
-    return web.json_response(await request.app[ENGINE_KEY].ingest_conversation(request["tenant_id"], body))
+    return web.json_response(await request.app[ENGINE_KEY].ingest_conversation(request[TENANT_KEY], body))
 
 
 async def _submit(request: web.Request, kind: str, body: dict) -> web.Response:
-    rec = await request.app[JOBS_KEY].submit(request["tenant_id"], kind, encode_payload(body))
+    rec = await request.app[JOBS_KEY].submit(request[TENANT_KEY], kind, encode_payload(body))
     return web.json_response({"job_id": rec["job_id"], "status": rec["status"]})
 
 
@@ -211,28 +212,28 @@ async def job_reflect(request: web.Request) -> web.Response:
 
 async def job_status(request: web.Request) -> web.Response:
     rec = await request.app[JOBS_KEY].get(request.match_info["job_id"])
-    if rec is None or rec.get("tenant_id") != request["tenant_id"]:
+    if rec is None or rec.get("tenant_id") != request[TENANT_KEY]:
         return _json_error(404, "Job not found")
     return web.json_response(public_view(rec))
 
 
 async def reflect_sync(request: web.Request) -> web.Response:
     parse_reflect(await read_json(request, optional=True))
-    return web.json_response(await request.app[ENGINE_KEY].reflect(request["tenant_id"]))
+    return web.json_response(await request.app[ENGINE_KEY].reflect(request[TENANT_KEY]))
 
 
 async def knowledge(request: web.Request) -> web.Response:
-    return web.json_response(await request.app[ENGINE_KEY].knowledge(request["tenant_id"],
+    return web.json_response(await request.app[ENGINE_KEY].knowledge(request[TENANT_KEY],
                                                                     request.query.get("user_id") or None))
 
 
 async def stats(request: web.Request) -> web.Response:
-    return web.json_response(await request.app[ENGINE_KEY].stats(request["tenant_id"]))
+    return web.json_response(await request.app[ENGINE_KEY].stats(request[TENANT_KEY]))
 
 
 async def forget_session(request: web.Request) -> web.Response:
     sid = request.match_info["session_id"]
-    return web.json_response(await request.app[ENGINE_KEY].forget_session(request["tenant_id"], sid))
+    return web.json_response(await request.app[ENGINE_KEY].forget_session(request[TENANT_KEY], sid))
 
 
 async def forget_user(request: web.Request) -> web.Response:
@@ -241,7 +242,7 @@ async def forget_user(request: web.Request) -> web.Response:
                                               "msg": "confirm=true is required to delete a user's memories"}]},
                                  status=422)
     uid = request.match_info["user_id"]
-    return web.json_response(await request.app[ENGINE_KEY].forget_user(request["tenant_id"], uid))
+    return web.json_response(await request.app[ENGINE_KEY].forget_user(request[TENANT_KEY], uid))
 
 
 def _metrics_handler(app: web.Application):

@@ -35,8 +35,9 @@ NEG_COSINE = 0.6
 ANTONYMS = {frozenset(p) for p in [("enabled", "disabled"), ("on", "off"), ("true", "false"), ("yes", "no"),
                                    ("allowed", "forbidden"), ("public", "private"), ("required", "optional"),
                                    ("sync", "async"), ("up", "down")]}
-_NEG_WORDS = frozenset({"not", "no", "never", "don't", "dont", "doesn't", "doesnt", "isn't", "isnt", "won't",
-                        "wont", "aren't", "arent", "didn't", "didnt", "n't"})
+# Negators as the tokenizer leaves them ("don't" -> "don", "t").
+_NEG_WORDS = frozenset({"not", "no", "never", "don", "dont", "doesn", "doesnt", "isn", "isnt", "won", "wont",
+                        "aren", "arent", "didn", "didnt", "t", "n"})
 BASE_CONFIDENCE = {"user": 0.85, "assistant": 0.75}
 
 
