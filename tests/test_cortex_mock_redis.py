@@ -1,0 +1,190 @@
+"""cortex-mock as real processes: the CLI's READY line, and the Redis job queue with worker processes
+(a worker SIGKILLed mid-job -> its job is retried by another worker and completes; with no worker left and
+max attempts reached -> failed with the reason; the server stops the workers it spawned).
+
+Needs the `redis-server` binary (skipped with a reason when absent); it runs on a free port in a temp dir and
+is stopped by PID."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import aiohttp
+import pytest
+
+from tests.conftest import REPO, have_binary
+
+KEY = {"x-api-key": "dev-key"}
+CONV = {"session_id": "s1", "messages": [
+    {"role": "user", "id": "m1", "content": "The staging database is Postgres 16 on RDS."}]}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_pid(p: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
+    if p.poll() is None:
+        os.kill(p.pid, sig)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def start(module: str, args: list[str], ready_timeout: float = 60.0) -> tuple[subprocess.Popen, dict[str, int]]:
+    p = subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    deadline = time.time() + ready_timeout
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if line.startswith("READY"):
+            return p, {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+        if not line and p.poll() is not None:
+            break
+    stop_pid(p, signal.SIGKILL)
+    raise AssertionError(f"{module} did not print READY")
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    if not have_binary("redis-server"):
+        pytest.skip("redis-server binary not installed (apt-get install -y redis-server)")
+    port = free_port()
+    p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
+                          "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        stop_pid(p, signal.SIGKILL)
+        pytest.fail("redis-server did not start")
+    yield f"redis://127.0.0.1:{port}/0"
+    stop_pid(p)
+
+
+@pytest.fixture
+def procs():
+    started: list[subprocess.Popen] = []
+    yield started
+    for p in reversed(started):
+        stop_pid(p)
+
+
+async def poll_job(session, base, job_id, until=("completed", "failed"), timeout_s=60.0) -> dict:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        async with session.get(f"{base}/v1/jobs/{job_id}", headers=KEY) as r:
+            body = await r.json()
+        if body["status"] in until:
+            return body
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job {job_id} never reached {until}: {body}")
+
+
+async def test_cli_ready_line_and_sigterm(tmp_path, procs):
+    p, ports = start("services.cortex_mock", ["--port", "0", "--embedder", "hash", "--data-dir", str(tmp_path)])
+    procs.append(p)
+    assert ports["pid"] == p.pid and ports["http"] > 0
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"http://127.0.0.1:{ports['http']}/health") as r:
+            assert (await r.json())["jobs_backend"] == "inprocess"
+    os.kill(p.pid, signal.SIGTERM)
+    assert p.wait(timeout=15) == 0
+
+
+async def test_worker_killed_mid_job_is_retried(tmp_path, redis_url, procs):
+    common = ["--redis-url", redis_url, "--embedder", "hash", "--data-dir", str(tmp_path / "data"),
+              "--lease-ms", "600", "--job-delay-ms", "1500", "--max-attempts", "3"]
+    server, ports = start("services.cortex_mock", ["--port", "0", "--workers", "0", *common])
+    procs.append(server)
+    workers = {}
+    for _ in range(2):
+        w, wp = start("services.cortex_mock.worker", common)
+        procs.append(w)
+        workers[wp["pid"]] = w
+    base = f"http://127.0.0.1:{ports['http']}"
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{base}/health") as r:
+            assert (await r.json())["jobs_backend"] == "redis"
+        async with s.post(f"{base}/v1/jobs/ingest/conversation", json=CONV, headers=KEY) as r:
+            job = await r.json()
+        assert job["status"] == "pending"
+        running = await poll_job(s, base, job["job_id"], until=("running",))
+        victim_pid = int(running["worker"].split("-")[-2])
+        assert victim_pid in workers and running["attempts"] == 1
+        os.kill(victim_pid, signal.SIGKILL)  # mid-job: the job sleeps 1.5 s before ingesting
+        workers[victim_pid].wait(timeout=10)
+        done = await poll_job(s, base, job["job_id"])
+        assert done["status"] == "completed", done
+        assert done["attempts"] == 2
+        assert int(done["worker"].split("-")[-2]) != victim_pid
+        assert done["facts_extracted"] == 1 and done["nodes_created"] >= 1
+        async with s.post(f"{base}/v1/retrieve", json={"query": "staging database"}, headers=KEY) as r:
+            res = await r.json()
+        assert res["results"][0]["metadata"]["message_ids"] == ["m1"]
+        async with s.get(f"{base}/metrics") as r:
+            text = await r.text()
+        assert 'memrig_cortex_mock_jobs_total{status="retried"} 1.0' in text
+        assert "memrig_cortex_mock_job_queue_depth 0.0" in text
+
+
+async def test_job_fails_after_max_attempts(tmp_path, redis_url, procs):
+    common = ["--redis-url", redis_url, "--embedder", "hash", "--data-dir", str(tmp_path / "data"),
+              "--lease-ms", "600", "--job-delay-ms", "3000", "--max-attempts", "1"]
+    server, ports = start("services.cortex_mock", ["--port", "0", "--workers", "0", *common])
+    procs.append(server)
+    w, wp = start("services.cortex_mock.worker", common)
+    procs.append(w)
+    base = f"http://127.0.0.1:{ports['http']}"
+    async with aiohttp.ClientSession() as s:
+        async with s.post(f"{base}/v1/jobs/ingest", json={"text": "The API gateway timeout is 29 seconds."},
+                          headers=KEY) as r:
+            job = await r.json()
+        await poll_job(s, base, job["job_id"], until=("running",))
+        os.kill(wp["pid"], signal.SIGKILL)
+        w.wait(timeout=10)
+        done = await poll_job(s, base, job["job_id"])  # the server's reaper decides
+        assert done["status"] == "failed"
+        assert "lease expired" in done["error"] and "attempt 1 of 1" in done["error"]
+
+
+async def test_server_spawns_and_stops_its_workers(tmp_path, redis_url, procs):
+    server, ports = start("services.cortex_mock", ["--port", "0", "--workers", "1", "--redis-url", redis_url,
+                                                   "--embedder", "hash", "--data-dir", str(tmp_path / "data")])
+    procs.append(server)
+    base = f"http://127.0.0.1:{ports['http']}"
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{base}/health") as r:
+            pids = (await r.json())["worker_pids"]
+        assert len(pids) == 1
+        async with s.post(f"{base}/v1/jobs/ingest/conversation", json=CONV, headers=KEY) as r:
+            job = await r.json()
+        assert (await poll_job(s, base, job["job_id"]))["status"] == "completed"
+    os.kill(server.pid, signal.SIGTERM)
+    assert server.wait(timeout=20) == 0
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            os.kill(pids[0], 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"worker {pids[0]} still running after the server stopped")
