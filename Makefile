@@ -70,10 +70,10 @@ observe: setup
 	$(BIN)/memrig observe
 
 load: setup
-	$(BIN)/memrig load --workers $(WORKERS)
+	$(BIN)/python -m loadtests.run --workers $(WORKERS) $(if $(OUT),--out $(OUT),)
 
 load-bench: setup
-	$(BIN)/memrig load-bench $(if $(OUT),--out $(OUT),)
+	$(BIN)/python -m loadtests.bench --out $(if $(OUT),$(OUT),results/load-bench)
 
 clean:
 	rm -rf results/.tmp build *.egg-info

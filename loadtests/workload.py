@@ -76,5 +76,24 @@ class Payloads:
                 "source_app": "memrig-load"}
 
     def memory_texts(self, n: int) -> list[str]:
-        """n distinct memory texts for seeding a store."""
-        return [f"[{i}] {fact(self.rng)}" for i in range(n)]
+        """n distinct memory texts for seeding a store (see `memory_texts`)."""
+        return memory_texts(n, self.rng.randrange(1 << 30))
+
+
+PEOPLE = ["Priya", "Marco", "Alice", "Jonas", "Wei", "Fatima", "Diego", "Hana", "Sam", "Olga", "Kwame", "Lena"]
+VERBS = ["migrated", "rewrote", "profiled", "documented", "split", "deprecated", "benchmarked", "patched",
+         "reviewed", "containerised", "sharded", "instrumented"]
+ADJS = ["legacy", "flaky", "nightly", "async", "shared", "internal", "critical", "experimental", "slow", "new"]
+COMPONENTS = ["billing worker", "search index", "auth middleware", "payment webhook", "cache layer", "cron scheduler",
+              "retry queue", "feature flag service", "log shipper", "schema migrator", "rate limiter",
+              "session store", "export job", "notification fanout", "config loader", "upload handler"]
+SERVICES = ["checkout-api", "orders-db", "gateway", "reporting", "mobile-backend", "ingest-pipeline", "admin-ui",
+            "ledger", "identity", "analytics"]
+
+
+def memory_texts(n: int, seed: int = 0) -> list[str]:
+    """n distinct one-sentence memories: varied words plus a unique ticket number, so a store that merges
+    near-duplicates (same words and numbers) keeps every one of them."""
+    rng = random.Random(seed)
+    return [f"{rng.choice(PEOPLE)} {rng.choice(VERBS)} the {rng.choice(ADJS)} {rng.choice(COMPONENTS)} in "
+            f"{rng.choice(SERVICES)} for ticket {10_000 + i}." for i in range(n)]

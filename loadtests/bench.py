@@ -1,0 +1,348 @@
+"""`make load-bench`: the highest sustained retrieve rate of cortex-mock with 10k memories at p99 < 250 ms,
+and the fault proxy's added latency against a direct call, measured in the same run (open loop).
+
+    python -m loadtests.bench --out DIR [--memories 10000] [--embedder minilm] [--slo-p99-ms 250]
+                              [--start-rate 25] [--factor 1.5] [--step-s 10] [--refine 2] [--proxy-rounds 3]
+
+1. Start cortex-mock and the fault proxy in front of it (services/launcher.py; stopped by PID at the end).
+2. Seed N distinct one-sentence memories through the mock's ingest API (`/v1/ingest/conversation`, 250
+   messages a request, two requests in flight) into one tenant, and check `/v1/knowledge` counts them.
+3. Rate search, direct to the mock: open-loop steps at start_rate, x factor, ... each `step_s` long with a
+   fresh seeded schedule; a step passes when the run is valid (schedule kept, nothing dropped), no request
+   failed, and the corrected p99 (from the intended send time) is under the SLO. The first failing step ends
+   the climb; `refine` bisection steps between the last pass and the first failure sharpen the answer.
+4. Proxy overhead: at a fixed rate (half the sustained rate, at most 100/s) alternate direct and proxied runs
+   (`proxy_rounds` each, same schedule) and report the p50/p99 differences and ratios, per round and pooled.
+
+Absolute numbers depend on the machine (2 shared cores here; generator, mock and proxy share them); the
+proxied-vs-direct comparison is side by side in one run, which is the figure to trust (DESIGN "Measurement rules").
+Writes bench.json and bench.md into --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from hdrh.histogram import HdrHistogram
+
+from loadtests.open_loop import (
+    DriverConfig,
+    HttpRetrieveTarget,
+    Phase,
+    Validity,
+    build_schedule,
+    drive,
+    hdr_summary_ms,
+    summarise,
+)
+from loadtests.workload import memory_texts
+
+ROOT = Path(__file__).resolve().parent.parent
+API_KEY = "memrig-bench"
+
+
+# ------------------------------------------------------------------------------------------------- seeding
+async def seed_memories(url: str, n: int, seed: int, batch: int = 250, parallel: int = 2,
+                        user_id: str = "bench") -> dict[str, Any]:
+    texts = memory_texts(n, seed)
+    batches = [texts[i:i + batch] for i in range(0, n, batch)]
+    sem = asyncio.Semaphore(parallel)
+    t0 = time.perf_counter()
+    async with aiohttp.ClientSession(headers={"x-api-key": API_KEY},
+                                     timeout=aiohttp.ClientTimeout(total=600)) as s:
+        async def one(k: int, msgs: list[str]) -> int:
+            body = {"messages": [{"role": "user", "content": t} for t in msgs], "session_id": f"bench-seed-{k}",
+                    "reference_date": "2026-03-01", "user_id": user_id, "source_origin": "memrig-bench",
+                    "derivation_mode": "observed", "source_app": "memrig-bench"}
+            async with sem, s.post(f"{url}/v1/ingest/conversation", json=body) as r:
+                data = await r.json()
+                if r.status != 200:
+                    raise RuntimeError(f"seeding batch {k}: HTTP {r.status} {str(data)[:300]}")
+                return int(data.get("nodes_created", 0))
+
+        created = sum(await asyncio.gather(*(one(k, b) for k, b in enumerate(batches))))
+        async with s.get(f"{url}/v1/knowledge") as r:
+            knowledge = await r.json()
+    return {"requested": n, "nodes_created": created, "total_memories": knowledge.get("total_memories"),
+            "seconds": round(time.perf_counter() - t0, 2), "batch": batch, "parallel": parallel}
+
+
+# ------------------------------------------------------------------------------------------------- steps
+async def open_loop_step(target: HttpRetrieveTarget, rate: float, duration_s: float, seed: int,
+                         cfg: DriverConfig, arrival: str) -> dict[str, Any]:
+    phases = [Phase(rate, duration_s, arrival, f"{rate:g}/s")]
+    offs, idx = build_schedule(phases, seed)
+    rec = await drive(target, offs, idx, cfg)
+    res = summarise(rec, phases, cfg.validity, {"target": target.name, "rate": rate, "seed": seed})
+    res.pop("per_phase", None)
+    return res
+
+
+def step_passes(res: dict[str, Any], slo_p99_ms: float) -> tuple[bool, str]:
+    if not res["valid"]:
+        return False, "invalid: " + "; ".join(res["invalid_reasons"])
+    if res["failed"]:
+        return False, f"{res['failed']} failed requests ({res['errors']})"
+    p99 = res["corrected"]["p99_ms"]
+    if p99 is None or p99 >= slo_p99_ms:
+        return False, f"corrected p99 {p99} ms >= {slo_p99_ms:g} ms"
+    return True, "ok"
+
+
+def _brief(res: dict[str, Any]) -> dict[str, Any]:
+    return {"rate": res["rate"], "scheduled": res["scheduled"], "ok": res["ok"], "failed": res["failed"],
+            "dropped": res["dropped"], "achieved_rps": res["achieved_rps"], "valid": res["valid"],
+            "invalid_reasons": res["invalid_reasons"], "corrected": res["corrected"], "service": res["service"],
+            "schedule_lag": res["schedule_lag"], "queue_wait": res["queue_wait"], "errors": res["errors"],
+            "histoblobs": res["histoblobs"]}
+
+
+async def rate_search(target: HttpRetrieveTarget, a: argparse.Namespace, cfg: DriverConfig) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = []
+    best, worst = None, None
+    rate, k = a.start_rate, 0
+    while rate <= a.max_rate:
+        res = await open_loop_step(target, rate, a.step_s, a.seed + k, cfg, a.arrival)
+        ok, why = step_passes(res, a.slo_p99_ms)
+        steps.append({**_brief(res), "phase": "climb", "pass": ok, "why": why})
+        _progress(steps[-1])
+        k += 1
+        if not ok:
+            worst = rate
+            break
+        best = rate
+        rate = round(rate * a.factor, 1)
+        await asyncio.sleep(a.pause_s)
+    for _ in range(a.refine if best is not None and worst is not None else 0):
+        mid = round((best + worst) / 2, 1)
+        if mid - best < 1 or worst - mid < 1:
+            break
+        await asyncio.sleep(a.pause_s)
+        res = await open_loop_step(target, mid, a.step_s, a.seed + k, cfg, a.arrival)
+        ok, why = step_passes(res, a.slo_p99_ms)
+        steps.append({**_brief(res), "phase": "refine", "pass": ok, "why": why})
+        _progress(steps[-1])
+        k += 1
+        best, worst = (mid, worst) if ok else (best, mid)
+    return {"max_sustained_rps": best, "first_failing_rps": worst, "steps": steps,
+            "hit_max_rate": worst is None and best is not None}
+
+
+def _progress(step: dict[str, Any]) -> None:
+    print(f"  {step['phase']:6s} {step['rate']:8.1f}/s  ok={step['ok']:6d} corrected p99={step['corrected']['p99_ms']} ms"
+          f" service p99={step['service']['p99_ms']} ms lag p99={step['schedule_lag']['p99_ms']} ms -> "
+          f"{'pass' if step['pass'] else 'FAIL: ' + step['why']}", flush=True)
+
+
+def _merge(blobs: list[str]) -> HdrHistogram:
+    h = HdrHistogram(1, 3_600_000_000, 3)
+    for b in blobs:
+        if b:
+            h.add(HdrHistogram.decode(b))
+    return h
+
+
+def _diff(p: dict[str, Any], d: dict[str, Any], key: str) -> dict[str, Any]:
+    out = {}
+    for q in ("p50_ms", "p90_ms", "p99_ms"):
+        if p[key][q] is not None and d[key][q] is not None:
+            out[f"added_{q}"] = round(p[key][q] - d[key][q], 3)
+            out[f"ratio_{q[:-3]}"] = round(p[key][q] / d[key][q], 3) if d[key][q] > 0 else None
+    return out
+
+
+async def proxy_overhead(direct: HttpRetrieveTarget, proxied: HttpRetrieveTarget, rate: float,
+                         a: argparse.Namespace, cfg: DriverConfig) -> dict[str, Any]:
+    rounds = []
+    for r in range(a.proxy_rounds):
+        pair = {}
+        # Alternate which goes first so drift on the shared box does not favour one side.
+        order = [("direct", direct), ("proxied", proxied)] if r % 2 == 0 else [("proxied", proxied), ("direct", direct)]
+        for label, tgt in order:
+            res = await open_loop_step(tgt, rate, a.proxy_step_s, a.seed + 1000 + r, cfg, a.arrival)
+            pair[label] = _brief(res)
+            await asyncio.sleep(a.pause_s)
+        pair["service_diff"] = _diff(pair["proxied"], pair["direct"], "service")
+        pair["corrected_diff"] = _diff(pair["proxied"], pair["direct"], "corrected")
+        print(f"  proxy round {r + 1}: direct service p50={pair['direct']['service']['p50_ms']} "
+              f"p99={pair['direct']['service']['p99_ms']} | proxied p50={pair['proxied']['service']['p50_ms']} "
+              f"p99={pair['proxied']['service']['p99_ms']} ms", flush=True)
+        rounds.append(pair)
+    pooled = {}
+    for label in ("direct", "proxied"):
+        pooled[label] = {
+            "service": hdr_summary_ms(_merge([x[label]["histoblobs"]["service_us"] for x in rounds])),
+            "corrected": hdr_summary_ms(_merge([x[label]["histoblobs"]["corrected_us"] for x in rounds])),
+            "failed": sum(x[label]["failed"] for x in rounds), "valid": all(x[label]["valid"] for x in rounds)}
+    pooled["service_diff"] = _diff(pooled["proxied"], pooled["direct"], "service")
+    pooled["corrected_diff"] = _diff(pooled["proxied"], pooled["direct"], "corrected")
+    p50_diffs = sorted(x["service_diff"].get("added_p50_ms", 0.0) for x in rounds)
+    return {"rate": rate, "rounds": rounds, "pooled": pooled,
+            "median_round_added_p50_ms": p50_diffs[len(p50_diffs) // 2] if p50_diffs else None}
+
+
+# ------------------------------------------------------------------------------------------------- report
+def machine_info() -> dict[str, Any]:
+    info: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform(),
+                            "cpu_count": os.cpu_count(), "loadavg_at_start": os.getloadavg()}
+    try:
+        import psutil
+
+        info["ram_bytes"] = psutil.virtual_memory().total
+    except Exception:  # pragma: no cover
+        pass
+    try:
+        info["git_sha"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                         timeout=5).stdout.strip()
+    except Exception:  # pragma: no cover
+        pass
+    from importlib.metadata import version
+
+    info["packages"] = {p: version(p) for p in ("aiohttp", "hdrhistogram", "numpy")}
+    return info
+
+
+def _strip_blobs(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _strip_blobs(v) for k, v in obj.items() if k != "histoblobs"}
+    if isinstance(obj, list):
+        return [_strip_blobs(x) for x in obj]
+    return obj
+
+
+def render_markdown(r: dict[str, Any]) -> str:
+    c = r["config"]
+    s = r["rate_search"]
+    lines = ["## Load benchmark: cortex-mock retrieve rate and fault-proxy overhead (open loop)", "",
+             f"Cortex-mock with {r['seeding']['total_memories']} memories (embedder `{c['embedder']}`), "
+             f"`POST /v1/retrieve` mode `{c['mode']}`, top_k {c['top_k']}, {c['arrival']} arrivals, "
+             f"{c['concurrency']} connections, steps of {c['step_s']:g} s. Latency is measured from the intended "
+             "send time (corrected for coordinated omission); service time beside it. "
+             f"Machine: {r['machine']['cpu_count']} cores shared by generator, mock and proxy (load average at start "
+             f"{', '.join(f'{x:.2f}' for x in r['machine']['loadavg_at_start'])}).", "",
+             f"Seeding: {r['seeding']['requested']} memories in {r['seeding']['seconds']} s "
+             f"({r['seeding']['batch']} per request).", ""]
+    best = s["max_sustained_rps"]
+    if best is None:
+        lines.append(f"**Highest sustained retrieve rate at p99 < {c['slo_p99_ms']:g} ms: none** (the first step "
+                     f"at {c['start_rate']:g}/s already failed).")
+    else:
+        tail = " (reached --max-rate without failing)" if s["hit_max_rate"] else \
+            f"; {s['first_failing_rps']:g}/s failed"
+        lines.append(f"**Highest sustained retrieve rate at p99 < {c['slo_p99_ms']:g} ms: {best:g} req/s**{tail}.")
+    lines += ["", "| step | rate/s | ok | failed | dropped | achieved/s | corrected p50 | corrected p99 | service p99 | "
+              "lag p99 | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for st in s["steps"]:
+        lines.append(f"| {st['phase']} | {st['rate']:g} | {st['ok']} | {st['failed']} | {st['dropped']} | "
+                     f"{st['achieved_rps']} | {st['corrected']['p50_ms']} | {st['corrected']['p99_ms']} | "
+                     f"{st['service']['p99_ms']} | {st['schedule_lag']['p99_ms']} | "
+                     f"{'pass' if st['pass'] else st['why']} |")
+    po = r.get("proxy_overhead")
+    if po:
+        pd, pp = po["pooled"]["direct"], po["pooled"]["proxied"]
+        sd = po["pooled"]["service_diff"]
+        lines += ["", f"### Fault proxy overhead (no faults), {po['rate']:g} req/s, {len(po['rounds'])} alternating "
+                  "rounds each", "",
+                  "| path | service p50 ms | service p90 ms | service p99 ms | corrected p99 ms | failed |",
+                  "|---|---|---|---|---|---|",
+                  f"| direct | {pd['service']['p50_ms']} | {pd['service']['p90_ms']} | {pd['service']['p99_ms']} | "
+                  f"{pd['corrected']['p99_ms']} | {pd['failed']} |",
+                  f"| via proxy | {pp['service']['p50_ms']} | {pp['service']['p90_ms']} | {pp['service']['p99_ms']} | "
+                  f"{pp['corrected']['p99_ms']} | {pp['failed']} |", "",
+                  f"Added by the proxy (pooled): p50 {sd.get('added_p50_ms')} ms (x{sd.get('ratio_p50')}), "
+                  f"p99 {sd.get('added_p99_ms')} ms (x{sd.get('ratio_p99')}); median of per-round p50 differences "
+                  f"{po['median_round_added_p50_ms']} ms."]
+    lines += ["", f"Command: `{r['command']}`", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------- main
+async def run(a: argparse.Namespace) -> dict[str, Any]:
+    from services.launcher import Rig
+
+    out = Path(a.out)
+    rig = Rig(out / "rig")
+    result: dict[str, Any] = {"command": "python -m loadtests.bench " + " ".join(sys.argv[1:]),
+                              "config": {k: v for k, v in vars(a).items()}, "machine": machine_info()}
+    try:
+        mock = await rig.start_service("cortex-mock", extra=["--embedder", a.embedder, "--seed", str(a.seed)])
+        proxy = await rig.start_service("fault-proxy", extra=["--upstream", mock.url, "--seed", str(a.seed)])
+        result["services"] = {"cortex_mock": mock.url, "fault_proxy": proxy.url}
+        print(f"cortex-mock {mock.url}, fault-proxy {proxy.url}; seeding {a.memories} memories ...", flush=True)
+        result["seeding"] = await seed_memories(mock.url, a.memories, a.seed)
+        print(f"  seeded: {result['seeding']}", flush=True)
+        cfg = DriverConfig(concurrency=a.concurrency, max_pending=a.max_pending, timeout_s=a.timeout_s,
+                           validity=Validity(a.lag_threshold_ms))
+        direct = HttpRetrieveTarget(mock.url, API_KEY, a.concurrency, top_k=a.top_k, mode=a.mode, name="direct")
+        proxied = HttpRetrieveTarget(proxy.url, API_KEY, a.concurrency, top_k=a.top_k, mode=a.mode, name="proxied")
+        await direct.start()
+        await proxied.start()
+        try:
+            # Warm-up: every query once (query-embedding cache), then a short low-rate run per path.
+            for i in range(len(direct.queries)):
+                await direct.call(i)
+            for t in (direct, proxied):
+                await open_loop_step(t, min(a.start_rate, 20), 2.0, a.seed + 999, cfg, a.arrival)
+            print("rate search (direct to cortex-mock):", flush=True)
+            result["rate_search"] = await rate_search(direct, a, cfg)
+            best = result["rate_search"]["max_sustained_rps"]
+            prate = a.proxy_rate or max(5.0, min(100.0, round((best or a.start_rate) / 2, 1)))
+            print(f"proxy overhead at {prate:g}/s:", flush=True)
+            result["proxy_overhead"] = await proxy_overhead(direct, proxied, prate, a, cfg)
+        finally:
+            await direct.close()
+            await proxied.close()
+    finally:
+        rig.stop_all()
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m loadtests.bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="output directory (bench.json, bench.md)")
+    ap.add_argument("--memories", type=int, default=10_000)
+    ap.add_argument("--embedder", default="minilm", help="cortex-mock embedder (minilm, wordllama, hash)")
+    ap.add_argument("--mode", choices=["fast", "full"], default="fast")
+    ap.add_argument("--top-k", type=int, default=10)
+    ap.add_argument("--slo-p99-ms", type=float, default=250.0)
+    ap.add_argument("--start-rate", type=float, default=25.0)
+    ap.add_argument("--factor", type=float, default=1.5, help="rate multiplier per climb step")
+    ap.add_argument("--max-rate", type=float, default=5000.0)
+    ap.add_argument("--refine", type=int, default=2, help="bisection steps after the first failure")
+    ap.add_argument("--step-s", type=float, default=10.0)
+    ap.add_argument("--pause-s", type=float, default=1.0, help="idle time between steps (drain)")
+    ap.add_argument("--arrival", choices=["constant", "poisson"], default="poisson")
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--max-pending", type=int, default=2048)
+    ap.add_argument("--timeout-s", type=float, default=10.0)
+    ap.add_argument("--lag-threshold-ms", type=float, default=20.0)
+    ap.add_argument("--proxy-rate", type=float, default=0.0, help="rate of the overhead runs (0 = auto)")
+    ap.add_argument("--proxy-rounds", type=int, default=3)
+    ap.add_argument("--proxy-step-s", type=float, default=6.0)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    result = asyncio.run(run(a))
+    result["wall_seconds"] = round(time.time() - t0, 1)
+    (out / "bench.json").write_text(json.dumps(result, indent=2, default=str))
+    md = render_markdown(_strip_blobs(result))
+    (out / "bench.md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
