@@ -150,6 +150,19 @@ def test_answerer_prefers_specific_and_drops_near_duplicates():
         "Using Redis for caching across all the read endpoints and the admin pages, see docs/cache.md.")
 
 
+def test_answerer_ignores_words_common_to_the_whole_context():
+    hobbies = ["painting", "hiking", "running", "reading", "cooking", "swimming", "singing", "dancing",
+               "gardening", "knitting", "cycling", "climbing"]
+    lines = [f"user: Caroline: I enjoy {h} on weekends." for h in hobbies]
+    lines.append("assistant: Melanie: Glad you agree, Caroline.")
+    q = "What is Caroline's identity?"  # {carolin, identity}; "carolin" is in 13 of 13 sentences (> 25%)
+    assert answerer.answer("\n".join(lines), q) == prompts.ABSTAIN_TEXT
+    lines.append("user: Caroline: My identity as a trans woman matters to me.")
+    assert answerer.answer("\n".join(lines), q) == "My identity as a trans woman matters to me."
+    # with fewer than 12 sentences nothing is "common": the name alone qualifies (1 of 2 stems)
+    assert answerer.answer("user: Caroline: I enjoy hiking.", q) == "I enjoy hiking."
+
+
 def test_answerer_on_full_seed_vs_compacted_seed():
     full = SEED_SESSIONS
     summary = compaction.summarize(SEED_SESSIONS)

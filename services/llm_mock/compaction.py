@@ -39,6 +39,7 @@ from services.llm_mock.text import (
     is_header,
     speaker_of,
     split_sentences,
+    strip_name,
 )
 
 TOPIC_WORDS = 10
@@ -179,7 +180,7 @@ _USERS = ("user", "human", "me")
 
 def _clause(sentence: str, max_words: int) -> str:
     """The scrubbed, capped clause of a sentence, or "" when fewer than 2 content words survive."""
-    clause = cap_words(scrub(sentence.rstrip("?")), max_words)
+    clause = cap_words(scrub(strip_name(sentence).rstrip("?")), max_words)
     return finish(clause) if len(content_stems(clause)) >= 2 else ""
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# A hand-written English stop list plus the question/filler words a coding chat is full of. Generic verbs
+# A hand-written English stop list plus the question/filler words and interjections chats are full of. Generic verbs
 # such as "use" are here on purpose: "what do we use for X" must be matched on X, not on "use".
 STOP_WORDS = frozenset(
     """
@@ -31,6 +31,7 @@ STOP_WORDS = frozenset(
     we'd we'll we're we've were weren't what what's whats when when's where where's whether which while who
     who's whom whose why why's will with won't would wouldn't yes yet you you'd you'll you're you've your
     yours yourself yourselves e.g i.e eg ie one thing things really actually currently go going gonna
+    hey hi hello wow thanks thank yeah yep oh ah lol haha hmm cool awesome nice glad
     """.split()
 )
 
@@ -258,6 +259,23 @@ def sentences_of_text(text: str) -> list[str]:
             s = clean_line(s)
             if s:
                 out.append(s)
+    return out
+
+
+def named_sentences(text: str) -> list[tuple[str, str]]:
+    """(speaker name or "", sentence) for every candidate sentence, the name of a line ("Caroline:") given to
+    each of its sentences."""
+    out: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        if not line.strip() or is_header(line) or is_wrapper_line(line):
+            continue
+        cleaned = clean_line(line)
+        body = strip_name(cleaned)
+        name = cleaned[: len(cleaned) - len(body)].strip().rstrip(":")
+        for sent in split_sentences(body):
+            sent = clean_line(sent)
+            if sent:
+                out.append((name, sent))
     return out
 
 
