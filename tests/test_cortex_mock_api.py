@@ -431,3 +431,39 @@ async def test_metrics(client):
     assert "memrig_cortex_mock_job_queue_depth 0.0" in text
     assert 'memrig_cortex_mock_jobs_total{status="completed"} 1.0' in text
     assert 'memrig_cortex_mock_nodes{tenant="' in text and 'type="FACT"} 4.0' in text
+
+
+class _FakeLLM:
+    """Stands in for LLMClient: returns fixed fact lines (or fails like an unreachable endpoint)."""
+
+    def __init__(self, text: str = "", fail: bool = False):
+        self.text, self.fail, self.calls = text, fail, []
+
+    async def chat(self, messages, **kw):
+        from services.common.llm_client import LLMError
+
+        self.calls.append(messages)
+        if self.fail:
+            raise LLMError("LLM call failed: 503 — down", 503)
+        return type("R", (), {"text": self.text})()
+
+    async def close(self):
+        return None
+
+
+async def test_llm_extractor(make_client):
+    from services.common.prompts import FACT_EXTRACTION_SYSTEM
+    from services.cortex_mock.app import ENGINE_KEY
+
+    c = await make_client(extractor="llm")
+    fake = _FakeLLM("- The session cache runs on Redis.\n- Orders are stored in Postgres.\n")
+    c.server.app[ENGINE_KEY]._llm = fake
+    status, res = await post(c, "/v1/ingest/conversation", CONV)
+    assert status == 200
+    assert [f["core"] for f in res["facts"]] == ["The session cache runs on Redis.", "Orders are stored in Postgres."]
+    assert fake.calls[0][0] == {"role": "system", "content": FACT_EXTRACTION_SYSTEM}
+    _, body = await post(c, "/v1/retrieve", {"query": "where are orders stored", "top_k": 1})
+    assert body["results"][0]["metadata"]["message_ids"] == ["m2"]  # attributed to the overlapping message
+    c.server.app[ENGINE_KEY]._llm = _FakeLLM(fail=True)
+    status, err = await post(c, "/v1/ingest", {"text": "Anything at all here."})
+    assert status == 502 and "LLM" in err["detail"]
