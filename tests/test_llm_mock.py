@@ -159,8 +159,10 @@ def test_answerer_ignores_words_common_to_the_whole_context():
     assert answerer.answer("\n".join(lines), q) == prompts.ABSTAIN_TEXT
     lines.append("user: Caroline: My identity as a trans woman matters to me.")
     assert answerer.answer("\n".join(lines), q) == "My identity as a trans woman matters to me."
-    # with fewer than 12 sentences nothing is "common": the name alone qualifies (1 of 2 stems)
-    assert answerer.answer("user: Caroline: I enjoy hiking.", q) == "I enjoy hiking."
+    # with fewer than 12 sentences nothing is "common": the name in the body qualifies (1 of 2 stems),
+    # while a speaker's name prefix never does
+    assert answerer.answer("assistant: Melanie: Glad you agree, Caroline.", q) == "Glad you agree, Caroline."
+    assert answerer.answer("user: Caroline: I enjoy hiking.", q) == prompts.ABSTAIN_TEXT
 
 
 def test_answerer_on_full_seed_vs_compacted_seed():
