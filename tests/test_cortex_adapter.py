@@ -289,3 +289,14 @@ def test_config_validation_and_describe():
     assert d["api_key"] == "***" and d["recall_timeout_ms"] == 2000 and d["cold_start_window"] == 3
     assert d["cold_start_cooldown_ms"] == 30000 and d["retry_queue_capacity"] == 100
     assert d["retry_backoff_s"] == [2.0, 4.0, 8.0, 16.0] and "v0.3.x" in d["defaults_era"]
+
+
+def test_debug_channel_scores_from_top_level_debug():
+    from services.adapters.cortex.backend import debug_channel_scores
+
+    dbg = {"channels": {"bm25": {"candidates": 2, "top": [{"node_id": "n1", "rank": 1, "score": 3.5},
+                                                          {"node_id": "n2", "rank": 2, "score": 1.0}]},
+                        "semantic": {"candidates": 1, "top": [{"node_id": "n1", "rank": 1, "score": 0.8}]},
+                        "broken": {"top": [{"rank": 1}]}}}
+    assert debug_channel_scores(dbg) == {"n1": {"bm25": 3.5, "semantic": 0.8}, "n2": {"bm25": 1.0}}
+    assert debug_channel_scores(None) == {} and debug_channel_scores({"channels": []}) == {}
