@@ -436,6 +436,17 @@ async def test_malformed_json_is_400():
         await client.close()
 
 
+async def test_oversized_body_is_413_in_openai_shape():
+    client, reg = await _client(max_body_bytes=1024)
+    try:
+        r = await client.post("/v1/chat/completions", json=_body(answer_msgs(PORT_Q, ["x" * 5000])))
+        assert r.status == 413
+        assert (await r.json())["error"]["code"] == "request_too_large"
+        assert reg.get_sample_value("memrig_llm_mock_requests_total", {"task": "invalid", "status": "413"}) == 1
+    finally:
+        await client.close()
+
+
 async def test_determinism_same_body_same_text():
     body = _body([{"role": "system", "content": prompts.COMPACTION_SYSTEM}, {"role": "user", "content": SEED_SESSIONS}])
     texts = []

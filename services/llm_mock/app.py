@@ -97,7 +97,11 @@ async def chat_completions(request: web.Request) -> web.Response:
     task = "invalid"
     status = 500
     try:
-        raw = await request.read()
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            status = 413
+            raise
         try:
             body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
