@@ -1,0 +1,203 @@
+"""`memrig observe` (`make observe`): start Prometheus (and Grafana when installed) against a running rig.
+
+Prometheus gets a rendered copy of deploy/prometheus/prometheus.yml: the default-port jobs, plus a file_sd target
+file written from the rig's state file (`.memrig/run/state.json`, written by `memrig up`), so processes started on
+ephemeral ports (and the backend adapters' metrics ports) are scraped too. Grafana, if `grafana-server` (or
+`grafana server`) is on PATH, gets deploy/grafana/provisioning with the datasource pointed at this Prometheus and
+the dashboards path pointed at deploy/grafana/dashboards. Everything binds 127.0.0.1; the processes started here
+are stopped by PID on SIGINT/SIGTERM.
+
+    memrig observe [--prometheus-port 9090] [--grafana-port 3000] [--state .memrig/run/state.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = REPO / "deploy"
+
+
+def targets_from_state(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """file_sd groups for every process in a launcher state file: one target per HTTP/metrics port.
+
+    Which port serves /metrics: `metrics` (gRPC processes' side server) else `http`; the fault proxy's
+    metrics path is /__admin/metrics (set through the `__metrics_path__` label)."""
+    groups = []
+    for key, proc in sorted(state.items()):
+        ports = proc.get("ports", {})
+        port = ports.get("metrics") or ports.get("http")
+        if not port:
+            continue
+        labels = {"service": key.replace("/", "_"), "pid": str(proc.get("pid", ""))}
+        if key == "fault-proxy":
+            labels["__metrics_path__"] = "/__admin/metrics"
+        groups.append({"targets": [f"127.0.0.1:{port}"], "labels": labels})
+    return groups
+
+
+def render_prometheus_config(base: str, targets_dir: Path) -> str:
+    """The deploy config with its file_sd path made absolute (Prometheus resolves it from the config's folder,
+    which is the run directory here)."""
+    return base.replace('files: ["targets/*.json"]', f'files: ["{targets_dir}/*.json"]')
+
+
+def write_targets(state_file: Path, targets_dir: Path) -> int:
+    targets_dir.mkdir(parents=True, exist_ok=True)
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    groups = targets_from_state(state)
+    tmp = targets_dir / "rig.json.tmp"
+    tmp.write_text(json.dumps(groups, indent=2))
+    tmp.replace(targets_dir / "rig.json")  # atomic, so Prometheus never reads half a file
+    return len(groups)
+
+
+def render_grafana_provisioning(dst: Path, prometheus_url: str) -> Path:
+    """A copy of deploy/grafana/provisioning pointing at this Prometheus and at the repo's dashboards."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(DEPLOY / "grafana" / "provisioning", dst)
+    ds = dst / "datasources" / "prometheus.yaml"
+    ds.write_text(ds.read_text().replace("http://prometheus:9090", prometheus_url))
+    dp = dst / "dashboards" / "memrig.yaml"
+    dp.write_text(dp.read_text().replace("/var/lib/grafana/dashboards", str(DEPLOY / "grafana" / "dashboards")))
+    return dst
+
+
+def _wait_http(url: str, timeout_s: float, proc: subprocess.Popen) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:  # noqa: S310 - loopback only
+                if r.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def start_prometheus(run_dir: Path, port: int, config_text: str, binary: str | None = None,
+                     retention: str = "2d") -> subprocess.Popen:
+    binary = binary or shutil.which("prometheus")
+    if not binary:
+        raise FileNotFoundError("prometheus is not installed (Debian: apt-get install -y prometheus)")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cfg = run_dir / "prometheus.yml"
+    cfg.write_text(config_text)
+    log = open(run_dir / "prometheus.log", "w")  # noqa: SIM115 - handed to the child
+    p = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={run_dir / 'data'}",
+                          f"--web.listen-address=127.0.0.1:{port}", f"--storage.tsdb.retention.time={retention}"],
+                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()
+    if not _wait_http(f"http://127.0.0.1:{port}/-/ready", 30, p):
+        stop_process(p)
+        raise RuntimeError(f"prometheus did not become ready; see {run_dir / 'prometheus.log'}")
+    return p
+
+
+def grafana_binary() -> list[str] | None:
+    if shutil.which("grafana-server"):
+        return [shutil.which("grafana-server")]  # type: ignore[list-item]
+    if shutil.which("grafana"):
+        return [shutil.which("grafana"), "server"]  # type: ignore[list-item]
+    return None
+
+
+def start_grafana(run_dir: Path, port: int, prometheus_url: str) -> subprocess.Popen | None:
+    cmd = grafana_binary()
+    if cmd is None:
+        return None
+    prov = render_grafana_provisioning(run_dir / "grafana-provisioning", prometheus_url)
+    env = dict(os.environ, GF_PATHS_PROVISIONING=str(prov), GF_PATHS_DATA=str(run_dir / "grafana-data"),
+               GF_SERVER_HTTP_ADDR="127.0.0.1", GF_SERVER_HTTP_PORT=str(port), GF_AUTH_ANONYMOUS_ENABLED="true",
+               GF_AUTH_ANONYMOUS_ORG_ROLE="Viewer", GF_ANALYTICS_REPORTING_ENABLED="false")
+    home = next((d for d in ("/usr/share/grafana", "/usr/local/share/grafana") if Path(d).exists()), None)
+    if home:
+        cmd = [*cmd, f"--homepath={home}"]
+    log = open(run_dir / "grafana.log", "w")  # noqa: SIM115
+    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    log.close()
+    return p
+
+
+def stop_process(p: subprocess.Popen, grace_s: float = 5.0) -> None:
+    if p.poll() is not None:
+        return
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait(timeout=5)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="memrig observe", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--prometheus-port", type=int, default=9090, help="Prometheus UI/API port (default 9090)")
+    ap.add_argument("--grafana-port", type=int, default=3000, help="Grafana port if installed (default 3000)")
+    ap.add_argument("--state", default=".memrig/run/state.json", help="the rig's state file (from `memrig up`)")
+    ap.add_argument("--run-dir", default=".memrig/observe", help="Prometheus data, rendered configs, logs")
+    ap.add_argument("--config", default=str(DEPLOY / "prometheus" / "prometheus.yml"), help="Prometheus config")
+    ap.add_argument("--no-grafana", action="store_true", help="start Prometheus only")
+    ap.add_argument("--duration-s", type=float, default=0.0, help="stop after this long (0 = until Ctrl-C)")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    run_dir = Path(args.run_dir).resolve()
+    targets_dir = run_dir / "targets"
+    state_file = Path(args.state)
+    n = write_targets(state_file, targets_dir)
+    cfg = render_prometheus_config(Path(args.config).read_text(), targets_dir)
+    try:
+        prom = start_prometheus(run_dir, args.prometheus_port, cfg)
+    except (FileNotFoundError, RuntimeError) as e:
+        print(f"memrig observe: {e}", file=sys.stderr)
+        return 2
+    prom_url = f"http://127.0.0.1:{args.prometheus_port}"
+    procs = [prom]
+    print(f"prometheus {prom_url} (pid {prom.pid}); {n} rig target(s) from {state_file}", flush=True)
+    graf = None if args.no_grafana else start_grafana(run_dir, args.grafana_port, prom_url)
+    if graf is not None:
+        procs.append(graf)
+        print(f"grafana http://127.0.0.1:{args.grafana_port} (pid {graf.pid}); dashboards memrig-costs, "
+              "memrig-faults", flush=True)
+    elif not args.no_grafana:
+        print("grafana is not installed: dashboards are in deploy/grafana/dashboards (query them in Prometheus, "
+              "or use deploy/compose.yaml)", flush=True)
+    stop = {"now": False}
+
+    def _stop(*_):
+        stop["now"] = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    t0 = time.monotonic()
+    try:
+        while not stop["now"] and all(p.poll() is None for p in procs):
+            if args.duration_s and time.monotonic() - t0 >= args.duration_s:
+                break
+            time.sleep(1.0)
+            write_targets(state_file, targets_dir)  # the rig may have started or stopped processes
+    finally:
+        for p in reversed(procs):
+            stop_process(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

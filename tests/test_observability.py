@@ -1,0 +1,221 @@
+"""Observability: a real Prometheus scrapes a short run of the rig, and every dashboard panel's PromQL returns data.
+
+Skips (with the reason) when the `prometheus` binary is absent; `.ci/run` installs it with apt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import socket
+from pathlib import Path
+
+import aiohttp
+import pytest
+import yaml
+
+from services import observe
+from services.launcher import SERVICES
+
+REPO = Path(__file__).resolve().parents[1]
+DASHBOARDS = sorted((REPO / "deploy" / "grafana" / "dashboards").glob("*.json"))
+# The dashboards a turn-simulator run feeds (the locust dashboard needs a locust run: tested with loadtests/).
+RUN_DASHBOARDS = ("memrig-costs", "memrig-faults")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def panel_queries(uids: tuple[str, ...] = RUN_DASHBOARDS) -> list[tuple[str, str, str]]:
+    out = []
+    for f in DASHBOARDS:
+        d = json.loads(f.read_text())
+        if d["uid"] not in uids:
+            continue
+        for p in d["panels"]:
+            for t in p["targets"]:
+                out.append((d["uid"], p["title"], t["expr"]))
+    return out
+
+
+def concrete(expr: str) -> str:
+    """Grafana's variables made concrete: a rate window covering the whole short run, every backend."""
+    return expr.replace("$__rate_interval", "5m").replace("$backend", ".*")
+
+
+# -- static checks (no binary needed) -------------------------------------------------------------------------
+def test_dashboards_use_the_provisioned_datasource_uid_and_stable_uids():
+    ds = yaml.safe_load((REPO / "deploy/grafana/provisioning/datasources/prometheus.yaml").read_text())
+    uid = ds["datasources"][0]["uid"]
+    uids = set()
+    for f in DASHBOARDS:
+        d = json.loads(f.read_text())
+        assert d["id"] is None and d["uid"] not in uids, f"{f.name}: id must be null and uid unique"
+        uids.add(d["uid"])
+        for p in d["panels"]:
+            assert p["datasource"] == {"type": "prometheus", "uid": uid}
+            for t in p["targets"]:
+                assert t["datasource"]["uid"] == uid
+    assert {"memrig-costs", "memrig-faults"} <= uids
+    titles = " ".join(t for _, t, _ in panel_queries()).lower()
+    for needed in ("p50", "p95", "p99", "rss", "heap", "event-loop", "tokens injected", "faults", "queue depth"):
+        assert needed in titles, needed
+
+
+def test_prometheus_config_matches_launcher_ports():
+    cfg = yaml.safe_load((REPO / "deploy/prometheus/prometheus.yml").read_text())
+    jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
+    for name in ("llm-mock", "cortex-mock", "fault-proxy"):
+        assert jobs[name]["static_configs"][0]["targets"] == [f"127.0.0.1:{SERVICES[name].default_port}"]
+    assert jobs["fault-proxy"]["metrics_path"] == "/__admin/metrics"
+    from services.turn_sim.__main__ import DEFAULT_PORT
+
+    assert jobs["turn-sim"]["static_configs"][0]["targets"] == [f"127.0.0.1:{DEFAULT_PORT}"]
+    assert jobs["coordinator"]["static_configs"][0]["targets"] == [
+        f"127.0.0.1:{SERVICES['coordinator'].default_port + 1}"]
+
+
+def test_targets_from_state_file():
+    state = {"llm-mock": {"pid": 5, "ports": {"http": 4100}},
+             "backend/openclaw": {"pid": 6, "ports": {"grpc": 4200, "metrics": 4201}},
+             "fault-proxy": {"pid": 7, "ports": {"http": 4300}},
+             "weird": {"pid": 8, "ports": {}}}
+    groups = observe.targets_from_state(state)
+    by = {g["labels"]["service"]: g for g in groups}
+    assert by["llm-mock"]["targets"] == ["127.0.0.1:4100"]
+    assert by["backend_openclaw"]["targets"] == ["127.0.0.1:4201"]
+    assert by["fault-proxy"]["labels"]["__metrics_path__"] == "/__admin/metrics"
+    assert "weird" not in by
+
+
+def test_render_prometheus_config_makes_file_sd_absolute(tmp_path):
+    text = observe.render_prometheus_config((REPO / "deploy/prometheus/prometheus.yml").read_text(), tmp_path)
+    cfg = yaml.safe_load(text)
+    rig = next(j for j in cfg["scrape_configs"] if j["job_name"] == "rig")
+    assert rig["file_sd_configs"][0]["files"] == [f"{tmp_path}/*.json"]
+
+
+def test_grafana_provisioning_rendered(tmp_path):
+    dst = observe.render_grafana_provisioning(tmp_path / "prov", "http://127.0.0.1:9999")
+    assert "http://127.0.0.1:9999" in (dst / "datasources/prometheus.yaml").read_text()
+    prov = yaml.safe_load((dst / "dashboards/memrig.yaml").read_text())
+    assert Path(prov["providers"][0]["options"]["path"]) == REPO / "deploy/grafana/dashboards"
+
+
+# -- the real thing ----------------------------------------------------------------------------------------------
+async def _query(session: aiohttp.ClientSession, base: str, expr: str) -> list:
+    async with session.get(f"{base}/api/v1/query", params={"query": expr}) as r:
+        body = await r.json()
+    assert body["status"] == "success", (expr, body)
+    return body["data"]["result"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("prometheus") is None,
+                    reason="prometheus binary not installed (apt-get install -y prometheus; .ci/run does it)")
+async def test_prometheus_scrapes_a_short_run_and_every_panel_has_data(tmp_path):
+    from prometheus_client import REGISTRY
+
+    from collectors.event_loop import EventLoopMonitor
+    from collectors.latency import TurnLatencyCollector
+    from collectors.network import NetworkCounter
+    from collectors.resources import ResourceSampler
+    from collectors.tokens import TokenOverheadCollector
+    from services.adapters.client import InProcessBackendClient
+    from services.common.llm_client import LLMClient, LLMConfig
+    from services.common.metrics_http import start_metrics_server
+    from services.drills.base import AdapterKnobs, DrillConfig, DrillContext
+    from services.drills.runner import run_drills
+    from services.fault_proxy.admin_client import FaultProxyAdmin
+    from services.launcher import Rig
+    from services.turn_sim.bench import CORTEX_KNOBS_KW
+    from services.turn_sim.states import STATES, run_state, run_token_overhead
+    from services.turn_sim.workload import seed_history
+
+    rig = Rig(tmp_path / "run")
+    metrics_runner, sim_port = await start_metrics_server(port=0, registry=REGISTRY)
+    prom = None
+    net = NetworkCounter("turn_sim_test")
+    mon = EventLoopMonitor("turn_sim_test", interval_s=0.02, window_s=5)
+    res = ResourceSampler("turn_sim_test", interval_s=0.5)
+    try:
+        llm_p = await rig.start_service("llm-mock", extra=["--latency-ms", "5"])
+        await rig.start_service("cortex-mock", extra=["--embedder", "hash"])
+        proxy = await rig.start_service("fault-proxy")
+        prom_port = _free_port()
+        jobs = {"llm-mock": (llm_p.ports["http"], "/metrics"),
+                "cortex-mock": (rig.procs["cortex-mock"].ports["http"], "/metrics"),
+                "fault-proxy": (proxy.ports["http"], "/__admin/metrics"),
+                "turn-sim": (sim_port, "/metrics")}
+        cfg = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+               "scrape_configs": [{"job_name": j, "metrics_path": path,
+                                   "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+                                  for j, (port, path) in jobs.items()]}
+        prom = await asyncio.to_thread(observe.start_prometheus, tmp_path / "prom", prom_port, yaml.safe_dump(cfg))
+        base = f"http://127.0.0.1:{prom_port}"
+
+        # A short run: every state, tokens per top_k, two drills (faults, queue), through the real processes.
+        net.install()
+        await mon.start()
+        await res.start()
+        base_cfg = {"base_url": proxy.url, "mode": "query", "recall_timeout_ms": 1000}
+
+        def make_client(extra=None):
+            return InProcessBackendClient.from_spec("cortex", {**base_cfg, **(extra or {})})
+
+        shared = make_client()
+        await shared.reset("obs")
+        await shared.ingest("obs", seed_history())
+        await shared.settle("obs", 60)
+        llm = LLMClient(LLMConfig(base_url=llm_p.url, max_retries=0))
+        latency = TurnLatencyCollector()
+        tokens = TokenOverheadCollector()
+        for st in STATES:
+            await run_state(st, "cortex", make_client, "obs", llm, latency, turns=3, warmup=0, shared_client=shared,
+                            tokens=tokens if st in ("fast", "full") else None)
+        await run_token_overhead(make_client, "cortex", "obs", tokens, (1, 5), queries=3)
+        ctx = DrillContext(FaultProxyAdmin(proxy.url), lambda c: make_client(c), "obs-drills",
+                           DrillConfig(recall_timeout_ms=300, slow_api_ms=1000), AdapterKnobs(**CORTEX_KNOBS_KW))
+        drills = await run_drills(ctx, ["api_down", "slow_api"])
+        assert all(d.error == "" for d in drills), [d.error for d in drills]
+        await ctx.admin.close()
+        await shared.close()
+        await llm.close()
+        await asyncio.sleep(3)  # a few more scrapes after the last event
+
+        async with aiohttp.ClientSession() as s:
+            up = await _query(s, base, "up")
+            assert {r["metric"]["job"]: r["value"][1] for r in up} == {j: "1" for j in jobs}
+            missing = []
+            for uid, title, expr in panel_queries():
+                result = []
+                for _ in range(10):
+                    result = await _query(s, base, concrete(expr))
+                    if result:
+                        break
+                    await asyncio.sleep(1)
+                if not result:
+                    missing.append(f"{uid} / {title}: {expr}")
+            assert not missing, "panels without data:\n" + "\n".join(missing)
+            # The turn-latency panels carry every plugin state.
+            states = await _query(s, base, concrete(panel_queries()[0][2]))
+            assert {r["metric"]["state"] for r in states} >= set(STATES)
+    finally:
+        net.uninstall()
+        await res.stop()
+        await mon.stop()
+        if prom is not None:
+            observe.stop_process(prom)
+        rig.stop_all()
+        await metrics_runner.cleanup()
+
+
+def test_panel_queries_are_valid_promql_shapes():
+    for _, _, expr in panel_queries():
+        assert expr.count("(") == expr.count(")")
+        assert re.search(r"memrig_|process_", expr)
