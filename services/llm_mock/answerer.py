@@ -15,14 +15,15 @@ Rules (each a small function below):
   does not already hold ("port 3001", "TTL is 300s": the question asks for X's value and the sentence
   states it); +1 for a "why" question when the sentence gives a reason (because, since, so, due to, to
   avoid, in order to); +1 for a how-many/much/long/often or when question when the sentence holds a number.
-- A sentence qualifies when it matches a question stem and score >= 2 or it matches at least half (rounded
-  up) of the question's content stems. Question words found in more than a quarter of the context's
-  sentences (given >= 12 of them) are left out of this test (they still rank): in a chat between two people
-  their names are everywhere and answer nothing. Ranking: score, then matched count, then the speaker's name in the
-  question, then number of specifics (numbers/code), then earliest. The best wins; a runner-up is added (up to 3 sentences) when it ties on
-  score (and on the name) or, with score >= 2, covers a question stem the picked sentences do not; near-duplicates (content
-  stems a subset of a picked sentence's, or Jaccard >= 0.7) are skipped. Sentences are read back in
-  context order.
+- A sentence qualifies when it matches a question stem and score >= 2 or it matches at least half
+  (rounded up) of the question's content stems. Question words found in more than a quarter of the
+  context's sentences (given >= 12 of them) are left out of this test (they still rank): in a chat between
+  two people their names are everywhere and answer nothing.
+- Ranking: score, then matched count, then the speaker's name being in the question, then the number of
+  specifics (numbers/code), then earliest. The best wins; a runner-up is added (up to 3 sentences) when it
+  ties on score (and on the name) or, with score >= 2, covers a question stem the picked sentences do not;
+  near-duplicates (content stems a subset of a picked sentence's, or Jaccard >= 0.7) are skipped.
+  Sentences are read back in context order.
 - Nothing qualifies, no context, or a question without content words -> `prompts.ABSTAIN_TEXT`.
 The answer is always text copied from the context, so the mock never invents a specific.
 """
