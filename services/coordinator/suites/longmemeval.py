@@ -23,7 +23,12 @@ from typing import Any
 from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
 from services.coordinator.metrics.latency import latency_summary
-from services.coordinator.metrics.retrieval import ndcg_any_at_k, ranked_unique, recall_all_at_k, recall_any_at_k
+from services.coordinator.metrics.retrieval import (
+    ndcg_any_at_k,
+    ranked_unique,
+    recall_all_at_k,
+    recall_any_at_k,
+)
 from services.coordinator.suites import common as C
 from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
 from services.coordinator.suites.locomo import compact_record

@@ -309,7 +309,7 @@ class QuaidWeeksSuite(Suite):
         out["baseline"] = baseline
         if baseline:
             base_tok = out["conditions"][baseline]["metrics"].get("token_spend", {}).get("mean")
-            for c, co in out["conditions"].items():
+            for co in out["conditions"].values():
                 co["efficiency_ratio_vs_baseline"] = efficiency_ratio(base_tok, co["metrics"].get("token_spend", {}).get("mean"))
         out["comparisons"] = C.compare_all(per_cond, baseline, SCORECARD, seed=self.seed) if baseline else {}
         return out

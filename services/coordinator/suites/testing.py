@@ -89,7 +89,7 @@ async def run_inprocess(suite: Suite, clients: dict[str, Any], llm: FakeLLM | No
     for p in data.probes:
         for c in conds:
             body = await suite.run_probe(ctx, p, c)
-            samples.append({"condition": c.name, "condition_context": list(c.context), "probe_id": p.id,
+            samples.append({"key": f"{c.name}|{p.id}", "suite": suite.name, "condition": c.name, "condition_context": list(c.context), "probe_id": p.id,
                             "category": p.category, "question": p.question, "ground_truth": p.ground_truth,
                             "expected": p.expected, "evidence_ids": p.evidence_ids, "namespace": p.namespace,
                             "meta": p.meta, **body, "status": "ok"})

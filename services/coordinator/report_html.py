@@ -1,0 +1,259 @@
+"""report.html for a run directory: one self-contained file (no external assets) built from run.json,
+metrics.json, samples.jsonl and report.md — the Markdown tables rendered as HTML, plus plots as inline
+base64 PNGs made with matplotlib's Agg backend:
+
+- bars with 95% CI whiskers per condition, from the suite's paired comparisons (scorecard metrics) and from
+  per-category summaries (`by_category` / `by_type` entries that carry a mean and a CI);
+- Recall@K curves for every metric family named `<name>@<k>` or `recall_at_<k>` in the per-condition
+  summaries;
+- retrieval latency CDFs per backend, from the raw retrieval records in samples.jsonl.
+
+`render_html(run_dir) -> Path` writes `<run_dir>/report.html` and returns its path.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+_KAT = re.compile(r"^(.*?)(?:@|_at_)(\d+)$")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    _plt().close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _summaries(metrics: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """{condition: {metric: summary}} from whichever key a suite uses ('overall' or 'metrics')."""
+    out = {}
+    for cond, c in (metrics.get("conditions") or {}).items():
+        if isinstance(c, dict):
+            s = c.get("overall") or c.get("metrics") or {}
+            out[cond] = {k: v for k, v in s.items() if isinstance(v, dict) and "mean" in v}
+    return out
+
+
+def bars_with_ci(title: str, groups: list[str], series: dict[str, list[tuple[float | None, float | None, float | None]]],
+                 ylabel: str = "") -> str | None:
+    """Grouped bars: x = groups, one bar per series, whiskers from (mean, lo, hi)."""
+    if not groups or not series:
+        return None
+    plt = _plt()
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(groups) * max(1, len(series)) * 0.5 + 2), 3.4))
+    width = 0.8 / max(1, len(series))
+    x = np.arange(len(groups))
+    for i, (name, vals) in enumerate(series.items()):
+        means = [v[0] if v and v[0] is not None else 0.0 for v in vals]
+        lo = [max(0.0, (v[0] or 0.0) - v[1]) if v and v[1] is not None and v[0] is not None else 0.0 for v in vals]
+        hi = [max(0.0, v[2] - (v[0] or 0.0)) if v and v[2] is not None and v[0] is not None else 0.0 for v in vals]
+        ax.bar(x + i * width - 0.4 + width / 2, means, width, yerr=[lo, hi], capsize=3, label=name)
+    ax.set_xticks(x)
+    ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def category_plots(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """One bar chart per per-category metric found in the conditions (summaries with a CI, or plain means)."""
+    conds = metrics.get("conditions") or {}
+    found: dict[str, dict[str, dict[str, tuple]]] = defaultdict(lambda: defaultdict(dict))  # metric -> cat -> cond
+    for cond, c in conds.items():
+        if not isinstance(c, dict):
+            continue
+        for key in ("by_category", "by_type"):
+            for cat, v in (c.get(key) or {}).items():
+                if not isinstance(v, dict):
+                    continue
+                if "mean" in v:  # a summary or a judge distribution
+                    ci = v.get("ci") or [None, None]
+                    found["score" if "grounded" in v else "value"][cat][cond] = (v["mean"], ci[0], ci[1])
+                else:
+                    for m, s in v.items():
+                        if isinstance(s, dict) and "mean" in s:
+                            ci = s.get("ci") or [None, None]
+                            found[m][cat][cond] = (s["mean"], ci[0], ci[1])
+    out = []
+    for m, cats in found.items():
+        groups = sorted(cats)
+        names = sorted({c for cat in cats.values() for c in cat})
+        img = bars_with_ci(f"{m} by category", groups, {n: [cats[g].get(n) for g in groups] for n in names}, m)
+        if img:
+            out.append((f"{m} by category", img))
+    return out
+
+
+def comparison_plots(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for cond, c in (metrics.get("comparisons") or {}).items():
+        comps = [x for x in c.get("comparisons", []) if x.get("threshold", 0) < 1]  # rates/scores share an axis
+        if not comps:
+            continue
+        groups = [x["metric"] for x in comps]
+        series = {c["baseline"]: [(x["mean_a"], *x["ci_a"]) for x in comps],
+                  cond: [(x["mean_b"], *x["ci_b"]) for x in comps]}
+        img = bars_with_ci(f"{cond} vs {c['baseline']} (95% CI)", groups, series)
+        if img:
+            out.append((f"{cond} vs {c['baseline']}", img))
+    return out
+
+
+def recall_curves(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    fams: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+    for cond, s in _summaries(metrics).items():
+        for name, v in s.items():
+            m = _KAT.match(name)
+            if m and v.get("mean") is not None and ("recall" in m.group(1) or "hit" in m.group(1)
+                                                     or "ndcg" in m.group(1)):
+                fams[m.group(1)][cond].append((int(m.group(2)), float(v["mean"])))
+    out = []
+    plt = _plt()
+    for fam, curves in sorted(fams.items()):
+        if not any(len(p) > 1 for p in curves.values()):
+            continue
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        for cond, pts in sorted(curves.items()):
+            pts.sort()
+            ax.plot([k for k, _ in pts], [v for _, v in pts], marker="o", label=cond)
+        ax.set_xscale("log")
+        ax.set_xlabel("K")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(f"{fam}@K", fontsize=10)
+        ax.legend(fontsize=7)
+        out.append((f"{fam}@K", _png(fig)))
+    return out
+
+
+def latency_cdf(samples: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    lat: dict[str, list[float]] = defaultdict(list)
+    seen: set[tuple[str, str]] = set()
+    for s in samples:
+        for b, rec in (s.get("retrievals") or {}).items():
+            key = (b, s.get("probe_id", ""))
+            if key in seen or not isinstance(rec, dict) or rec.get("latency_ms") is None:
+                continue  # conditions sharing a backend share one (cached) retrieval
+            seen.add(key)
+            lat[b].append(float(rec["latency_ms"]))
+    if not lat:
+        return []
+    import numpy as np
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    for b, xs in sorted(lat.items()):
+        x = np.sort(np.asarray(xs))
+        ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{b} (n={x.size})")
+    ax.set_xscale("log")
+    ax.set_xlabel("retrieve latency, ms (client-observed)")
+    ax.set_ylabel("fraction ≤ x")
+    ax.set_title("Retrieval latency CDF", fontsize=10)
+    ax.legend(fontsize=7)
+    return [("Retrieval latency CDF", _png(fig))]
+
+
+# ------------------------------------------------------------------------------------------------------
+def _inline(text: str) -> str:
+    t = html.escape(text)
+    t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
+    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    return re.sub(r"(?<![\w*])\*(?!\s)(.+?)\*(?!\w)", r"<i>\1</i>", t)
+
+
+def markdown_to_html(md: str) -> str:
+    """The subset report.md uses: headings, tables, bullet lists, block quotes, paragraphs."""
+    out: list[str] = []
+    lines = md.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+                i += 1
+            body = [r for r in rows[1:] if not all(set(c) <= set("-: ") for c in r)]
+            out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) + "</tr>"
+                       + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
+                       + "</table>")
+            continue
+        m = re.match(r"^(#{1,6})\s+(.*)$", line)
+        if m:
+            n = len(m.group(1))
+            out.append(f"<h{n}>{_inline(m.group(2))}</h{n}>")
+        elif line.startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{_inline(lines[i][2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif line.startswith(">"):
+            out.append(f"<blockquote>{_inline(line.lstrip('> '))}</blockquote>")
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+        i += 1
+    return "\n".join(out)
+
+
+CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+       "table{border-collapse:collapse;margin:.6em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px}"
+       "th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}blockquote{border-left:4px solid #d33;"
+       "margin:0;padding:.3em 1em;background:#fff4f4}figure{display:inline-block;margin:.5em}"
+       "figcaption{font-size:12px;color:#555}")
+
+
+def render_html(run_dir: str | Path) -> Path:
+    run_dir = Path(run_dir)
+    metrics = json.loads((run_dir / "metrics.json").read_text()) if (run_dir / "metrics.json").exists() else {}
+    run = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    samples = []
+    sp = run_dir / "samples.jsonl"
+    if sp.exists():
+        for line in sp.read_text().splitlines():
+            if line.strip():
+                try:
+                    samples.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # a torn last line from an interrupted run
+    md = (run_dir / "report.md").read_text() if (run_dir / "report.md").exists() else ""
+    plots: list[tuple[str, str]] = []
+    for fn in (comparison_plots, category_plots, recall_curves):
+        try:
+            plots += fn(metrics)
+        except (KeyError, TypeError, ValueError) as e:  # a plot must never cost the report
+            plots.append((f"{fn.__name__} failed: {e}", ""))
+    plots += latency_cdf([s for s in samples if s.get("status", "ok") == "ok"])
+    judge = metrics.get("judge") or run.get("judge") or {}
+    jl = judge.get("label") if isinstance(judge, dict) else judge
+    figs = "".join(f'<figure><img src="{src}" alt="{html.escape(t)}"><figcaption>{html.escape(t)}</figcaption></figure>'
+                   if src else f"<p><i>{html.escape(t)}</i></p>" for t, src in plots)
+    title = f"memrig report: {run.get('suite', metrics.get('suite', ''))} ({run.get('run_id', run_dir.name)})"
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+           f"<style>{CSS}</style></head><body>"
+           + (f"<p><b>Judge:</b> {html.escape(str(jl))}</p>" if jl else "")
+           + (markdown_to_html(md) if md else f"<h1>{html.escape(title)}</h1>")
+           + ("<h2>Plots</h2>" + figs if figs else "") + "</body></html>")
+    path = run_dir / "report.html"
+    path.write_text(doc)
+    return path

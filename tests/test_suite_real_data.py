@@ -1,0 +1,130 @@
+"""Loaders of the real public sets: crafted mini files (always) and the shared data when present (needs_data)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from services.adapters.client import InProcessBackendClient
+from services.coordinator.suites.common import default_data_dir
+from services.coordinator.suites.locomo import LocomoSuite, parse_locomo_date, repair_evidence, session_of
+from services.coordinator.suites.longmemeval import LongMemEvalSuite, question_batch
+from services.coordinator.suites.madial import MadialSuite, dialogue_query
+from services.coordinator.suites.testing import run_inprocess
+
+DATA = default_data_dir()
+have = lambda *p: DATA.joinpath(*p).exists()  # noqa: E731
+
+
+def test_repair_evidence_counts():
+    known = {"D8:6", "D9:17", "D11:26", "D30:5"}
+    counts = {"split": 0, "repaired": 0, "dropped": 0}
+    out = repair_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "D", "D99:1"], known, counts)
+    assert out == ["D8:6", "D9:17", "D11:26", "D30:5"]
+    assert counts == {"split": 1, "repaired": 2, "dropped": 2}
+    assert session_of("D12:3") == "S12" and session_of("x") is None
+    assert parse_locomo_date("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
+
+
+def _mini_locomo(tmp_path: Path) -> Path:
+    conv = {"sample_id": "conv-26", "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Bob",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
+                      {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a cat on a sofa"}],
+        "session_2_date_time": "9:00 am on 10 May, 2023",
+        "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Miso loves tuna."}],
+        "session_3_date_time": "9:00 am on 12 May, 2023"},
+        "qa": [{"question": "What is Ann's cat called?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
+               {"question": "What does Miso love?", "answer": "tuna; fish", "evidence": ["D2:01"], "category": 3},
+               {"question": "What is Bob's dog called?", "evidence": ["D1:2"], "category": 5,
+                "adversarial_answer": "Rex"}]}
+    d = tmp_path / "locomo"
+    (d / "audit").mkdir(parents=True)
+    (d / "locomo10_dev.json").write_text(json.dumps([conv]))
+    (d / "audit" / "errors_conv_0.json").write_text(json.dumps([{
+        "question_id": "locomo_0_qa0", "question": "What is Ann's cat called?", "correct_evidence": ["D1:1", "D2:1"],
+        "correct_answer": "Miso the cat", "error_type": "WRONG_CITATION"}]))
+    return tmp_path
+
+
+async def test_locomo_mini_end_to_end(tmp_path):
+    root = _mini_locomo(tmp_path)
+    suite = LocomoSuite({"data_dir": str(root), "full": True})
+    d = suite.load()
+    batch = d.corpora["conv-26"]
+    assert [s.session_id for s in batch.sessions] == ["S1", "S2"]  # session 3 has a date but no turns
+    assert batch.sessions[0].messages[1].content == "Bob: Lovely! [shares a photo: a cat on a sofa]"
+    assert batch.sessions[0].messages[1].role == "assistant"
+    p = {x.id: x for x in d.probes}
+    assert p["conv-26:q0"].evidence_ids == ["D1:1", "D2:1"] and d.info["audit"]["evidence_replaced"] == 1
+    assert p["conv-26:q1"].evidence_ids == ["D2:1"] and d.info["evidence_repairs"]["repaired"] == 1
+    assert p["conv-26:q2"].category == "5"
+    off = LocomoSuite({"data_dir": str(root), "full": True, "audit_evidence": False}).load()
+    assert {x.id: x for x in off.probes}["conv-26:q0"].evidence_ids == ["D1:1"]
+    samples = await run_inprocess(suite, {"full-context": InProcessBackendClient.from_spec("full-context")},
+                                  run_dir=tmp_path / "run")
+    m = suite.score(samples)
+    fc = m["conditions"]["full-context"]
+    assert set(fc["by_category"]) == {"3", "4", "5"}
+    assert fc["overall"]["session_recall@1"]["mean"] is not None
+    assert "## LoCoMo" in suite.render(m)
+
+
+def test_longmemeval_question_batch():
+    q = {"question_id": "q1", "question_type": "single-session-user", "question": "?", "answer": "x",
+         "question_date": "2023/05/28 (Sun) 19:47",
+         "haystack_session_ids": ["answer_a", "s_b"], "haystack_dates": ["2023/05/20 (Sat) 10:00", "2023/05/21 (Sun) 10:00"],
+         "haystack_sessions": [[{"role": "user", "content": "u1", "has_answer": True},
+                                {"role": "assistant", "content": "a1", "has_answer": True}],
+                               [{"role": "user", "content": "u2", "has_answer": False}]],
+         "answer_session_ids": ["answer_a"]}
+    batch, users, gold_t, gold_s = question_batch(q)
+    assert [m.id for m in batch.sessions[0].messages] == ["answer_a_1", "answer_a_2"]
+    assert users == ["answer_a_1", "s_b_1"] and gold_t == ["answer_a_1"] and gold_s == ["answer_a"]
+
+
+def test_madial_query():
+    lines = ["<BOD>\n", '<Bart>: "hi"\n', '<Assistant>: "hello"\n', '<Bart>: "magic show!"\n', '<Assistant>: "x"\n']
+    assert dialogue_query(lines, 4) == "Bart: hi\nAssistant: hello\nBart: magic show!"
+    assert dialogue_query(lines, 4, max_chars=20) == "Bart: magic show!"
+
+
+@pytest.mark.needs_data
+@pytest.mark.skipif(not have("locomo", "locomo10_dev.json"), reason=f"LoCoMo not found under {DATA}")
+def test_locomo_real_data_loader():
+    full = LocomoSuite({"full": True}).load()
+    assert full.info["conversations"][0] == "conv-26"
+    assert full.info["audit"]["evidence_replaced"] > 0 and full.info["audit"]["mismatched"] == 0
+    assert all(set(p.category) <= set("12345") for p in full.probes)
+    d = LocomoSuite({}, seed=0).load()
+    assert len(d.corpora) == 2 and len(d.probes) <= 120
+    assert d.info == LocomoSuite({}, seed=0).load().info  # seeded sample reproducible
+    for p in d.probes:
+        known = {m.id for s in d.corpora[p.namespace].sessions for m in s.messages}
+        assert set(p.evidence_ids) <= known
+
+
+@pytest.mark.needs_data
+@pytest.mark.skipif(not have("longmemeval", "longmemeval_oracle_dev.json"), reason=f"LongMemEval not found under {DATA}")
+async def test_longmemeval_real_data(tmp_path):
+    s = LongMemEvalSuite({"questions": 6}, seed=3)
+    d = s.load()
+    assert len(d.probes) == 6 and len({p.category for p in d.probes}) == 6
+    samples = await run_inprocess(s, {"full-context": InProcessBackendClient.from_spec("full-context")},
+                                  run_dir=tmp_path)
+    m = s.score(samples)
+    assert m["conditions"]["full-context"]["overall"]["qa_accuracy"]["n"] == 6
+    assert "## LongMemEval" in s.render(m)
+
+
+@pytest.mark.needs_data
+@pytest.mark.skipif(not have("madial-bench"), reason=f"MADial-Bench not found under {DATA}")
+async def test_madial_real_data(tmp_path):
+    s = MadialSuite({"dialogues": 5}, seed=1)
+    d = s.load()
+    assert d.info["memories"] == 160 and len(d.probes) == 5
+    samples = await run_inprocess(s, {"full-context": InProcessBackendClient.from_spec("full-context")},
+                                  run_dir=tmp_path)
+    m = s.score(samples)
+    assert m["conditions"]["full-context"]["overall"]["mrr"]["n"] == 5
