@@ -128,3 +128,11 @@ async def test_madial_real_data(tmp_path):
                                   run_dir=tmp_path)
     m = s.score(samples)
     assert m["conditions"]["full-context"]["overall"]["mrr"]["n"] == 5
+
+
+def test_missing_data_is_suite_unavailable(tmp_path):
+    from services.coordinator.suites.base import SuiteUnavailable
+
+    for cls in (LocomoSuite, LongMemEvalSuite, MadialSuite):
+        with pytest.raises(SuiteUnavailable, match="MEMRIG_DATA_DIR"):
+            cls({"data_dir": str(tmp_path / "nowhere")}).load()

@@ -21,7 +21,7 @@ from services.coordinator import stats
 from services.coordinator.metrics.judge import majority_vote
 from services.coordinator.metrics.qa import parse_binary_label
 from services.coordinator.metrics.registry import get_metric
-from services.coordinator.suites.base import Condition
+from services.coordinator.suites.base import Condition, SuiteUnavailable
 
 # ------------------------------------------------------------------------------------------------------
 # Conditions
@@ -83,7 +83,7 @@ def resolve_data_file(option: str | None, *relative: str) -> Path:
     base = Path(option) if option else default_data_dir()
     path = base.joinpath(*relative)
     if not path.exists():
-        raise FileNotFoundError(
+        raise SuiteUnavailable(
             f"{path} not found: pass the data directory as option data_dir=... or set MEMRIG_DATA_DIR "
             f"(the public file is not shipped with memrig)")
     return path
