@@ -105,7 +105,8 @@ def run_locust(a: argparse.Namespace, out: Path, host: str, env: dict[str, str])
 
 async def _start_target(rig, a: argparse.Namespace) -> str:
     if a.target == "cortex":
-        return (await rig.start_service("fault-proxy")).url
+        mock = await rig.start_service("cortex-mock", extra=["--embedder", a.embedder])
+        return (await rig.start_service("fault-proxy", extra=["--upstream", mock.url, "--seed", str(a.seed)])).url
     return (await rig.start_backend(a.backend, embedder=a.embedder)).url
 
 
@@ -123,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--host", default="", help="target URL/address; when empty the rig starts one")
     ap.add_argument("--backend", default="full-context", help="adapter for --target grpc")
-    ap.add_argument("--embedder", default="hash", help="embedder for a started adapter")
+    ap.add_argument("--embedder", default="hash", help="embedder of a started cortex-mock or adapter")
     ap.add_argument("--metrics-port", type=int, default=-1, help="Prometheus exporter on the master (-1 off, 0 any)")
     ap.add_argument("--out", default="", help="output directory (default results/load/<utc time>)")
     a = ap.parse_args(argv)

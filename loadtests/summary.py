@@ -121,6 +121,9 @@ def summarise_locust_run(run_dir: str | Path, prefix: str = "locust", title: str
     for r in s["endpoints"] + ([t] if t else []):
         lines.append(f"| {r['type']} | {r['name']} | {r['requests']} | {r['failures']} | {_f(r['rps'], 2)} | "
                      f"{_f(r['median_ms'], 0)} | {_f(r['p95_ms'], 0)} | {_f(r['p99_ms'], 0)} | {_f(r['max_ms'], 0)} |")
+    if any(r["type"] == "JOB" for r in s["endpoints"]):
+        lines += ["", "`JOB` rows are synthetic end-to-end entries (ingest job submitted → completed, including the "
+                  "polls); locust counts them in its Aggregated row too."]
     if s["failures"]:
         lines += ["", "Failures:", ""]
         for f in sorted(s["failures"], key=lambda f: -f["occurrences"])[:10]:

@@ -294,14 +294,16 @@ def _master_log(out: Path) -> str:
     return p.read_text()[-3000:] if p.exists() else ""
 
 
-async def test_headless_cortex_run_through_proxy(proxied_cortex, tmp_path):
-    code, text = await _run_load(tmp_path, "--host", proxied_cortex, "--users", "4", "--spawn-rate", "4",
-                                 "--duration", "4")
+async def test_headless_cortex_run_against_a_local_rig(tmp_path):
+    """run.py starts the real cortex-mock behind the real fault proxy, runs locust headless, stops both."""
+    code, text = await _run_load(tmp_path, "--users", "4", "--spawn-rate", "4", "--duration", "5")
     assert code == 0, text + _master_log(tmp_path)
     s = load_locust_run(tmp_path)
     assert s["total"]["rps"] > 0 and s["total"]["failures"] == 0, _master_log(tmp_path)
     names = {e["name"] for e in s["endpoints"]}
     assert {"/v1/retrieve [fast]", "/v1/retrieve [full]", "/v1/recall"} <= names
+    rig_logs = sorted(p.name for p in (tmp_path / "rig").glob("*.log"))
+    assert rig_logs == ["cortex-mock.log", "fault-proxy.log"]
     for f in ("locust_stats.csv", "locust_stats_history.csv", "locust.json", "locust.html", "locust_summary.md"):
         assert (tmp_path / f).exists(), f
     assert CO_LABEL in (tmp_path / "locust_summary.md").read_text()
@@ -364,3 +366,78 @@ async def test_distributed_master_with_two_workers(proxied_cortex, tmp_path):
     assert s["total"]["rps"] > 0 and s["total"]["failures"] == 0, log
     # Each worker wrote its own request log; both did requests.
     assert len(list(tmp_path.glob("requests-*.jsonl"))) == 2
+
+
+# ------------------------------------------------------------------------------------------------ dashboard
+DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "locust.json"
+
+
+def _dashboard_exprs() -> list[str]:
+    d = json.loads(DASHBOARD.read_text())
+    return [t["expr"] for p in d["panels"] for t in p["targets"]]
+
+
+def test_dashboard_refers_to_the_datasource_by_uid_and_to_exported_metrics():
+    import re
+
+    d = json.loads(DASHBOARD.read_text())
+    assert d["uid"] == "memrig-locust" and d["id"] is None
+    for p in d["panels"]:
+        assert p["datasource"] == {"type": "prometheus", "uid": "memrig-prometheus"}, p["title"]
+        assert all(t["datasource"]["uid"] == "memrig-prometheus" for t in p["targets"])
+    e = SimpleNamespace(method="GET", name="/x", num_requests=1, num_failures=0, response_times={1: 1},
+                        total_response_time=1, current_rps=1.0)
+    env = SimpleNamespace(runner=SimpleNamespace(stats=SimpleNamespace(entries={1: e}), user_count=1, clients=None))
+    exported = {s.name for f in LocustCollector(env).collect() for s in f.samples}
+    for expr in _dashboard_exprs():
+        names = set(re.findall(r"\bmemrig_locust_[a-z_]+", expr))
+        assert names and names <= exported, (expr, names - exported)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("shutil").which("prometheus"), reason="prometheus binary not installed")
+async def test_dashboard_queries_return_data_from_a_real_prometheus(proxied_cortex, tmp_path):
+    from loadtests.run import free_port
+
+    mport, pport = free_port(), free_port()
+    cfg = tmp_path / "prometheus.yml"
+    cfg.write_text("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: locust\n    static_configs:\n"
+                   f"      - targets: ['127.0.0.1:{mport}']\n")
+    prom = await asyncio.create_subprocess_exec(
+        "prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{pport}", stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL)
+    out = tmp_path / "run"
+    timeline = json.dumps([{"at_s": 0.5, "duration_s": 14, "preset": "error_503", "toxicity": 0.3, "name": "flaky"}])
+    run = asyncio.create_task(_run_load(out, "--host", proxied_cortex, "--users", "4", "--spawn-rate", "4",
+                                        "--duration", "15", "--faults", timeline, "--metrics-port", str(mport)))
+    exprs = _dashboard_exprs()
+    positive: set[str] = set()  # expressions that returned a value > 0 at some point
+    answered: set[str] = set()  # expressions that returned any series
+    try:
+        async with aiohttp.ClientSession() as http:
+            while not run.done() and len(positive) < len(exprs):
+                await asyncio.sleep(1.0)
+                for expr in exprs:
+                    q = expr.replace("$__rate_interval", "5s").replace("$endpoint", ".*")
+                    try:
+                        async with http.get(f"http://127.0.0.1:{pport}/api/v1/query", params={"query": q}) as r:
+                            body = await r.json()
+                    except aiohttp.ClientError:
+                        break  # prometheus still starting
+                    assert body["status"] == "success", (q, body)
+                    vals = [float(v["value"][1]) for v in body["data"]["result"]]
+                    answered.update([expr] if vals else [])
+                    positive.update([expr] if any(x == x and x > 0 for x in vals) else [])
+                if positive | {e for e in answered if "workers" in e} >= set(exprs):
+                    break
+        code, text = await run
+        assert code == 0, text
+    finally:
+        if not run.done():
+            run.cancel()
+        prom.terminate()
+        await prom.wait()
+    # A local runner has no workers: that panel answers 0; every other panel showed data.
+    missing = [e for e in exprs if e not in positive and not ("workers" in e and e in answered)]
+    assert not missing, missing
