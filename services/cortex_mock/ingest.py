@@ -15,6 +15,7 @@ first attempt committed returns the recorded result instead of ingesting twice.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from services.cortex_mock.extract import ExtractedFact, is_negated
-from services.cortex_mock.store import TenantIndex, TenantStore
+from services.cortex_mock.store import EntityRow, Fact, IndexDelta, TenantIndex, TenantStore
 from services.cortex_mock.temporal import iso
 from services.cortex_mock.text import content_tokens, jaccard, normalise, numbers
 
@@ -134,15 +135,18 @@ def apply_ingest(store: TenantStore, embedder, facts: list[ExtractedFact], ctx: 
             if ctx.job_id and (prior := store.applied_job(ctx.job_id)) is not None:
                 return prior
             idx = store.index(embedder)  # the snapshot at the locked rev (rebuilt if another process wrote)
-            res = _apply_locked(c, idx, facts, emb, q_emb, ctx, settle_delay_s, now, embedder.name)
+            delta = IndexDelta()
+            res = _apply_locked(c, idx, facts, emb, q_emb, ctx, settle_delay_s, now, embedder.name, delta)
             if ctx.job_id:
                 c.execute("INSERT OR REPLACE INTO applied_jobs(job_id, result, applied_at) VALUES (?,?,?)",
                           (ctx.job_id, json.dumps(res), now))
+        store.install(idx, delta)
     return res
 
 
 def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarray, q_emb: np.ndarray,
-                  ctx: IngestContext, settle_delay_s: float, now: float, model: str) -> dict[str, Any]:
+                  ctx: IngestContext, settle_delay_s: float, now: float, model: str,
+                  delta: IndexDelta) -> dict[str, Any]:
     nodes_created = edges_created = merged = supersessions = contradictions = 0
     out_facts: list[dict] = []
     out_entities: dict[str, dict] = {}
@@ -156,6 +160,8 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
         if f.attr_key:
             by_head.setdefault(f.attr_key.split()[-1], []).append(pos)
     loaded: dict[int, _Cand] = {}
+    static: dict[str, Fact] = {}  # new facts' fixed fields, for the index delta
+    q_rows: list[np.ndarray] = []
 
     def stored(pos: int) -> _Cand:
         if pos not in loaded:
@@ -235,11 +241,19 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
             new.metadata.update(attribute=f.attr_key, value=f.attr_value)
         if ctx.job_id:
             new.metadata["job_id"] = ctx.job_id
+        tokens = content_tokens(f.core + " " + " ".join(f.entity_refs))
+        static[new.id] = Fact(id=new.id, content=f.core, source=ctx.source, confidence=new.confidence,
+                              session_id=ctx.session_id, speaker=f.speaker, fact_type=f.fact_type,
+                              occurred_at=f.occurred_at, occurred_iso=occurred, attr_key=f.attr_key,
+                              attr_value=f.attr_value, superseded_by=None, metadata={}, tokens=tokens,
+                              norm=new.norm, created_at=now + i * 1e-6)
+        delta.new_questions += [(new.id, q) for q in f.questions]
+        q_rows.append(q_slice)
         c.execute(
             "INSERT INTO nodes(id, type, content, norm, tokens, source, confidence, session_id, speaker, fact_type,"
             " occurred_at, created_at, attr_key, attr_value, metadata, emb, emb_model)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (new.id, "FACT", f.core, new.norm, " ".join(content_tokens(f.core + " " + " ".join(f.entity_refs))),
+            (new.id, "FACT", f.core, new.norm, " ".join(tokens),
              ctx.source, new.confidence, ctx.session_id, f.speaker, f.fact_type, occurred, now + i * 1e-6,
              f.attr_key, f.attr_value, json.dumps(new.metadata), np.asarray(emb[i], np.float32).tobytes(),
              model))
@@ -254,6 +268,7 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
             if e.key not in entity_ids:
                 eid = str(uuid.uuid4())
                 entity_ids[e.key], entity_aliases[e.key], entity_types[e.key] = eid, list(e.aliases), e.type
+                delta.new_entities.append(EntityRow(eid, e.name, e.key, e.type, list(e.aliases)))
                 c.execute("INSERT INTO nodes(id, type, content, norm, tokens, source, confidence, occurred_at,"
                           " created_at, metadata) VALUES (?,?,?,?,?,?,?,?,?,?)",
                           (eid, "ENTITY", e.name, e.key, " ".join(content_tokens(e.name)), "extraction", 0.9,
@@ -263,11 +278,20 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
                 extra = [a for a in e.aliases if a not in entity_aliases[e.key]]
                 if extra:
                     entity_aliases[e.key] += extra
+                    pos = idx.entity_by_key.get(e.key)
+                    if pos is not None:
+                        delta.entity_updates[e.key] = dataclasses.replace(idx.entities[pos],
+                                                                          aliases=list(entity_aliases[e.key]))
+                    else:  # created earlier in this batch
+                        for j, ne in enumerate(delta.new_entities):
+                            if ne.key == e.key:
+                                delta.new_entities[j] = dataclasses.replace(ne, aliases=list(entity_aliases[e.key]))
                     c.execute("UPDATE nodes SET metadata=? WHERE id=?", (json.dumps(
                         {"entity_type": entity_types[e.key], "aliases": entity_aliases[e.key]}), entity_ids[e.key]))
             out_entities.setdefault(e.key, {"name": e.name, "type": entity_types[e.key],
                                             "aliases": entity_aliases[e.key]})
             add_edge(new.id, entity_ids[e.key], "MENTIONS", now + settle_delay_s)
+            delta.new_mentions.append((new.id, entity_ids[e.key], now + settle_delay_s))
         # 4. supersession and contradiction against older stored and batch facts
         olders: list[_Cand] = []
         if f.attr_key:
@@ -298,6 +322,17 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
                 contradictions += 1
                 supersede(old, new.id)
         batch.append(new)
+    # The index delta: final state of this batch's facts and of every stored fact the rules touched.
+    for cand in batch:
+        delta.new_facts.append(dataclasses.replace(static[cand.id], superseded_by=cand.superseded_by,
+                                                   metadata=cand.metadata, confidence=cand.confidence))
+    if batch:
+        delta.new_emb = np.stack([cand.emb for cand in batch]).astype(np.float32)
+    if q_rows:
+        delta.new_q_emb = np.concatenate(q_rows).astype(np.float32)
+    for pos, cand in loaded.items():
+        delta.fact_updates[cand.id] = dataclasses.replace(idx.facts[pos], superseded_by=cand.superseded_by,
+                                                          metadata=cand.metadata, confidence=cand.confidence)
     return {
         "nodes_created": nodes_created, "edges_created": edges_created, "duplicates_merged": merged,
         "facts": out_facts, "entities": list(out_entities.values()),

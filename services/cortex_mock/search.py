@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from services.common.tokens import count_tokens
 from services.cortex_mock import ranking
 from services.cortex_mock.store import TenantIndex
 from services.cortex_mock.temporal import find_time_window, proximity
 from services.cortex_mock.text import content_tokens
-from services.common.tokens import count_tokens
 
 CHANNEL_DEPTH = 50  # candidates each channel contributes to fusion
 SEMANTIC_MIN = 0.2

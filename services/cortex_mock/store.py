@@ -10,6 +10,7 @@ All methods are blocking: call them through `asyncio.to_thread`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import sqlite3
@@ -114,6 +115,73 @@ class TenantIndex:
         ok = self.m_visible <= now
         return self.m_fact[ok], self.m_ent[ok]
 
+    def extended(self, delta: IndexDelta, rev: int) -> TenantIndex:
+        """A new snapshot = this one + a writer's own committed delta (no reload from SQLite). Copies the
+        containers it changes, so readers holding this snapshot are unaffected."""
+        new = dataclasses.replace(self, rev=rev, built_at=time.time())
+        new.facts = list(self.facts)
+        new.fact_pos = dict(self.fact_pos)
+        new.norm_pos = dict(self.norm_pos)
+        for fid, fact in delta.fact_updates.items():
+            new.facts[new.fact_pos[fid]] = fact
+        base = len(new.facts)
+        for f in delta.new_facts:
+            new.fact_pos[f.id] = len(new.facts)
+            new.norm_pos.setdefault(f.norm, len(new.facts))
+            new.facts.append(f)
+        if delta.new_facts:
+            new.emb = np.concatenate([self.emb.reshape(-1, delta.new_emb.shape[1]), delta.new_emb]).astype(np.float32)
+            new.postings = dict(self.postings)
+            add: dict[str, dict[int, int]] = {}
+            for i, f in enumerate(delta.new_facts):
+                for t in f.tokens:
+                    d = add.setdefault(t, {})
+                    d[base + i] = d.get(base + i, 0) + 1
+            for t, d in add.items():
+                idx = np.fromiter(d.keys(), np.int64, len(d))
+                tf = np.fromiter(d.values(), np.float64, len(d))
+                old = new.postings.get(t)
+                new.postings[t] = (idx, tf) if old is None else (np.concatenate([old[0], idx]),
+                                                                  np.concatenate([old[1], tf]))
+            new.doc_len = np.concatenate([self.doc_len, [float(len(f.tokens)) for f in delta.new_facts]])
+        if delta.new_questions:
+            new.q_text = self.q_text + [t for _, t in delta.new_questions]
+            new.q_owner = np.concatenate([self.q_owner, [new.fact_pos[fid] for fid, _ in delta.new_questions]]
+                                         ).astype(np.int64)
+            new.q_emb = np.concatenate([self.q_emb.reshape(-1, delta.new_q_emb.shape[1]), delta.new_q_emb]
+                                       ).astype(np.float32)
+        if delta.new_entities or delta.entity_updates:
+            new.entities = list(self.entities)
+            new.entity_by_key = dict(self.entity_by_key)
+            new.entity_by_id = dict(self.entity_by_id)
+            for e in delta.new_entities:
+                new.entity_by_key[e.key] = len(new.entities)
+                new.entity_by_id[e.id] = len(new.entities)
+                new.entities.append(e)
+            for key, e in delta.entity_updates.items():
+                new.entities[new.entity_by_key[key]] = e
+        if delta.new_mentions:
+            new.m_fact = np.concatenate([self.m_fact, [new.fact_pos[f] for f, _, _ in delta.new_mentions]]
+                                        ).astype(np.int64)
+            new.m_ent = np.concatenate([self.m_ent, [new.entity_by_id[e] for _, e, _ in delta.new_mentions]]
+                                       ).astype(np.int64)
+            new.m_visible = np.concatenate([self.m_visible, [v for _, _, v in delta.new_mentions]]).astype(np.float64)
+        return new
+
+
+@dataclass
+class IndexDelta:
+    """What one ingest committed, so the writer can extend its snapshot instead of reloading the tenant."""
+
+    new_facts: list[Fact] = field(default_factory=list)
+    new_emb: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    fact_updates: dict[str, Fact] = field(default_factory=dict)
+    new_questions: list[tuple[str, str]] = field(default_factory=list)
+    new_q_emb: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    new_entities: list[EntityRow] = field(default_factory=list)
+    entity_updates: dict[str, EntityRow] = field(default_factory=dict)
+    new_mentions: list[tuple[str, str, float]] = field(default_factory=list)  # (fact id, entity id, visible_at)
+
 
 def _vec(blob: bytes | None, dim: int) -> np.ndarray | None:
     if blob is None:
@@ -165,6 +233,12 @@ class TenantStore:
     def warm(self) -> bool:
         return self._index is not None
 
+    def install(self, base: TenantIndex, delta: IndexDelta) -> None:
+        """After a commit of our own on top of `base` (rev base.rev + 1): extend instead of rebuilding."""
+        with self.lock:
+            if self._index is base and self.rev() == base.rev + 1:
+                self._index = base.extended(delta, base.rev + 1)
+
     # -- index ------------------------------------------------------------------------------------------
     def index(self, embedder) -> TenantIndex:
         """The current snapshot, rebuilt when another writer (or this one) changed the tenant."""
@@ -183,7 +257,7 @@ class TenantStore:
         rows = c.execute(
             "SELECT id, content, source, confidence, session_id, speaker, fact_type, occurred_at, attr_key, attr_value,"
             " superseded_by, metadata, tokens, norm, created_at, emb, emb_model FROM nodes WHERE type='FACT'"
-            " ORDER BY created_at, id").fetchall()
+            " ORDER BY rowid").fetchall()
         vecs: list[np.ndarray | None] = []
         for r in rows:
             occ = parse_datetime(r[7])
@@ -236,7 +310,7 @@ class TenantStore:
         idx.doc_len = lens
         # entities and MENTIONS
         for eid, name, norm, meta in c.execute(
-                "SELECT id, content, norm, metadata FROM nodes WHERE type='ENTITY' ORDER BY created_at, id"):
+                "SELECT id, content, norm, metadata FROM nodes WHERE type='ENTITY' ORDER BY rowid"):
             m = json.loads(meta or "{}")
             idx.entity_by_key[norm] = len(idx.entities)
             idx.entity_by_id[eid] = len(idx.entities)
