@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import aiohttp
 import pytest
 
 from loadtests.fault_timeline import (
@@ -214,66 +217,11 @@ def test_summary_reads_a_run_dir(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ locust runs
-# Locust runs only in subprocesses (python -m loadtests.run ...); the target lives in this test's event loop.
-import asyncio  # noqa: E402
-import itertools  # noqa: E402
-import os  # noqa: E402
+# Locust runs only in subprocesses: python -m loadtests.run starts the real cortex-mock (hash embedder) behind the
+# real fault proxy (or a gRPC adapter), runs locust, and stops exactly those processes.
 
-import aiohttp  # noqa: E402
-from aiohttp import web  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-class _CortexStandIn:
-    """A tiny stand-in for the Cortex API endpoints the locust users call (jobs complete on the second poll)."""
-
-    def __init__(self):
-        self.jobs: dict[str, int] = {}
-        self.ids = itertools.count(1)
-
-    async def retrieve(self, request):
-        body = await request.json()
-        assert request.headers.get("x-api-key") and body["query"]
-        return web.json_response({"results": [{"node_id": "n1", "type": "FACT", "content": "x", "score": 0.5}]})
-
-    async def recall(self, request):
-        await request.json()
-        return web.json_response({"memories": []})
-
-    async def submit(self, request):
-        await request.json()
-        jid = f"job-{next(self.ids)}"
-        self.jobs[jid] = 0
-        return web.json_response({"job_id": jid, "status": "pending"})
-
-    async def job(self, request):
-        jid = request.match_info["id"]
-        if jid not in self.jobs:
-            return web.json_response({"detail": "not found"}, status=404)
-        self.jobs[jid] += 1
-        return web.json_response({"job_id": jid, "status": "completed" if self.jobs[jid] > 1 else "pending"})
-
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_post("/v1/retrieve", self.retrieve)
-        app.router.add_post("/v1/recall", self.recall)
-        app.router.add_post("/v1/jobs/ingest/conversation", self.submit)
-        app.router.add_get("/v1/jobs/{id}", self.job)
-        return app
-
-
-@pytest.fixture
-async def proxied_cortex():
-    """The real fault proxy (in-process) in front of the stand-in; yields the proxy URL."""
-    from services.fault_proxy.testing import running_proxy, serve_app
-
-    runner, port = await serve_app(_CortexStandIn().app())
-    try:
-        async with running_proxy(f"http://127.0.0.1:{port}", seed=1) as p:
-            yield p.url
-    finally:
-        await runner.cleanup()
 
 
 async def _run_load(out: Path, *args: str, timeout: float = 120) -> tuple[int, str]:
@@ -309,10 +257,10 @@ async def test_headless_cortex_run_against_a_local_rig(tmp_path):
     assert CO_LABEL in (tmp_path / "locust_summary.md").read_text()
 
 
-async def test_fault_window_shows_up_as_failures_inside_that_window(proxied_cortex, tmp_path):
-    timeline = json.dumps([{"at_s": 2.0, "duration_s": 2.5, "preset": "error_503", "name": "down"}])
-    run = asyncio.create_task(_run_load(tmp_path, "--host", proxied_cortex, "--users", "4", "--spawn-rate", "4",
-                                        "--duration", "7", "--faults", timeline, "--metrics-port", "0"))
+async def test_fault_window_shows_up_as_failures_inside_that_window(tmp_path):
+    timeline = json.dumps([{"at_s": 1.5, "duration_s": 2.0, "preset": "error_503", "name": "down"}])
+    run = asyncio.create_task(_run_load(tmp_path, "--users", "4", "--spawn-rate", "4",
+                                        "--duration", "5", "--faults", timeline, "--metrics-port", "0"))
     # While it runs: the master's Prometheus exporter serves locust's figures.
     port_file, scraped = tmp_path / "locust_metrics_port", ""
     async with aiohttp.ClientSession() as http:
@@ -356,8 +304,8 @@ async def test_grpc_locust_run_against_started_adapter(tmp_path):
 
 
 @pytest.mark.slow
-async def test_distributed_master_with_two_workers(proxied_cortex, tmp_path):
-    code, text = await _run_load(tmp_path, "--host", proxied_cortex, "--workers", "2", "--users", "4",
+async def test_distributed_master_with_two_workers(tmp_path):
+    code, text = await _run_load(tmp_path, "--workers", "2", "--users", "4",
                                  "--spawn-rate", "4", "--duration", "5")
     assert code == 0, text + _master_log(tmp_path)
     log = _master_log(tmp_path)
@@ -396,7 +344,7 @@ def test_dashboard_refers_to_the_datasource_by_uid_and_to_exported_metrics():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not __import__("shutil").which("prometheus"), reason="prometheus binary not installed")
-async def test_dashboard_queries_return_data_from_a_real_prometheus(proxied_cortex, tmp_path):
+async def test_dashboard_queries_return_data_from_a_real_prometheus(tmp_path):
     from loadtests.run import free_port
 
     mport, pport = free_port(), free_port()
@@ -409,7 +357,7 @@ async def test_dashboard_queries_return_data_from_a_real_prometheus(proxied_cort
         stderr=asyncio.subprocess.DEVNULL)
     out = tmp_path / "run"
     timeline = json.dumps([{"at_s": 0.5, "duration_s": 14, "preset": "error_503", "toxicity": 0.3, "name": "flaky"}])
-    run = asyncio.create_task(_run_load(out, "--host", proxied_cortex, "--users", "4", "--spawn-rate", "4",
+    run = asyncio.create_task(_run_load(out, "--users", "4", "--spawn-rate", "4",
                                         "--duration", "15", "--faults", timeline, "--metrics-port", str(mport)))
     exprs = _dashboard_exprs()
     positive: set[str] = set()  # expressions that returned a value > 0 at some point
