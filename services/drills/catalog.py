@@ -7,7 +7,7 @@ then checks its expectation. Timelines are seeded (`admin.reset(seed)`) so a run
 | slow_api | +3 s on recall | overhead capped at recallTimeoutMs |
 | sustained_failures | 503 on every capture, 100+ captures | RetryQueue ≤ 100, RSS stable |
 | recovery | outage (configurable, seed: 30 s) | recall works on the first turn after the outage ends |
-| error_bursts | a burst of 5xx and 3 s stalls | no error reaches the agent; overhead ≤ budget; recall back after |
+| error_bursts | bursts of 5xx and 3 s stalls | no error reaches the agent; overhead ≤ budget; recall back after |
 | rate_limit_storm | 429 + Retry-After on everything | no error reaches the agent; overhead ≤ budget; queue ≤ 100 |
 """
 
@@ -193,16 +193,22 @@ async def recovery(ctx: DrillContext) -> DrillResult:
 
 
 async def error_bursts(ctx: DrillContext) -> DrillResult:
+    """Two bursts, each: two 5xx answers, one stall of `slow_api_ms`, one clean turn (a fixed, seeded sequence, so
+    a stall always lands before the gate can open and the budget is always exercised)."""
     c = ctx.config
     turns = _Turns(ctx, ctx.client(), "error_bursts")
+    err = {"name": "burst_5xx", "type": "http_error", "match": {"path_regex": RECALL_PATHS},
+           "attributes": {"statuses": {"500": 1, "502": 1, "503": 1}}}
+    stall = {"name": "burst_stall", "type": "latency", "match": {"path_regex": RECALL_PATHS},
+             "attributes": {"latency_ms": c.slow_api_ms}}
+    burst: list[dict] = []
     try:
-        await ctx.admin.populate([
-            {"name": "burst_5xx", "type": "http_error", "toxicity": 0.5, "match": {"path_regex": RECALL_PATHS},
-             "attributes": {"statuses": {"500": 1, "502": 1, "503": 1}}},
-            {"name": "burst_stall", "type": "latency", "toxicity": 0.5, "match": {"path_regex": RECALL_PATHS},
-             "attributes": {"latency_ms": c.slow_api_ms}},
-        ])
-        burst = [await turns.recall("burst") for _ in range(8)]
+        for _ in range(2):
+            for phase in ([err], [err], [stall], []):
+                await ctx.admin.reset(seed=ctx.seed)
+                if phase:
+                    await ctx.admin.populate(phase)
+                burst.append(await turns.recall(phase[0]["name"] if phase else "clean"))
         await ctx.admin.reset(seed=ctx.seed)
         await asyncio.sleep(c.cooldown_s + 0.05)  # let a gate opened by the burst close again
         after = await turns.recall("after")
@@ -214,11 +220,12 @@ async def error_bursts(ctx: DrillContext) -> DrillResult:
     raised = sum(1 for r in turns.rows if r["raised"])
     limit = c.recall_timeout_ms + c.slack_ms
     passed = raised == 0 and p95 is not None and p95 <= limit and after["memories"] > 0
-    return DrillResult("error_bursts", f"a burst of 5xx and {c.slow_api_ms} ms stalls: no error reaches the agent, "
-                       f"p95 overhead ≤ {c.recall_timeout_ms} ms (+slack), recall back after the burst",
+    return DrillResult("error_bursts", f"bursts of 5xx and {c.slow_api_ms} ms stalls: no error reaches the agent, "
+                       f"p95 overhead ≤ {c.recall_timeout_ms} ms (+slack), recall back after the bursts",
                        f"p95 overhead {p95:.0f} ms; {sum(r['degraded'] for r in burst)}/{len(burst)} degraded; "
-                       f"errors raised {raised}; after burst {after['memories']} memories", p95, passed,
-                       {"overhead_ms": oh, "raised": raised, "after": after, **_cfg(ctx)})
+                       f"errors raised {raised}; after the bursts {after['memories']} memories", p95, passed,
+                       {"overhead_ms": oh, "tags": [r["tag"] for r in burst], "raised": raised, "after": after,
+                        **_cfg(ctx)})
 
 
 async def rate_limit_storm(ctx: DrillContext) -> DrillResult:
