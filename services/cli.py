@@ -144,11 +144,11 @@ async def _client_for(backend: str, target: str | None, embedder: str | None):
     addr = target or running_backend(backend)
     if addr:
         return GrpcBackendClient(addr, name=backend), None, False
-    rig = Rig(STATE_DIR / "cli")
-    if not os.environ.get("MEMRIG_LLM_BASE_URL"):
-        await rig.ensure_llm()
     get_spec(backend)
-    return InProcessBackendClient.from_spec(backend, context=BackendContext(embedder_name=embedder)), rig, True
+    rig = Rig(STATE_DIR / "cli")
+    url = await rig.ensure_llm()
+    ctx = BackendContext(embedder_name=embedder, llm_base_url=url)
+    return InProcessBackendClient.from_spec(backend, context=ctx), rig, True
 
 
 async def _replay(client, backend: str, namespace: str) -> int:

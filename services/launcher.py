@@ -136,12 +136,12 @@ class Rig:
         return await self.start(name, spec.module, args, spec.url_template)
 
     async def ensure_llm(self) -> str:
-        """The LLM base URL: the configured real endpoint, or a llm-mock started here."""
+        """The LLM base URL: the user's configured endpoint, or a llm-mock started by this rig. Children started
+        afterwards inherit it; this process's environment is left alone (the mock dies with the rig)."""
         if os.environ.get("MEMRIG_LLM_BASE_URL"):
             return os.environ["MEMRIG_LLM_BASE_URL"]
         p = await self.start_service("llm-mock")
         self.env["MEMRIG_LLM_BASE_URL"] = p.url
-        os.environ["MEMRIG_LLM_BASE_URL"] = p.url
         return p.url
 
     async def start_backend(self, name: str, config: dict[str, Any] | None = None,

@@ -34,6 +34,7 @@ class BackendContext:
     embedder_name: str | None = None  # None → $MEMRIG_EMBEDDER or the default (minilm)
     embedding_cache_path: str | None = None
     data_dir: Path = field(default_factory=lambda: Path(os.environ.get("MEMRIG_DATA_ROOT", ".memrig/data")))
+    llm_base_url: str | None = None  # None → $MEMRIG_LLM_BASE_URL or the llm-mock default
     _embedder: Any = None
     _llm: Any = None
 
@@ -48,9 +49,9 @@ class BackendContext:
     @property
     def llm(self):
         if self._llm is None:
-            from services.common.llm_client import LLMClient
+            from services.common.llm_client import LLMClient, LLMConfig
 
-            self._llm = LLMClient()
+            self._llm = LLMClient(LLMConfig.from_env(base_url=self.llm_base_url))
         return self._llm
 
     async def close(self) -> None:

@@ -81,7 +81,8 @@ class TerminalProgress:
         done, total = ev.get("done", 0), ev.get("total", 0)
         eta = ev.get("eta_seconds")
         eta_s = f" ETA {eta:,.0f}s" if eta is not None else ""
-        line = f"[{ev.get('run_id', '')}] {ev.get('phase', '')}: {done}/{total}{eta_s} {ev.get('message', '')}"
+        count = f"{done}/{total}" if total else ""
+        line = f"[{ev.get('run_id', '')}] {ev.get('phase', '')}: {count}{eta_s} {ev.get('message', '')}"
         if self.tty:
             self.stream.write("\r\x1b[2K" + line[:160])
             if ev.get("phase") in ("done", "failed"):
@@ -104,8 +105,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
     run_id = run_dir.run_id
     answer_cfg, judge_cfg = llm_configs()
 
-    own_rig = rig is None and not cfg.in_process
-    rig = rig or (Rig(run_dir.path / "procs") if not cfg.in_process else None)
+    own_rig = rig is None
+    rig = rig or Rig(run_dir.path / "procs")
     clients: dict[str, Any] = {}
     failures: dict[str, str] = {}
     describes: dict[str, dict[str, Any]] = {}
@@ -141,11 +142,10 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         run_dir.write_run(run)
 
         # -- backends -----------------------------------------------------------------------------
-        if rig is not None and any(b not in cfg.targets for b in cfg.backends):
-            await rig.ensure_llm()
-        llm.config.base_url = os.environ.get("MEMRIG_LLM_BASE_URL", llm.config.base_url).rstrip("/")
+        llm_url = (await rig.ensure_llm()).rstrip("/")
+        llm.config.base_url = llm_url
         if judge_llm is not llm and not os.environ.get("MEMRIG_JUDGE_BASE_URL"):
-            judge_llm.config.base_url = llm.config.base_url
+            judge_llm.config.base_url = llm_url
         run["llm"] = llm.config.identity()
         run["judge"] = judge_identity(judge_llm.config, cfg.judge_passes)
         for name in cfg.backends:
@@ -156,7 +156,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                 elif cfg.in_process:
                     from services.adapters.base import BackendContext
 
-                    clients[name] = InProcessBackendClient.from_spec(name, context=BackendContext(embedder_name=cfg.embedder))
+                    clients[name] = InProcessBackendClient.from_spec(
+                        name, context=BackendContext(embedder_name=cfg.embedder, llm_base_url=llm_url))
                 else:
                     proc = await rig.start_backend(name, embedder=cfg.embedder)
                     clients[name] = GrpcBackendClient(proc.url, name=name)
@@ -230,7 +231,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                 await c.close()
             except Exception:  # noqa: BLE001
                 pass
-        if own_rig and rig is not None:
+        if own_rig:
             rig.stop_all()
 
 
