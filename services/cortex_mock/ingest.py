@@ -108,11 +108,22 @@ def _older_or_same(a: datetime | None, b: datetime | None) -> bool:
     return a is None or b is None or a <= b
 
 
-def _cand_from_index(idx: TenantIndex, pos: int) -> _Cand:
+def _features(store: TenantStore, f: Fact) -> tuple[frozenset[str], frozenset[str], bool, frozenset[str]]:
+    """Content-derived rule features of a stored fact (tokens, numbers, negation, entity keys), cached per
+    store: they never change for a fact id."""
+    feat = store.features.get(f.id)
+    if feat is None:
+        feat = (frozenset(content_tokens(f.content)), numbers(f.content), is_negated(f.content),
+                frozenset(r.lower() for r in f.entity_refs))
+        store.features[f.id] = feat
+    return feat
+
+
+def _cand_from_index(store: TenantStore, idx: TenantIndex, pos: int) -> _Cand:
     f = idx.facts[pos]
-    return _Cand(id=f.id, tokens=frozenset(content_tokens(f.content)), nums=numbers(f.content),
-                 neg=is_negated(f.content), emb=idx.emb[pos], attr_key=f.attr_key, attr_value=f.attr_value,
-                 occurred_at=f.occurred_at, entity_keys=frozenset(r.lower() for r in f.entity_refs),
+    tokens, nums, neg, ents = _features(store, f)
+    return _Cand(id=f.id, tokens=tokens, nums=nums, neg=neg, emb=idx.emb[pos], attr_key=f.attr_key,
+                 attr_value=f.attr_value, occurred_at=f.occurred_at, entity_keys=ents,
                  superseded_by=f.superseded_by, metadata=dict(f.metadata), confidence=f.confidence, norm=f.norm,
                  user=f.metadata.get("user_id"))
 
@@ -136,7 +147,8 @@ def apply_ingest(store: TenantStore, embedder, facts: list[ExtractedFact], ctx: 
                 return prior
             idx = store.index(embedder)  # the snapshot at the locked rev (rebuilt if another process wrote)
             delta = IndexDelta()
-            res = _apply_locked(c, idx, facts, emb, q_emb, ctx, settle_delay_s, now, embedder.name, delta)
+            res = _apply_locked(store, c, idx, facts, emb, q_emb, ctx, settle_delay_s, now, embedder.name,
+                                delta)
             if ctx.job_id:
                 c.execute("INSERT OR REPLACE INTO applied_jobs(job_id, result, applied_at) VALUES (?,?,?)",
                           (ctx.job_id, json.dumps(res), now))
@@ -144,7 +156,7 @@ def apply_ingest(store: TenantStore, embedder, facts: list[ExtractedFact], ctx: 
     return res
 
 
-def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarray, q_emb: np.ndarray,
+def _apply_locked(store: TenantStore, c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarray, q_emb: np.ndarray,
                   ctx: IngestContext, settle_delay_s: float, now: float, model: str,
                   delta: IndexDelta) -> dict[str, Any]:
     nodes_created = edges_created = merged = supersessions = contradictions = 0
@@ -165,7 +177,7 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
 
     def stored(pos: int) -> _Cand:
         if pos not in loaded:
-            loaded[pos] = _cand_from_index(idx, pos)
+            loaded[pos] = _cand_from_index(store, idx, pos)
         return loaded[pos]
 
     def add_edge(src: str, dst: str, etype: str, visible_at: float) -> None:
@@ -295,7 +307,9 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
         # 4. supersession and contradiction against older stored and batch facts
         olders: list[_Cand] = []
         if f.attr_key:
-            olders += [stored(p) for p in by_head.get(f.attr_key.split()[-1], [])]
+            olders += [stored(p) for p in by_head.get(f.attr_key.split()[-1], [])
+                       if idx.facts[p].superseded_by is None and idx.facts[p].attr_value != f.attr_value
+                       and attributes_match(idx.facts[p].attr_key, f.attr_key)]
             olders += [b for b in batch if b.attr_key]
             for old in olders:
                 if old.user == new.user and (attributes_match(old.attr_key, f.attr_key) and old.attr_value != f.attr_value
@@ -314,7 +328,8 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
                         and _older_or_same(old.occurred_at, f.occurred_at)):
                     supersede(old, new.id)
         sims = sims_all[:, i] if sims_all.shape[0] else np.zeros(0)
-        neg_pool = [stored(int(p)) for p in np.flatnonzero(sims >= NEG_COSINE)] + batch
+        neg_pool = [stored(int(p)) for p in np.flatnonzero(sims >= NEG_COSINE)
+                    if _features(store, idx.facts[int(p)])[2] != new.neg] + batch
         for old in neg_pool:
             if old.user == new.user and negation_conflict(old.tokens, old.neg, new.tokens, new.neg) and _older_or_same(
                     old.occurred_at, f.occurred_at):
@@ -331,8 +346,10 @@ def _apply_locked(c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarr
     if q_rows:
         delta.new_q_emb = np.concatenate(q_rows).astype(np.float32)
     for pos, cand in loaded.items():
-        delta.fact_updates[cand.id] = dataclasses.replace(idx.facts[pos], superseded_by=cand.superseded_by,
-                                                          metadata=cand.metadata, confidence=cand.confidence)
+        old = idx.facts[pos]
+        if (cand.superseded_by, cand.confidence, cand.metadata) != (old.superseded_by, old.confidence, old.metadata):
+            delta.fact_updates[cand.id] = dataclasses.replace(old, superseded_by=cand.superseded_by,
+                                                              metadata=cand.metadata, confidence=cand.confidence)
     return {
         "nodes_created": nodes_created, "edges_created": edges_created, "duplicates_merged": merged,
         "facts": out_facts, "entities": list(out_entities.values()),

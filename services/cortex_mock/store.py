@@ -130,7 +130,7 @@ class TenantIndex:
             new.norm_pos.setdefault(f.norm, len(new.facts))
             new.facts.append(f)
         if delta.new_facts:
-            new.emb = np.concatenate([self.emb.reshape(-1, delta.new_emb.shape[1]), delta.new_emb]).astype(np.float32)
+            new.emb = np.concatenate([self.emb.reshape(-1, delta.new_emb.shape[1]), delta.new_emb])
             new.postings = dict(self.postings)
             add: dict[str, dict[int, int]] = {}
             for i, f in enumerate(delta.new_facts):
@@ -148,8 +148,7 @@ class TenantIndex:
             new.q_text = self.q_text + [t for _, t in delta.new_questions]
             new.q_owner = np.concatenate([self.q_owner, [new.fact_pos[fid] for fid, _ in delta.new_questions]]
                                          ).astype(np.int64)
-            new.q_emb = np.concatenate([self.q_emb.reshape(-1, delta.new_q_emb.shape[1]), delta.new_q_emb]
-                                       ).astype(np.float32)
+            new.q_emb = np.concatenate([self.q_emb.reshape(-1, delta.new_q_emb.shape[1]), delta.new_q_emb])
         if delta.new_entities or delta.entity_updates:
             new.entities = list(self.entities)
             new.entity_by_key = dict(self.entity_by_key)
@@ -206,6 +205,7 @@ class TenantStore:
             self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('tenant_id', ?)", (tenant_id,))
         self._index: TenantIndex | None = None
         self.index_builds = 0
+        self.features: dict[str, tuple] = {}  # fact id -> rule features (ingest.py), derived from content only
 
     def close(self) -> None:
         with self.lock:
