@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,9 @@ class CortexV1Suite(Suite):
         raw = json.loads(DATA.read_text())
         sessions = [session_from_json(s, f"cortex_v1.sessions[{i}]") for i, s in enumerate(raw["sessions"])]
         by_id = {s.session_id: s for s in sessions}
+        # The prompts are asked the day after the last session (the seed ran its probes right after seeding), so
+        # temporal decay sees the project as recent rather than months old.
+        asked_at = max(s.started_at for s in sessions) + timedelta(days=1)
         probes = []
         for p in raw["prompts"]:
             if p["category"] not in self.options["categories"]:
@@ -67,6 +71,7 @@ class CortexV1Suite(Suite):
             probes.append(Probe(
                 id=p["id"], question=p["question"], category=p["category"], ground_truth=p["ground_truth"],
                 expected=p["expected"], evidence_ids=evidence_for(p, by_id), namespace="project",
+                reference_time=asked_at,
                 meta={"source_sessions": p["source_sessions"], "compaction_retains": p["compaction_retains"]},
             ))
         if self.options["limit"]:
