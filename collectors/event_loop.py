@@ -43,6 +43,8 @@ class EventLoopMonitor:
         self.windows: list[dict] = []
         self._window: list[float] = []
         self._window_start = 0.0
+        self._window_max = 0.0
+        self._window_max_at = 0.0  # wall-clock time of the window's largest delay (to line it up with samples)
         self._task: asyncio.Task | None = None
         self.phase = ""
 
@@ -55,7 +57,7 @@ class EventLoopMonitor:
             self._window_start = time.monotonic()
             return
         row = {"window_start_s": self._window_start, "window_s": time.monotonic() - self._window_start,
-               "phase": self.phase, **window_summary(self._window)}
+               "phase": self.phase, "max_at": self._window_max_at, **window_summary(self._window)}
         self.windows.append(row)
         if self.sink is not None:
             self.sink.write("event_loop", component=self.component, **row)
@@ -66,6 +68,8 @@ class EventLoopMonitor:
         d = max(0.0, delay_s)
         self.hist.labels(self.component).observe(d)
         self.delays.append(d)
+        if not self._window or d > self._window_max:
+            self._window_max, self._window_max_at = d, time.time()
         self._window.append(d)
         if time.monotonic() - self._window_start >= self.window_s:
             self._close_window()

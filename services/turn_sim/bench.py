@@ -197,11 +197,13 @@ async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | Non
         results["leak_check"] = resources.leak_check("sustained", method="t")
         results["leak_check_bootstrap"] = resources.leak_check("sustained", method="bootstrap", seed=cfg.seed)
         # -- tokens injected per top_k ------------------------------------------------------------------
+        resources.set_phase("tokens")
         loop_mon.set_phase("tokens")
         tok = await run_token_overhead(make_client, backend, ns, tokens, cfg.top_ks, cfg.token_queries, cfg.seed)
         results["tokens"] = {str(k): v for k, v in tok.items()}
         await shared.close()
         # -- continuity arc ------------------------------------------------------------------------------
+        resources.set_phase("continuity")
         loop_mon.set_phase("continuity")
         results["continuity"] = {}
         for b in cfg.continuity_backends:
@@ -218,6 +220,7 @@ async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | Non
             finally:
                 await c.close()
         # -- drills ----------------------------------------------------------------------------------
+        resources.set_phase("drills")
         loop_mon.set_phase("drills")
         if cfg.drills and backend.startswith("cortex"):
             results["drills"] = await _run_cortex_drills(urls, backend, base_cfg, sink, cfg.seed)
@@ -228,7 +231,8 @@ async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | Non
         resources.set_phase("end")
         await resources.stop()
         await loop_mon.stop()
-        results["resources"] = {ph: resources.summary(ph) for ph in ("idle", "active", "states", "sustained")}
+        results["resources"] = {ph: resources.summary(ph) for ph in
+                                ("idle", "active", "states", "sustained", "tokens", "continuity", "drills")}
         results["event_loop"] = {ph: loop_mon.summary(ph) for ph in
                                  ("idle", "active", "states", "sustained", "tokens", "continuity", "drills")}
         results["event_loop"]["windows"] = len(loop_mon.windows)

@@ -1,0 +1,35 @@
+"""The costs entry point end to end at a tiny size: real llm-mock, cortex-mock and fault-proxy processes, the
+cortex adapter in-process; checks the files it writes and the report section it renders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from collectors.samples import read_samples
+from services.turn_sim.bench import CostsConfig, render_costs_markdown, run_costs
+from services.turn_sim.states import STATES
+
+
+@pytest.mark.slow
+async def test_run_costs_tiny(tmp_path):
+    cfg = CostsConfig(turns_per_state=3, idle_s=0.5, active_turns=2, sustained_turns=4, token_queries=3,
+                      top_ks=(1, 5), continuity_backends=("none",), drills=False, llm_latency_ms=5,
+                      cortex_mock_args=["--embedder", "hash"])
+    res = await run_costs(tmp_path, config=cfg)
+    assert res["backend"] == "cortex"
+    assert set(res["states"]) == set(STATES) and all(s["n"] == 3 for s in res["states"].values())
+    assert res["states"]["fast"]["with_memories"] == 3
+    assert res["tokens"]["5"]["tokens_injected_p50"] > res["tokens"]["1"]["tokens_injected_p50"] > 0
+    assert res["continuity"]["none"]["redundant_questions"] == res["continuity"]["none"]["probes"]
+    assert res["network"]["total"] > 0
+    assert res["leak_check"]["verdict"] in ("leak", "stable", "unknown")
+    kinds = {r["kind"] for r in read_samples(tmp_path / "samples.jsonl")}
+    assert {"turn", "resources", "event_loop", "tokens", "continuity", "network_summary"} <= kinds
+    assert json.loads((tmp_path / "costs.json").read_text())["backend"] == "cortex"
+    for png in res["plots"]:
+        assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"
+    md = render_costs_markdown(res)
+    assert "### Turn latency per plugin state" in md and "### Failure drills" in md
+    assert "drills skipped" in md
