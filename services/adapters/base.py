@@ -99,10 +99,10 @@ class MemoryBackend(abc.ABC):
         e = self.context.embedder
         return e.name, e.dim
 
-    async def start(self) -> None:
+    async def start(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Called once before serving (load models, open files)."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Called once at shutdown."""
 
     @abc.abstractmethod

@@ -65,7 +65,7 @@ class EmbeddingCache:
         with self._lock:
             for i in range(0, len(hashes), 500):
                 part = list(hashes[i : i + 500])
-                q = "SELECT hash, vec FROM embedding_cache WHERE model=? AND hash IN (%s)" % ",".join("?" * len(part))
+                q = f"SELECT hash, vec FROM embedding_cache WHERE model=? AND hash IN ({','.join('?' * len(part))})"
                 for h, blob in self._conn.execute(q, [model, *part]):
                     out[h] = np.frombuffer(blob, dtype=np.float32)
         return out

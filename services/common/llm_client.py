@@ -135,7 +135,7 @@ class LLMClient:
                             err = LLMError(f"LLM call failed: {resp.status} — {text}", resp.status)
                         else:
                             raise LLMError(f"LLM call failed: {resp.status} — {text}", resp.status)
-                except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as e:
+                except (TimeoutError, aiohttp.ClientConnectionError) as e:
                     err = LLMError(f"LLM call to {url} failed: {type(e).__name__}: {e}")
                 if attempt > self.config.max_retries:
                     raise err

@@ -282,7 +282,7 @@ async def run_one(suite: Suite, ctx: ProbeContext, probe: Probe, cond: Condition
         if e.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "UNKNOWN", "INTERNAL"):
             failures.setdefault(e.backend, f"failed mid-run: {e.code}: {str(e)[:300]}")
         return {**base, "status": "error", "error": str(e)[:500]}
-    except (ValidationError, ValueError, RuntimeError, OSError, asyncio.TimeoutError) as e:
+    except (TimeoutError, ValidationError, ValueError, RuntimeError, OSError) as e:
         return {**base, "status": "error", "error": f"{type(e).__name__}: {e}"[:500],
                 "traceback": traceback.format_exc()[-1500:]}
 
