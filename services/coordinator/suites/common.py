@@ -121,6 +121,18 @@ def stratified_sample(items: list[Any], key: Callable[[Any], str], n: int, rng: 
     return [items[i] for i in sorted(chosen)]
 
 
+def load_info(suite: Any) -> dict[str, Any] | None:
+    """The suite's load() info (repair counts, sample sizes) for score(): cached from this process's load, or
+    recomputed (loading is deterministic) when a run is re-scored in a fresh process; None if unavailable."""
+    info = getattr(suite, "_info", None)
+    if info is None:
+        try:
+            info = suite.load().info
+        except Exception:  # noqa: BLE001 - data moved since the run: the report just omits these counts
+            return None
+    return info
+
+
 def stable_seed(*parts: object) -> int:
     """A seed derived from strings (stable across processes, unlike hash())."""
     h = hashlib.sha256("\x00".join(str(p) for p in parts).encode()).digest()

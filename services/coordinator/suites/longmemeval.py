@@ -133,7 +133,7 @@ class LongMemEvalSuite(Suite):
 
     # ------------------------------------------------------------------------------------------------
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": getattr(self, "_info", None)}
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self)}
         per_cond: dict[str, dict[str, dict[str, float | None]]] = {}
         for cond, rows in C.by_condition(samples).items():
             vals: dict[str, dict[str, float | None]] = {}
