@@ -89,6 +89,34 @@ async def open_loop_step(target: HttpRetrieveTarget, rate: float, duration_s: fl
     return res
 
 
+async def drain(target: HttpRetrieveTarget, baseline_ms: float, max_wait_s: float = 60.0) -> float:
+    """Wait until the target answers a lone request about as fast as when idle (an overloaded step leaves
+    abandoned requests queued in the server); returns the seconds waited."""
+    t0 = time.perf_counter()
+    good, i = 0, 0
+    while time.perf_counter() - t0 < max_wait_s and good < 3:
+        s = time.perf_counter()
+        try:
+            await asyncio.wait_for(target.call(i), 10.0)
+            ms = (time.perf_counter() - s) * 1000
+        except Exception:  # noqa: BLE001 - still overloaded
+            ms = float("inf")
+        good = good + 1 if ms <= max(3 * baseline_ms, baseline_ms + 20) else 0
+        i += 1
+        await asyncio.sleep(0.2)
+    return round(time.perf_counter() - t0, 2)
+
+
+async def idle_latency_ms(target: HttpRetrieveTarget, n: int = 20) -> float:
+    """Median latency of n sequential requests (the idle baseline for `drain`)."""
+    xs = []
+    for i in range(n):
+        s = time.perf_counter()
+        await target.call(i)
+        xs.append((time.perf_counter() - s) * 1000)
+    return sorted(xs)[len(xs) // 2]
+
+
 def step_passes(res: dict[str, Any], slo_p99_ms: float) -> tuple[bool, str]:
     if not res["valid"]:
         return False, "invalid: " + "; ".join(res["invalid_reasons"])
@@ -108,14 +136,16 @@ def _brief(res: dict[str, Any]) -> dict[str, Any]:
             "histoblobs": res["histoblobs"]}
 
 
-async def rate_search(target: HttpRetrieveTarget, a: argparse.Namespace, cfg: DriverConfig) -> dict[str, Any]:
+async def rate_search(target: HttpRetrieveTarget, a: argparse.Namespace, cfg: DriverConfig,
+                      baseline_ms: float) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     best, worst = None, None
     rate, k = a.start_rate, 0
     while rate <= a.max_rate:
         res = await open_loop_step(target, rate, a.step_s, a.seed + k, cfg, a.arrival)
         ok, why = step_passes(res, a.slo_p99_ms)
-        steps.append({**_brief(res), "phase": "climb", "pass": ok, "why": why})
+        steps.append({**_brief(res), "phase": "climb", "pass": ok, "why": why,
+                      "drain_s": await drain(target, baseline_ms)})
         _progress(steps[-1])
         k += 1
         if not ok:
@@ -131,7 +161,8 @@ async def rate_search(target: HttpRetrieveTarget, a: argparse.Namespace, cfg: Dr
         await asyncio.sleep(a.pause_s)
         res = await open_loop_step(target, mid, a.step_s, a.seed + k, cfg, a.arrival)
         ok, why = step_passes(res, a.slo_p99_ms)
-        steps.append({**_brief(res), "phase": "refine", "pass": ok, "why": why})
+        steps.append({**_brief(res), "phase": "refine", "pass": ok, "why": why,
+                      "drain_s": await drain(target, baseline_ms)})
         _progress(steps[-1])
         k += 1
         best, worst = (mid, worst) if ok else (best, mid)
@@ -142,7 +173,7 @@ async def rate_search(target: HttpRetrieveTarget, a: argparse.Namespace, cfg: Dr
 def _progress(step: dict[str, Any]) -> None:
     print(f"  {step['phase']:6s} {step['rate']:8.1f}/s  ok={step['ok']:6d} corrected p99={step['corrected']['p99_ms']} ms"
           f" service p99={step['service']['p99_ms']} ms lag p99={step['schedule_lag']['p99_ms']} ms -> "
-          f"{'pass' if step['pass'] else 'FAIL: ' + step['why']}", flush=True)
+          f"{'pass' if step['pass'] else 'FAIL: ' + step['why']} (drained {step['drain_s']} s)", flush=True)
 
 
 def _merge(blobs: list[str]) -> HdrHistogram:
@@ -163,7 +194,7 @@ def _diff(p: dict[str, Any], d: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 async def proxy_overhead(direct: HttpRetrieveTarget, proxied: HttpRetrieveTarget, rate: float,
-                         a: argparse.Namespace, cfg: DriverConfig) -> dict[str, Any]:
+                         a: argparse.Namespace, cfg: DriverConfig, baseline_ms: float) -> dict[str, Any]:
     rounds = []
     for r in range(a.proxy_rounds):
         pair = {}
@@ -172,6 +203,7 @@ async def proxy_overhead(direct: HttpRetrieveTarget, proxied: HttpRetrieveTarget
         for label, tgt in order:
             res = await open_loop_step(tgt, rate, a.proxy_step_s, a.seed + 1000 + r, cfg, a.arrival)
             pair[label] = _brief(res)
+            await drain(direct, baseline_ms)
             await asyncio.sleep(a.pause_s)
         pair["service_diff"] = _diff(pair["proxied"], pair["direct"], "service")
         pair["corrected_diff"] = _diff(pair["proxied"], pair["direct"], "corrected")
@@ -232,7 +264,9 @@ def render_markdown(r: dict[str, Any]) -> str:
              f"Machine: {r['machine']['cpu_count']} cores shared by generator, mock and proxy (load average at start "
              f"{', '.join(f'{x:.2f}' for x in r['machine']['loadavg_at_start'])}).", "",
              f"Seeding: {r['seeding']['requested']} memories in {r['seeding']['seconds']} s "
-             f"({r['seeding']['batch']} per request).", ""]
+             f"({r['seeding']['batch']} per request). Idle sequential latency (median of 20): "
+             f"direct {r['idle_latency_ms']['direct']} ms, via proxy {r['idle_latency_ms']['proxied']} ms. "
+             f"BLAS threads of the services: {c['blas_threads'] or 'inherited'}.", ""]
     best = s["max_sustained_rps"]
     if best is None:
         lines.append(f"**Highest sustained retrieve rate at p99 < {c['slo_p99_ms']:g} ms: none** (the first step "
@@ -242,12 +276,12 @@ def render_markdown(r: dict[str, Any]) -> str:
             f"; {s['first_failing_rps']:g}/s failed"
         lines.append(f"**Highest sustained retrieve rate at p99 < {c['slo_p99_ms']:g} ms: {best:g} req/s**{tail}.")
     lines += ["", "| step | rate/s | ok | failed | dropped | achieved/s | corrected p50 | corrected p99 | service p99 | "
-              "lag p99 | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "lag p99 | verdict | drain s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for st in s["steps"]:
         lines.append(f"| {st['phase']} | {st['rate']:g} | {st['ok']} | {st['failed']} | {st['dropped']} | "
                      f"{st['achieved_rps']} | {st['corrected']['p50_ms']} | {st['corrected']['p99_ms']} | "
                      f"{st['service']['p99_ms']} | {st['schedule_lag']['p99_ms']} | "
-                     f"{'pass' if st['pass'] else st['why']} |")
+                     f"{'pass' if st['pass'] else st['why']} | {st.get('drain_s', '')} |")
     po = r.get("proxy_overhead")
     if po:
         pd, pp = po["pooled"]["direct"], po["pooled"]["proxied"]
@@ -272,7 +306,11 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
     from services.launcher import Rig
 
     out = Path(a.out)
-    rig = Rig(out / "rig")
+    env = None
+    if a.blas_threads > 0:
+        env = dict(os.environ, **{k: str(a.blas_threads) for k in
+                                  ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
+    rig = Rig(out / "rig", env=env)
     result: dict[str, Any] = {"command": "python -m loadtests.bench " + " ".join(sys.argv[1:]),
                               "config": {k: v for k, v in vars(a).items()}, "machine": machine_info()}
     try:
@@ -294,12 +332,17 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
                 await direct.call(i)
             for t in (direct, proxied):
                 await open_loop_step(t, min(a.start_rate, 20), 2.0, a.seed + 999, cfg, a.arrival)
+            baseline = await idle_latency_ms(direct)
+            result["idle_latency_ms"] = {"direct": round(baseline, 3),
+                                         "proxied": round(await idle_latency_ms(proxied), 3)}
+            print(f"idle sequential latency: {result['idle_latency_ms']}", flush=True)
             print("rate search (direct to cortex-mock):", flush=True)
-            result["rate_search"] = await rate_search(direct, a, cfg)
+            result["rate_search"] = await rate_search(direct, a, cfg, baseline)
             best = result["rate_search"]["max_sustained_rps"]
             prate = a.proxy_rate or max(5.0, min(100.0, round((best or a.start_rate) / 2, 1)))
             print(f"proxy overhead at {prate:g}/s:", flush=True)
-            result["proxy_overhead"] = await proxy_overhead(direct, proxied, prate, a, cfg)
+            await drain(direct, baseline, max_wait_s=120)
+            result["proxy_overhead"] = await proxy_overhead(direct, proxied, prate, a, cfg, baseline)
         finally:
             await direct.close()
             await proxied.close()
@@ -331,6 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--proxy-rounds", type=int, default=3)
     ap.add_argument("--proxy-step-s", type=float, default=6.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--blas-threads", type=int, default=0,
+                    help="OPENBLAS/OMP/MKL_NUM_THREADS for the started services (0 = inherit)")
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -389,3 +389,16 @@ async def test_dashboard_queries_return_data_from_a_real_prometheus(tmp_path):
     # A local runner has no workers: that panel answers 0; every other panel showed data.
     missing = [e for e in exprs if e not in positive and not ("workers" in e and e in answered)]
     assert not missing, missing
+
+
+async def test_spike_shape_drives_users_and_ends_the_run(tmp_path):
+    params = json.dumps({"users": 2, "spike_users": 6, "before_s": 1.5, "spike_s": 1.5, "after_s": 1.5,
+                         "spawn_rate": 20})
+    code, text = await _run_load(tmp_path, "--target", "grpc", "--shape", "spike", "--shape-params", params,
+                                 "--max-duration", "30")
+    assert code == 0, text + _master_log(tmp_path)
+    with open(tmp_path / "locust_stats_history.csv", newline="") as f:
+        users = [int(r["User Count"]) for r in csv.DictReader(f)]
+    # The shape, not -t, ended the run: base 2 users, the spike at 6, then back down.
+    assert 2 in users and max(users) == 6 and "LoadShape" not in text
+    assert load_locust_run(tmp_path)["total"]["failures"] == 0
