@@ -37,6 +37,7 @@ class SlopeEstimate:
 
 
 def _t_quantile(p: float, dof: int) -> float:
+    """Student t quantile. The first call imports scipy.stats (seconds, ~85 MB): warm it before measuring."""
     try:
         from scipy import stats
 
