@@ -18,7 +18,8 @@ FACT_EXTRACTION_MARKER = "Extract durable facts from the conversation."
 CONTINUITY_JUDGE_MARKER = "You are rating how well a coding session continues the earlier sessions of a project."
 PAIRWISE_JUDGE_MARKER = "You are comparing two answers to the same question."
 
-ABSTAIN_TEXT = "I don't have that information in the context I was given."
+# Says "not mentioned" so LoCoMo's official category-5 rule (prediction contains "not mentioned") recognises it.
+ABSTAIN_TEXT = "I don't have that information: it is not mentioned in the context I was given."
 
 # Seed 000, V1.4: the answer prompt for every condition. Memory context goes before the question.
 ANSWER_SYSTEM = ANSWER_MARKER + (

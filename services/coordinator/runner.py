@@ -182,7 +182,9 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                 continue
             t0 = time.perf_counter()
             try:
-                info = await ingest_corpora(clients[name], data.corpora, ctx_ns.backend_namespace,
+                wanted = suite.namespaces_for(name, caps.get(name, {}), data.corpora)
+                corpora = {ns: b for ns, b in data.corpora.items() if ns in wanted}
+                info = await ingest_corpora(clients[name], corpora, ctx_ns.backend_namespace,
                                             cfg.settle_timeout_s, lambda m, n=name: emit(
                                                 {"run_id": run_id, "phase": "ingest", "message": f"{n} {m}"}))
                 info["duration_s"] = time.perf_counter() - t0

@@ -82,6 +82,11 @@ class Suite(abc.ABC):
     def conditions(self, backends: list[str], capabilities: dict[str, dict[str, str]]) -> list[Condition]:
         """The conditions to run for these backends (`capabilities[backend]` = {capability: detail})."""
 
+    def namespaces_for(self, backend: str, capabilities: dict[str, str], corpora: dict[str, IngestBatch]) -> list[str]:
+        """Which corpora this backend needs ingested (default: all). A suite that delivers the same data in two
+        forms (facts vs journals) ingests only the form each backend reads."""
+        return list(corpora)
+
     def retrieve_top_k(self, backend: str) -> int:
         return int(self.options.get("top_k", 6))
 

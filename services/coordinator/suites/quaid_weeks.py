@@ -245,6 +245,9 @@ class QuaidWeeksSuite(Suite):
         self._delivery = {b: delivery_for(b, capabilities.get(b, {}), self.options["delivery"]) for b in backends}
         return C.retrieval_conditions(backends)
 
+    def namespaces_for(self, backend: str, capabilities: dict[str, str], corpora) -> list[str]:
+        return [delivery_for(backend, capabilities, self.options["delivery"])]
+
     async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
         backend = condition.backends[0]
         ns = self._delivery.get(backend) or delivery_for(backend, {}, self.options["delivery"])
