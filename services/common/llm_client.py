@@ -118,8 +118,8 @@ class LLMClient:
         url = f"{self.config.base_url}/chat/completions"
         session = await self._get_session()
         attempt = 0
-        t0 = time.perf_counter()
         async with self._sem:
+            t0 = time.perf_counter()  # after the client's own concurrency wait: latency is the call's, not the queue's
             while True:
                 attempt += 1
                 retry_after: float | None = None
