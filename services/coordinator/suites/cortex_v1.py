@@ -115,8 +115,9 @@ class CortexV1Suite(Suite):
                 "context_tokens_mean": (sum(r.get("context_tokens", 0) for r in rows) / len(rows)) if rows else None,
             }
             for backend, rec in _retrievals(rows):
-                r = retrieval.setdefault(backend, {"hits": [], "lat": [], "server": [], "degraded": 0,
+                r = retrieval.setdefault(backend, {"hits": [], "lat": [], "server": [], "degraded": 0, "empty": 0,
                                                    "cat_hits": defaultdict(list), "condition": cond})
+                r["empty"] += int(not rec.get("memories"))
                 if rec.get("hit") is not None:
                     r["hits"].append(bool(rec["hit"]))
                 r["cat_hits"][_cat(rows, rec)].append(bool(rec.get("hit")))
@@ -131,6 +132,7 @@ class CortexV1Suite(Suite):
                 "latency": latency_summary(r["lat"]),
                 "server_latency": latency_summary(r["server"]),
                 "degraded": r["degraded"],
+                "empty_rate": r["empty"] / len(r["lat"]) if r["lat"] else None,
                 "calls": len(r["lat"]),
             }
         base = conditions.get("compacted", {}).get("mean")
@@ -176,9 +178,13 @@ class CortexV1Suite(Suite):
                 rows.append([b, fmt(v["hit_rate"], pct=True),
                              *(fmt(v["by_category"].get(c), pct=True) for c in CATEGORIES),
                              fmt(v["latency"]["p50_ms"], 1), fmt(v["latency"]["p95_ms"], 1),
-                             fmt(v["server_latency"]["p50_ms"], 1), v["degraded"], v["calls"]])
+                             fmt(v["server_latency"]["p50_ms"], 1), fmt(v.get("empty_rate"), pct=True), v["degraded"],
+                             v["calls"]])
             out.append(md_table(["backend", "hit rate", *(f"hit {c}" for c in CATEGORIES), "p50 ms", "p95 ms",
-                                 "server p50 ms", "degraded", "calls"], rows))
+                                 "server p50 ms", "no memories", "degraded", "calls"], rows))
+            out += ["", "*no memories* = share of retrievals that returned an empty memory list (for OpenClaw: "
+                        "`memory_search` found nothing at or above minScore 0.35; the recent notes still reach the "
+                        "answerer)."]
         return "\n".join(out)
 
 
