@@ -25,12 +25,12 @@ import time  # noqa: E402
 import grpc  # noqa: E402
 from google.protobuf.timestamp_pb2 import Timestamp  # noqa: E402
 from locust import User, between, task  # noqa: E402
-from memrig.v1 import memory_backend_pb2 as pb  # noqa: E402
-from memrig.v1 import memory_backend_pb2_grpc as pb_grpc  # noqa: E402
 
 import loadtests.locust_hooks  # noqa: E402,F401 - registers options, request log, fault timeline, exporter
 from loadtests.shapes import selected_shape  # noqa: E402
 from loadtests.workload import Payloads  # noqa: E402
+from memrig.v1 import memory_backend_pb2 as pb  # noqa: E402
+from memrig.v1 import memory_backend_pb2_grpc as pb_grpc  # noqa: E402
 
 NAMESPACE = os.environ.get("MEMRIG_GRPC_NAMESPACE", "load")
 SEED = int(os.environ.get("MEMRIG_LOAD_SEED", "0"))

@@ -310,6 +310,7 @@ class GrpcRetrieveTarget:
 
     async def start(self) -> None:
         import grpc
+
         from memrig.v1 import memory_backend_pb2_grpc as pb_grpc
 
         # No client retries: a rig must not hide faults.
