@@ -118,7 +118,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m services.coordinator", description=__doc__)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8800)
-    ap.add_argument("--metrics-port", type=int, default=0, help="-1 = off")
+    ap.add_argument("--metrics-port", type=int, default=8801, help="/metrics port (deploy/prometheus scrapes 8801); 0 = pick, -1 = off")
     ap.add_argument("--results", default=str(RESULTS_ROOT))
     a = ap.parse_args(argv)
     asyncio.run(serve(a.host, a.port, None if a.metrics_port < 0 else a.metrics_port, Path(a.results)))
