@@ -1,6 +1,6 @@
 """The CoordinatorService gRPC server: list suites and backends, run a suite with streamed progress, get a run.
 
-    python -m services.coordinator [--host 127.0.0.1] [--port 8800] [--metrics-port 0] [--results DIR]
+    python -m services.coordinator [--host 127.0.0.1] [--port 8800] [--metrics-port 8801] [--results DIR]
 """
 
 from __future__ import annotations
