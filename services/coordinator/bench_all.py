@@ -9,6 +9,7 @@ once and shared by the suites; everything started is stopped by PID at the end. 
 from __future__ import annotations
 
 import json
+import re
 import time
 import traceback
 from pathlib import Path
@@ -101,24 +102,33 @@ def render_index(out: Path, index: dict[str, Any]) -> str:
              f"{index.get('machine', {}).get('cores')} cores. Total {index.get('duration_s', 0):.0f} s.", "",
              "| suite | state | time | report |", "|---|---|---|---|"]
     for name, s in index["suites"].items():
-        link = f"[{name}/report.md]({name}/report.md)" if s.get("dir") else s.get("reason", "")[:120]
+        link = s.get("reason", "")[:120]
+        if s.get("dir"):
+            link = f"[{name}/report.md]({name}/report.md)"
+            if (out / name / "report.html").exists():
+                link += f" · [plots]({name}/report.html)"
         lines.append(f"| {name} | {s['state']} | {s.get('duration_s', 0):.0f} s | {link} |")
+    costs = index.get("costs") or {}
+    if costs:
+        lines.append(f"| costs (latency, resources, drills) | {costs.get('state')} | | "
+                     + ("[below](#latency-and-resources)" if costs.get("state") == "ok" else costs.get("reason", "")[:120])
+                     + " |")
     lines.append("")
     for name, s in index["suites"].items():
         rep = out / name / "report.md"
         if s.get("dir") and rep.exists():
             body = rep.read_text().split("\n", 1)[1] if rep.read_text().startswith("# ") else rep.read_text()
             lines += [f"# {name}", body.replace("\n## ", "\n### ").replace("\n# ", "\n## "), ""]
-    costs = index.get("costs")
-    if costs:
-        lines.append("# Latency and resources")
-        if costs.get("state") == "ok":
-            try:
-                from services.turn_sim.bench import render_costs_markdown
+    if costs.get("state") == "ok":
+        try:
+            from services.turn_sim.bench import render_costs_markdown
 
-                lines.append(render_costs_markdown(costs["results"]))
-            except Exception as e:  # noqa: BLE001
-                lines.append(f"(could not render costs: {e})")
-        else:
-            lines.append(f"{costs.get('state')}: {costs.get('reason')}")
+            md = render_costs_markdown(costs["results"])
+            # Plots live in costs/; the section's headings move up one level beside the suites'.
+            md = re.sub(r"!\[([^\]]*)\]\((?!https?:|/)([^)]+)\)", r"![\1](costs/\2)", md)
+            lines.append(re.sub(r"^#(#+) ", r"\1 ", md, flags=re.M))
+        except Exception as e:  # noqa: BLE001
+            lines += ["# Latency and resources", f"(could not render costs: {e})"]
+    elif costs:
+        lines += ["# Latency and resources", f"{costs.get('state')}: {costs.get('reason')}"]
     return "\n".join(lines) + "\n"
