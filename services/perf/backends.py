@@ -34,7 +34,7 @@ from services.common.types import RetrieveQuery
 from services.launcher import Rig
 from services.perf import synth
 from services.perf.floor import FLOOR_K, floor_topk
-from services.perf.stats import difference, per_item, percentiles_ms, project_seconds, ratio
+from services.perf.stats import difference, loglog_slope, per_item, percentiles_ms, project_seconds, ratio
 
 NS = "perf"
 TOP_K = 6
@@ -128,15 +128,34 @@ def summarise_step(n: int, lat: dict[str, list[int]], primary_grpc: str, primary
     }
 
 
-def _plan_sizes(sizes: list[int], have: int, rate: float | None, max_step_s: float) -> tuple[int | None, str]:
+def project_step_s(history: list[tuple[int, int, float]], n: int) -> tuple[float | None, float]:
+    """Projected seconds to grow to n memories from the ingest steps so far [(start, stop, memories/s)]: the
+    per-memory time is taken to grow as size^e, e fitted on the steps' midpoints (0 with a single step), so an
+    ingest that slows as the store grows (the cortex-mock compares each new fact with the stored ones) is not
+    projected as linear. Returns (seconds, e)."""
+    if not history:
+        return None, 0.0
+    mids = [(a + b) / 2 for a, b, _ in history]
+    e = loglog_slope(mids, [1 / r if r else None for _, _, r in history]) if len(history) >= 2 else None
+    e = max(0.0, e or 0.0)
+    a, b, r = history[-1]
+    base = project_seconds(n - b, r)
+    if base is None:
+        return None, e
+    return base * (((b + n) / 2) / mids[-1]) ** e, e
+
+
+def _plan_sizes(sizes: list[int], have: int, history: list[tuple[int, int, float]],
+                max_step_s: float) -> tuple[int | None, str]:
     """The next size to run, or (None, reason) when its projected ingest time is over the budget."""
+    rate = history[-1][2] if history else None
     for n in sizes:
         if n <= have:
             continue
-        proj = project_seconds(n - have, rate)
+        proj, e = project_step_s(history, n)
         if proj is not None and proj > max_step_s:
             return None, (f"not run: ingesting {n - have:,} more memories would take ~{proj:,.0f} s at the measured "
-                          f"{rate:,.0f} memories/s (step budget {max_step_s:,.0f} s; --max-step-s or --sizes)")
+                          f"{rate:,.0f} memories/s, per-memory time growing as size^{e:.2f} (step budget {max_step_s:,.0f} s; --max-step-s or --sizes)")
         return n, ""
     return None, ""
 
@@ -174,9 +193,9 @@ async def run_local(name: str, rig: Rig, texts: list[str], sizes: list[int], qse
         await inproc.reset(NS)
         rss0 = (await grpc.stats())["rss_bytes"]
         out["rss_baseline_bytes"] = rss0
-        have, rate = 0, None
+        have, history = 0, []
         while True:
-            n, reason = _plan_sizes(sizes, have, rate, opts["max_step_s"])
+            n, reason = _plan_sizes(sizes, have, history, opts["max_step_s"])
             if n is None:
                 for m in sizes:
                     if m > have and reason:
@@ -186,7 +205,8 @@ async def run_local(name: str, rig: Rig, texts: list[str], sizes: list[int], qse
             ig = await _ingest(grpc, kind, texts, have, n, opts["batch"], opts["settle_timeout_s"])
             ii = await _ingest(inproc, kind, texts, have, n, opts["batch"], opts["settle_timeout_s"])
             both = ig["ingest_s"] + ig["settle_s"] + ii["ingest_s"] + ii["settle_s"]
-            rate = (n - have) / both if both > 0 else None  # the next step ingests on both paths again
+            if both > 0:  # the next step ingests on both paths again
+                history.append((have, n, (n - have) / both))
             have = n
             st = await grpc.stats(NS)
             be = inproc.host.backend
@@ -292,9 +312,9 @@ async def run_cortex(names: list[str], rig: Rig, texts: list[str], sizes: list[i
         for o in outs.values():
             o["rss_baseline_bytes"] = rss0
             o["rss_of"] = "cortex-mock process"
-        have, rate = 0, None
+        have, history = 0, []
         while True:
-            n, reason = _plan_sizes(sizes, have, rate, opts["max_step_s"])
+            n, reason = _plan_sizes(sizes, have, history, opts["max_step_s"])
             if n is None:
                 for m in sizes:
                     if m > have and reason:
@@ -304,7 +324,8 @@ async def run_cortex(names: list[str], rig: Rig, texts: list[str], sizes: list[i
             log(f"cortex: ingest {have:,} -> {n:,} (extraction-bound)")
             ing = await _ingest(writer, "documents", texts, have, n, min(opts["batch"], 2000),
                                 opts["settle_timeout_s"])
-            rate = ing["items_per_s"]
+            if ing["items_per_s"]:
+                history.append((have, n, ing["items_per_s"]))
             have = n
             rss, disk = ps.memory_info().rss, _du(mock_dir)
             qs = qsets[n]
