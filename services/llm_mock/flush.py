@@ -7,6 +7,10 @@ salient when it carries a specific or a decision signal (`is_salient`):
 - a decision/convention/plan cue: we chose, chose, decided, decision, agreed, use/using, prefer, always,
   never, must, convention, rule, because, switched, migrat-, next sprint, plan, TTL, port, root cause,
   caused, fixed, deadline, remember.
+- a personal event or plan, as a real model writes down about a person in a chat (LoCoMo-style sessions): a
+  first-person sentence of at least five words with an event/plan/relationship verb or noun, or one with a
+  time phrase (yesterday, last week, next month, ... ago), or one naming someone or something mid-sentence
+  (a Capitalised word that does not start the sentence), each with at least three content words.
 Questions (ending in "?") are never salient: the answer is what gets remembered. The reply is the salient
 sentences as Markdown bullets `- ...` (speaker prefixes removed, deduplicated case-insensitively, in
 order), or exactly `NO_REPLY` when nothing qualifies, as the flush prompt asks.
@@ -29,6 +33,24 @@ _CUE_RE = re.compile(
 )
 
 
+_FIRST_PERSON_RE = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|our|me|us)\b", re.I)
+_EVENT_RE = re.compile(
+    r"\b(?:went|go|going|gonna|started|start|joined|join|moved|move|bought|buy|got|adopted|visited|visit|took|"
+    r"made|finished|learned|learning|signed|won|married|graduated|attended|volunteer\w*|working|worked|"
+    r"studying|studied|painted|painting|wrote|writing|read|reading|ran|running|hiked|trip|travel\w*|class|"
+    r"course|job|career|school|family|kids?|children|friends?|sister|brother|mom|dad|mother|father|husband|"
+    r"wife|partner|pet|dog|cat|birthday|wedding|concert|group|event|project|book|favorite|favourite|"
+    r"want to|hope to|planning to|thinking of|decided to)\b",
+    re.I,
+)
+_TIME_RE = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|last (?:week|weekend|month|year|night|summer|winter|spring|fall)|"
+    r"next (?:week|weekend|month|year|summer)|this (?:week|weekend|month|year)|recently|ago)\b",
+    re.I,
+)
+_NAME_MID_RE = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+")
+
+
 def is_salient(sentence: str) -> bool:
     s = sentence.strip()
     if not s or s.endswith("?"):
@@ -37,7 +59,16 @@ def is_salient(sentence: str) -> bool:
         return True
     if any(t.kind == "code" for t in tokens(s)):
         return True
-    return bool(_CUE_RE.search(s)) and len(content_stems(s)) >= 2
+    n_content = len(content_stems(s))
+    if _CUE_RE.search(s) and n_content >= 2:
+        return True
+    if len(s.split()) < 5 or n_content < 3:
+        return False
+    if _TIME_RE.search(s):
+        return True
+    if _FIRST_PERSON_RE.search(s) and _EVENT_RE.search(s):
+        return True
+    return bool(_NAME_MID_RE.search(s))
 
 
 def salient_sentences(texts: list[str]) -> list[str]:
