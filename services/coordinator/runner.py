@@ -130,6 +130,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
             "judge": judge_identity(judge_cfg, cfg.judge_passes),
             "prompts_hash": prompts.prompts_hash(),
             "tokenizer": tokenizer_name(),
+            # The rig-wide embedder setting; each backend's own (name, dimension) is in backends[].describe.
+            "embedder": cfg.embedder or os.environ.get("MEMRIG_EMBEDDER") or "minilm",
             "data": data.info,
             "probes": len(data.probes),
             "namespaces": {ns: {"sessions": len(b.sessions), "messages": b.message_count, "documents": len(b.documents)}
