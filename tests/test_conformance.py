@@ -90,3 +90,22 @@ def test_cli_conformance_against_an_adapter_process(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Result: PASS" in r.stdout
     assert not proc.alive()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, embedder", [("openclaw", "minilm"), ("openclaw-2026-02", "minilm"),
+                                               ("cortex", None), ("cortex-fast", None)])
+def test_shipped_adapters_pass_as_processes(tmp_path, backend, embedder):
+    """Every shipped adapter, started the way `memrig up` starts it (cortex: adapter → fault-proxy → cortex-mock)."""
+    async def go():
+        rig = Rig(tmp_path / "procs")
+        try:
+            await rig.ensure_llm()
+            proc = await rig.start_backend(backend, embedder=embedder)
+            return await Conformance(proc.url).run_all()
+        finally:
+            rig.stop_all()
+
+    results = asyncio.run(go())
+    assert not [r for r in results if r.status == "FAIL"], render(results, backend)
+    assert not [r for r in results if r.status == "N/A"], render(results, backend)

@@ -115,8 +115,8 @@ def channel_scores(debug: Any) -> dict[str, float]:
 class CortexBackend(MemoryBackend):
     name = "cortex"
     description = "Cortex memory API through the plugin's client behaviour (gate, retry queue, envelope)."
-    capabilities = (("sessions", ""), ("documents", ""), ("recall", "lossy"), ("modes", "fast,full"),
-                    ("reference_time", ""), ("degradation", "silent"), ("static_context", "cortex_memories"))
+    capabilities = (("sessions", ""), ("documents", ""), ("recall", "exact"), ("modes", "fast,full"),
+                    ("reference_time", ""), ("degradation", "silent"), ("formatted_context", "cortex_memories"))
     defaults: dict[str, Any] = {
         # where and who
         "base_url": "http://127.0.0.1:8792",  # the fault proxy's default port (cortex-mock: 8791)
