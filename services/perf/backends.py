@@ -18,7 +18,6 @@ per query, so load from the rest of the machine hits them alike. Latencies are c
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import time
 from collections.abc import Callable
