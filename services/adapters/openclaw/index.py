@@ -81,6 +81,11 @@ class NsMatrix:
     ids: list[str]
     rows: list[ChunkRow]
     matrix: np.ndarray  # (n, dim) float32 unit rows
+    by_id: dict[str, ChunkRow] = field(default_factory=dict)  # built once per rebuild, not per search
+
+    def __post_init__(self) -> None:
+        if not self.by_id:
+            self.by_id = {r.id: r for r in self.rows}
 
 
 def chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
@@ -301,7 +306,7 @@ class IndexStore:
     # ------------------------------------------------------------------ introspection
     def chunk_rows(self, namespace: str) -> dict[str, ChunkRow]:
         m = self._matrices.get(namespace)
-        return {r.id: r for r in m.rows} if m else {}
+        return m.by_id if m else {}
 
     def file_mtimes(self, namespace: str) -> dict[str, int]:
         return self._mtimes.get(namespace, {})
