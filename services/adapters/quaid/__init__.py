@@ -1,0 +1,1 @@
+"""Quaid-style reference backend: see backend.py and README.md."""
