@@ -17,6 +17,8 @@ BINARY_JUDGE_MARKER = "Your task is to label an answer to a question as 'CORRECT
 FACT_EXTRACTION_MARKER = "Extract durable facts from the conversation."
 CONTINUITY_JUDGE_MARKER = "You are rating how well a coding session continues the earlier sessions of a project."
 PAIRWISE_JUDGE_MARKER = "You are comparing two answers to the same question."
+MEMORY_HOOK_EXTRACTION_MARKER = "Turn the conversation into memory-hook memories."
+MEMORY_HOOK_RERANK_MARKER = "Decide which memory-hook memories apply to the current request."
 
 # Says "not mentioned" so LoCoMo's official category-5 rule (prediction contains "not mentioned") recognises it.
 ABSTAIN_TEXT = "I don't have that information: it is not mentioned in the context I was given."
@@ -112,7 +114,31 @@ def continuity_judge_user(established: list[str], transcript: list[tuple[str, st
     return f"Established in earlier sessions:\n{facts}\n\nNew session transcript:\n{lines}"
 
 
+# memory-hook (reference/peers.md §4.2): memories {trigger (embedded), rule (injected), section}. The upstream
+# extraction prompt is not public; this one asks for exactly that schema, one JSON object per line.
+MEMORY_HOOK_EXTRACTION_SYSTEM = MEMORY_HOOK_EXTRACTION_MARKER + """
+A memory has a trigger (when it applies: the situation or topic in a few words; it is embedded and searched), a
+rule (the guidance or fact injected into the agent's context when the trigger matches: one self-contained
+sentence that keeps numbers, names, paths, formats and the reason for a decision) and a section (decisions,
+conventions or facts). Reply with one JSON object per line: {"trigger": "...", "rule": "...", "section": "..."}.
+Reply with nothing else; nothing worth remembering means an empty reply."""
+
+# memory-hook's LLM rerank (upstream: Claude Haiku, RERANK_PROVIDER=claude): keep the candidates that apply.
+MEMORY_HOOK_RERANK_SYSTEM = MEMORY_HOOK_RERANK_MARKER + """
+You are given the agent's current request and numbered candidate memories (trigger and rule). Keep only the
+memories whose rule helps with this request. Reply with JSON only: {"relevant": [<candidate numbers>]}"""
+
+MEMORY_HOOK_CANDIDATES_HEADER = "Candidates:"
+
+
+def memory_hook_rerank_user(request: str, candidates: list[tuple[str, str]]) -> str:
+    """The request, then one `[n] trigger: ... | rule: ...` line per candidate (numbered from 1)."""
+    lines = [f"[{i}] trigger: {' '.join(t.split())} | rule: {' '.join(r.split())}"
+             for i, (t, r) in enumerate(candidates, 1)]
+    return f"Request: {request}\n{MEMORY_HOOK_CANDIDATES_HEADER}\n" + "\n".join(lines)
+
+
 def prompts_hash() -> str:
     texts = [ANSWER_SYSTEM, COMPACTION_SYSTEM, FLUSH_SYSTEM, JUDGE_SYSTEM, BINARY_JUDGE_SYSTEM, FACT_EXTRACTION_SYSTEM,
-             PAIRWISE_JUDGE_SYSTEM, CONTINUITY_JUDGE_SYSTEM]
+             PAIRWISE_JUDGE_SYSTEM, CONTINUITY_JUDGE_SYSTEM, MEMORY_HOOK_EXTRACTION_SYSTEM, MEMORY_HOOK_RERANK_SYSTEM]
     return hashlib.sha256("\n\x00".join(texts).encode()).hexdigest()[:16]

@@ -16,6 +16,7 @@ from services.llm_mock import (
     extraction,
     flush,
     judge,
+    memory_hook,
     pairwise,
 )
 
@@ -28,6 +29,8 @@ _MARKER_NAMES = (
     ("FACT_EXTRACTION_MARKER", "extraction"),
     ("PAIRWISE_JUDGE_MARKER", "pairwise_judge"),
     ("CONTINUITY_JUDGE_MARKER", "continuity_judge"),
+    ("MEMORY_HOOK_EXTRACTION_MARKER", "memory_hook_extraction"),
+    ("MEMORY_HOOK_RERANK_MARKER", "memory_hook_rerank"),
 )
 # getattr: a marker added to prompts.py later is picked up here without a code change elsewhere.
 MARKERS: tuple[tuple[str, str], ...] = tuple(
@@ -71,4 +74,8 @@ def respond(task: str, messages: list[dict[str, str]]) -> str:
         return pairwise.respond(last_user_text(messages))
     if task == "continuity_judge":
         return continuity.respond(last_user_text(messages))
+    if task == "memory_hook_extraction":
+        return memory_hook.extract(messages)
+    if task == "memory_hook_rerank":
+        return memory_hook.rerank(last_user_text(messages))
     return answerer.respond(last_user_text(messages))

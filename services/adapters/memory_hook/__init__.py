@@ -1,0 +1,1 @@
+"""memory-hook reference backend: see backend.py and README.md."""
