@@ -266,7 +266,7 @@ def render_markdown(r: dict[str, Any]) -> str:
              f"Seeding: {r['seeding']['requested']} memories in {r['seeding']['seconds']} s "
              f"({r['seeding']['batch']} per request). Idle sequential latency (median of 20): "
              f"direct {r['idle_latency_ms']['direct']} ms, via proxy {r['idle_latency_ms']['proxied']} ms. "
-             f"BLAS threads of the services: {c['blas_threads'] or 'inherited'}.", ""]
+             f"BLAS threads of the services: {c['blas_threads'] or 'the launcher default (OPENBLAS_NUM_THREADS=' + os.environ.get('OPENBLAS_NUM_THREADS', '1') + ')'}.", ""]
     best = s["max_sustained_rps"]
     if best is None:
         lines.append(f"**Highest sustained retrieve rate at p99 < {c['slo_p99_ms']:g} ms: none** (the first step "
@@ -376,7 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--proxy-step-s", type=float, default=6.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--blas-threads", type=int, default=0,
-                    help="OPENBLAS/OMP/MKL_NUM_THREADS for the started services (0 = inherit)")
+                    help="OPENBLAS/OMP/MKL_NUM_THREADS for the started services (0 = the launcher's default: "
+                         "OPENBLAS_NUM_THREADS=1 unless set in the environment)")
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
