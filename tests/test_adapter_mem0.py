@@ -18,7 +18,6 @@ from services.conformance import render
 from tests.inprocess_llm import InProcessMockLLM
 from tests.test_conformance import _conformance_in_process
 
-NAMES = ["mem0", "mem0-raw"]
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
@@ -102,25 +101,3 @@ async def test_conformance_passes_in_process(infer):
     results = await _conformance_in_process(b)
     assert not [r for r in results if r.status == "FAIL"], render(results, f"mem0 infer={infer}")
     assert not [r for r in results if r.status == "N/A"], render(results, "mem0")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_conformance_as_a_process(tmp_path, name):
-    """Started the way `memrig up` starts it (`python -m services.adapters.mem0 --port 0`), with the real llm-mock."""
-    import asyncio
-
-    from services.conformance import Conformance
-    from services.launcher import Rig
-
-    async def go():
-        rig = Rig(tmp_path / "procs")
-        try:
-            await rig.ensure_llm()
-            proc = await rig.start_backend(name, embedder="hash")
-            return await Conformance(proc.url).run_all()
-        finally:
-            rig.stop_all()
-
-    results = asyncio.run(go())
-    assert not [r for r in results if r.status != "PASS"], render(results, name)

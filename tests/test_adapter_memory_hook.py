@@ -25,7 +25,6 @@ from services.llm_mock.tasks import detect_task, respond
 from tests.inprocess_llm import InProcessMockLLM
 from tests.test_conformance import _conformance_in_process
 
-NAMES = ["memory-hook", "memory-hook-no-rerank"]
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 TEXTS = ["Hi, quick question about the project.",
          "The API listens on port 3001 behind nginx.",
@@ -145,25 +144,3 @@ async def test_conformance_passes_in_process(rerank):
     results = await _conformance_in_process(b)
     assert not [r for r in results if r.status == "FAIL"], render(results, f"memory-hook rerank={rerank}")
     assert not [r for r in results if r.status == "N/A"], render(results, "memory-hook")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_conformance_as_a_process(tmp_path, name):
-    """Started the way `memrig up` starts it (`python -m services.adapters.memory_hook --port 0`), with the real llm-mock."""
-    import asyncio
-
-    from services.conformance import Conformance
-    from services.launcher import Rig
-
-    async def go():
-        rig = Rig(tmp_path / "procs")
-        try:
-            await rig.ensure_llm()
-            proc = await rig.start_backend(name, embedder="hash")
-            return await Conformance(proc.url).run_all()
-        finally:
-            rig.stop_all()
-
-    results = asyncio.run(go())
-    assert not [r for r in results if r.status != "PASS"], render(results, name)

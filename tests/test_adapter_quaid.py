@@ -20,7 +20,6 @@ from services.conformance import render
 from tests.inprocess_llm import InProcessMockLLM
 from tests.test_conformance import _conformance_in_process
 
-NAMES = ["quaid"]
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
@@ -187,25 +186,3 @@ async def test_conformance_passes_in_process():
     results = await _conformance_in_process(b)
     assert not [r for r in results if r.status == "FAIL"], render(results, "quaid")
     assert not [r for r in results if r.status == "N/A"], render(results, "quaid")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_conformance_as_a_process(tmp_path, name):
-    """Started the way `memrig up` starts it (`python -m services.adapters.quaid --port 0`), with the real llm-mock."""
-    import asyncio
-
-    from services.conformance import Conformance
-    from services.launcher import Rig
-
-    async def go():
-        rig = Rig(tmp_path / "procs")
-        try:
-            await rig.ensure_llm()
-            proc = await rig.start_backend(name, embedder="hash")
-            return await Conformance(proc.url).run_all()
-        finally:
-            rig.stop_all()
-
-    results = asyncio.run(go())
-    assert not [r for r in results if r.status != "PASS"], render(results, name)

@@ -93,8 +93,12 @@ def test_cli_conformance_against_an_adapter_process(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend, embedder", [("openclaw", "minilm"), ("openclaw-2026-02", "minilm"),
-                                               ("cortex", None), ("cortex-fast", None)])
+@pytest.mark.parametrize("backend, embedder", [
+    ("openclaw", "minilm"), ("openclaw-2026-02", "minilm"), ("cortex", None), ("cortex-fast", None),
+    # the opt-in reference systems
+    ("quaid", "hash"), ("mem0", "hash"), ("mem0-raw", "hash"), ("memory-hook", "hash"),
+    ("memory-hook-no-rerank", "hash"),
+])
 def test_shipped_adapters_pass_as_processes(tmp_path, backend, embedder):
     """Every shipped adapter, started the way `memrig up` starts it (cortex: adapter → fault-proxy → cortex-mock)."""
     async def go():
