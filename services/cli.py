@@ -76,7 +76,7 @@ def cmd_down(args) -> int:
     if not rig.procs:
         print("nothing to stop")
         return 0
-    for key in list(rig.procs):
+    for key in rig.stop_order():
         pid = rig.procs[key].pid
         rig.stop(key)
         print(f"stopped {key} (pid {pid})")

@@ -195,10 +195,12 @@ class Rig:
             self._kill(proc.pid)
             self._popen.pop(key, None)
 
+    def stop_order(self) -> list[str]:
+        """Dependents first: backends, then the proxy, then what they depended on."""
+        return sorted(self.procs, key=lambda k: (0 if k.startswith("backend/") else 1 if k == "fault-proxy" else 2))
+
     def stop_all(self) -> None:
-        # Stop dependents first: backends, then proxies, then what they depended on.
-        order = sorted(self.procs, key=lambda k: (0 if k.startswith("backend/") else 1 if k == "fault-proxy" else 2))
-        for key in order:
+        for key in self.stop_order():
             self.stop(key)
 
     # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from services.launcher import Proc
+
 SESSIONS = [
     {"session_id": "s1", "started_at": "2026-03-02T09:00:00Z", "messages": [
         {"id": "s1-m0", "role": "user", "content": "The staging deploy uses blue-green with a 15 minute bake time."},
@@ -81,3 +83,24 @@ def test_list_names_suites_backends_services():
     assert r.returncode == 0
     for name in ("cortex-v1", "full-context", "openclaw", "llm-mock", "fault-proxy"):
         assert name in r.stdout
+
+
+@pytest.mark.slow
+def test_up_then_down_stops_exactly_what_it_started(tmp_path):
+    env = {**os.environ, "MEMRIG_STATE_DIR": str(tmp_path / "state")}
+    r = memrig("up", "--backends", "full-context", env=env)
+    assert r.returncode == 0, r.stderr
+    state = json.loads((tmp_path / "state" / "run" / "state.json").read_text())
+    assert set(state) == {"llm-mock", "backend/full-context"}
+    pids = [p["pid"] for p in state.values()]
+    for pid in pids:
+        os.kill(pid, 0)  # running
+    # a running backend is used over gRPC by retrieve
+    r = memrig("retrieve", "--backend", "full-context", "--namespace", "x", "--query", "q", "--json", env=env)
+    assert r.returncode == 0 and json.loads(r.stdout)["memories"] == []
+    r = memrig("down", env=env)
+    assert r.returncode == 0
+    assert r.stdout.index("backend/full-context") < r.stdout.index("llm-mock")  # dependents first
+    for pid in pids:  # gone, or a zombie waiting for init to reap it
+        assert not Proc("", pid, {}, "", "").alive()
+    assert not (tmp_path / "state" / "run" / "state.json").exists()
