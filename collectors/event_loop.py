@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, Histogram
 
 from collectors.prom import get_metric
 from collectors.samples import SampleSink
+from collectors.tasks import start_task, stop_task
 
 DELAY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -83,17 +84,11 @@ class EventLoopMonitor:
 
     async def start(self) -> None:
         self._window_start = time.monotonic()
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"event-loop-{self.component}")
+        self._task = start_task(self._task, self._run, f"event-loop-{self.component}")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await stop_task(self._task)
+        self._task = None
         self._close_window()
 
     def summary(self, phase: str | None = None) -> dict:

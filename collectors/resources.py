@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from collectors.prom import get_metric
 from collectors.samples import SampleSink
+from collectors.tasks import start_task, stop_task
 
 
 @dataclass(frozen=True)
@@ -173,17 +174,11 @@ class ResourceSampler:
             self._started_tracemalloc = True
         self._t0 = time.monotonic()
         self.set_phase(self.phase)
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"resources-{self.component}")
+        self._task = start_task(self._task, self._run, f"resources-{self.component}")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await stop_task(self._task)
+        self._task = None
         self.sample()
         if self._started_tracemalloc:
             tracemalloc.stop()

@@ -183,6 +183,31 @@ class SessionStore:
         return sorted(set(self.sessions) | set(self.documents))
 
 
+class StoreBackedBackend(MemoryBackend):
+    """A backend that keeps everything it was given in `self.store` (so nothing ingested is lost, and Stats
+    counts it) and may derive its own items from it (facts, memories, chunks): `items_in` says how many."""
+
+    def __init__(self, config: dict[str, Any] | None = None, context: BackendContext | None = None):
+        super().__init__(config, context)
+        self.store = SessionStore()
+        self.n: dict[str, int] = {}  # counters reported by Stats
+
+    def items_in(self, namespace: str) -> int | None:
+        """Derived items in the namespace; None means the ingested messages + documents are the items."""
+        return None
+
+    async def namespace_stats(self, namespace: str) -> NamespaceStats:
+        s = self.store.stats(namespace)
+        n = self.items_in(namespace)
+        return s if n is None else NamespaceStats(namespace, s.sessions, s.messages, s.documents, n)
+
+    def namespaces(self) -> list[str]:
+        return self.store.namespaces()
+
+    def counters(self) -> dict[str, int]:
+        return dict(self.n)
+
+
 class NamespaceLocks:
     """A writer-preferring read/write lock per namespace: ingest/reset exclusive, retrieves shared."""
 

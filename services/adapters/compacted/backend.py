@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import hashlib
 
-from services.adapters.base import MemoryBackend, SessionStore
+from services.adapters.base import SessionStore, StoreBackedBackend
 from services.adapters.full_context.backend import render_session
 from services.common import prompts
 from services.common.types import (
     IngestBatch,
     Memory,
-    NamespaceStats,
     RetrieveQuery,
     RetrieveResult,
     SettleResult,
@@ -37,7 +36,7 @@ async def compact(llm, transcripts: str, temperature: float = 0.0) -> str:
     return res.text.strip()
 
 
-class CompactedBackend(MemoryBackend):
+class CompactedBackend(StoreBackedBackend):
     name = "compacted"
     description = "Control: one-shot compaction summary through the LLM client (OpenClaw /compact)."
     capabilities = (("sessions", ""), ("documents", ""), ("recall", "lossy"), ("static_context", "summary"))
@@ -45,9 +44,8 @@ class CompactedBackend(MemoryBackend):
 
     def __init__(self, config=None, context=None):
         super().__init__(config, context)
-        self.store = SessionStore()
         self._summary: dict[str, tuple[str, str]] = {}  # namespace -> (transcripts hash, summary)
-        self.llm_calls = 0
+        self.n["llm_calls"] = 0
 
     async def reset(self, namespace: str) -> int:
         self._summary.pop(namespace, None)
@@ -65,7 +63,7 @@ class CompactedBackend(MemoryBackend):
         if cached and cached[0] == h:
             return cached[1]
         summary = await compact(self.context.llm, text, self.config["temperature"])
-        self.llm_calls += 1
+        self.n["llm_calls"] += 1
         self._summary[namespace] = (h, summary)
         return summary
 
@@ -81,11 +79,3 @@ class CompactedBackend(MemoryBackend):
         mem = Memory(id=f"{namespace}:compaction", text=summary, score=1.0, kind="summary", source="compaction")
         return RetrieveResult(memories=[mem], formatted_context=summary)
 
-    async def namespace_stats(self, namespace: str) -> NamespaceStats:
-        return self.store.stats(namespace)
-
-    def namespaces(self) -> list[str]:
-        return self.store.namespaces()
-
-    def counters(self) -> dict[str, int]:
-        return {"llm_calls": self.llm_calls}

@@ -7,12 +7,11 @@ one entry per session kept (newest first, top_k of them), and `formatted_context
 
 from __future__ import annotations
 
-from services.adapters.base import MemoryBackend, SessionStore
+from services.adapters.base import StoreBackedBackend
 from services.common.tokens import count_tokens
 from services.common.types import (
     IngestBatch,
     Memory,
-    NamespaceStats,
     RetrieveQuery,
     RetrieveResult,
     Session,
@@ -24,7 +23,7 @@ def render_session(s: Session) -> str:
     return "\n".join([head, *(f"{m.role}: {m.content}" for m in s.messages)])
 
 
-class FullContextBackend(MemoryBackend):
+class FullContextBackend(StoreBackedBackend):
     name = "full-context"
     description = "Control: everything ingested as static context, cut to a token budget."
     capabilities = (("sessions", ""), ("documents", ""), ("recall", "exact"), ("static_context", "query-independent"))
@@ -32,7 +31,6 @@ class FullContextBackend(MemoryBackend):
 
     def __init__(self, config=None, context=None):
         super().__init__(config, context)
-        self.store = SessionStore()
         # namespace -> (memories newest first, formatted context); rebuilt on ingest, not per query
         self._cache: dict[str, tuple[list[Memory], str]] = {}
 
@@ -76,8 +74,3 @@ class FullContextBackend(MemoryBackend):
         return RetrieveResult(memories=[Memory(**vars(m)) for m in memories[: query.top_k]],
                               formatted_context=formatted)
 
-    async def namespace_stats(self, namespace: str) -> NamespaceStats:
-        return self.store.stats(namespace)
-
-    def namespaces(self) -> list[str]:
-        return self.store.namespaces()

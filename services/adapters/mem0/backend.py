@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from services.adapters.base import MemoryBackend, SessionStore
+from services.adapters.base import StoreBackedBackend
 from services.adapters.fact_extraction import (
     ExtractedFact,
     extract_document_facts,
@@ -43,7 +43,6 @@ from services.common.types import (
     ChannelDiagnostics,
     IngestBatch,
     Memory,
-    NamespaceStats,
     RetrieveQuery,
     RetrieveResult,
     SettleResult,
@@ -98,7 +97,7 @@ def format_memories(memories: list[Memory]) -> str:
     return "\n".join(lines)
 
 
-class Mem0Backend(MemoryBackend):
+class Mem0Backend(StoreBackedBackend):
     name = "mem0"
     description = "Mem0 OSS v3: LLM fact extraction, ADD-only; search = embedding cosine, threshold 0.1, no rerank."
     capabilities = (("sessions", ""), ("documents", "facts extracted from the text"), ("recall", "exact"))
@@ -123,7 +122,6 @@ class Mem0Backend(MemoryBackend):
 
     def __init__(self, config=None, context=None):
         super().__init__(config, context)
-        self.store = SessionStore()
         self._scopes: dict[str, _Scope] = {}
         self.n = {"llm_calls": 0, "memories_added": 0, "searches": 0}
 
@@ -213,13 +211,5 @@ class Mem0Backend(MemoryBackend):
         return RetrieveResult(memories=memories, channels=[diag], formatted_context=format_memories(memories))
 
     # ------------------------------------------------------------------ introspection
-    async def namespace_stats(self, namespace: str) -> NamespaceStats:
-        s = self.store.stats(namespace)
-        n = len(self._scopes[namespace].records) if namespace in self._scopes else 0
-        return NamespaceStats(namespace, sessions=s.sessions, messages=s.messages, documents=s.documents, items=n)
-
-    def namespaces(self) -> list[str]:
-        return self.store.namespaces()
-
-    def counters(self) -> dict[str, int]:
-        return dict(self.n)
+    def items_in(self, namespace: str) -> int:
+        return len(self._scopes[namespace].records) if namespace in self._scopes else 0

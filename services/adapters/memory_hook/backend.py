@@ -35,14 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from services.adapters.base import MemoryBackend, SessionStore
+from services.adapters.base import StoreBackedBackend
 from services.adapters.fact_extraction import attribute, new_messages, transcript
 from services.common import prompts
 from services.common.types import (
     ChannelDiagnostics,
     IngestBatch,
     Memory,
-    NamespaceStats,
     RetrieveQuery,
     RetrieveResult,
     SettleResult,
@@ -125,7 +124,7 @@ def format_rules(memories: Sequence[Memory]) -> str:
                       *(f"- [{m.attributes.get('section', 'facts')}] {m.text}" for m in memories)])
 
 
-class MemoryHookBackend(MemoryBackend):
+class MemoryHookBackend(StoreBackedBackend):
     name = "memory-hook"
     description = "memory-hook: trigger/rule memories, vector search on triggers, optional LLM rerank, rules injected."
     capabilities = (("sessions", ""), ("documents", "memories extracted from the text"), ("recall", "exact"))
@@ -139,7 +138,6 @@ class MemoryHookBackend(MemoryBackend):
 
     def __init__(self, config=None, context=None):
         super().__init__(config, context)
-        self.store = SessionStore()
         self._ns: dict[str, _Namespace] = {}
         self.n = {"llm_calls": 0, "memories_added": 0, "retrieves": 0, "reranks": 0, "rerank_parse_failures": 0,
                   "rerank_dropped": 0}
@@ -267,13 +265,5 @@ class MemoryHookBackend(MemoryBackend):
                               degraded=degraded, degraded_reason=reason)
 
     # ------------------------------------------------------------------ introspection
-    async def namespace_stats(self, namespace: str) -> NamespaceStats:
-        s = self.store.stats(namespace)
-        n = len(self._ns[namespace].memories) if namespace in self._ns else 0
-        return NamespaceStats(namespace, sessions=s.sessions, messages=s.messages, documents=s.documents, items=n)
-
-    def namespaces(self) -> list[str]:
-        return self.store.namespaces()
-
-    def counters(self) -> dict[str, int]:
-        return dict(self.n)
+    def items_in(self, namespace: str) -> int:
+        return len(self._ns[namespace].memories) if namespace in self._ns else 0

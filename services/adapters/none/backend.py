@@ -3,18 +3,17 @@ its stats) but never recalls anything: the floor every memory system is compared
 
 from __future__ import annotations
 
-from services.adapters.base import MemoryBackend, SessionStore
-from services.common.types import IngestBatch, NamespaceStats, RetrieveQuery, RetrieveResult
+from services.adapters.base import StoreBackedBackend
+from services.common.types import IngestBatch, RetrieveQuery, RetrieveResult
 
 
-class NoMemoryBackend(MemoryBackend):
+class NoMemoryBackend(StoreBackedBackend):
     name = "none"
     description = "Control: no memory (a fresh session every time)."
     capabilities = (("sessions", ""), ("documents", ""), ("recall", "none"))
 
     def __init__(self, config=None, context=None):
         super().__init__(config, context)
-        self.store = SessionStore()
 
     async def reset(self, namespace: str) -> int:
         return self.store.reset(namespace)
@@ -25,8 +24,3 @@ class NoMemoryBackend(MemoryBackend):
     async def retrieve(self, namespace: str, query: RetrieveQuery) -> RetrieveResult:
         return RetrieveResult()
 
-    async def namespace_stats(self, namespace: str) -> NamespaceStats:
-        return self.store.stats(namespace)
-
-    def namespaces(self) -> list[str]:
-        return self.store.namespaces()

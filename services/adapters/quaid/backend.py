@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from services.adapters.base import MemoryBackend, SessionStore
+from services.adapters.base import StoreBackedBackend
 from services.adapters.fact_extraction import (
     ExtractedFact,
     extract_document_facts,
@@ -55,7 +55,6 @@ from services.common.types import (
     ChannelDiagnostics,
     IngestBatch,
     Memory,
-    NamespaceStats,
     RetrieveQuery,
     RetrieveResult,
     SettleResult,
@@ -108,7 +107,7 @@ def format_recall(memories: list[Memory]) -> str:
     return "\n".join(lines)
 
 
-class QuaidBackend(MemoryBackend):
+class QuaidBackend(StoreBackedBackend):
     name = "quaid"
     description = ("Quaid-style recall: LLM-extracted facts, semantic + FTS5 weighted RRF by intent, composite "
                    "score, min-similarity filter with broadening, embedding MMR.")
@@ -129,7 +128,6 @@ class QuaidBackend(MemoryBackend):
 
     def __init__(self, config=None, context=None):
         super().__init__(config, context)
-        self.store = SessionStore()
         self._ns: dict[str, _Namespace] = {}
         self._fts: FactFts | None = None
         self.n = {"llm_calls": 0, "facts_added": 0, "recalls": 0, "broadened": 0}
@@ -289,13 +287,5 @@ class QuaidBackend(MemoryBackend):
         return RetrieveResult(memories=memories, channels=diags, formatted_context=format_recall(memories))
 
     # ------------------------------------------------------------------ introspection
-    async def namespace_stats(self, namespace: str) -> NamespaceStats:
-        s = self.store.stats(namespace)
-        n = len(self._ns[namespace].facts) if namespace in self._ns else 0
-        return NamespaceStats(namespace, sessions=s.sessions, messages=s.messages, documents=s.documents, items=n)
-
-    def namespaces(self) -> list[str]:
-        return self.store.namespaces()
-
-    def counters(self) -> dict[str, int]:
-        return dict(self.n)
+    def items_in(self, namespace: str) -> int:
+        return len(self._ns[namespace].facts) if namespace in self._ns else 0
