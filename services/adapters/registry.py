@@ -54,7 +54,8 @@ register(BackendSpec(
 
 def _optional_specs() -> None:
     """Backends whose modules may not exist yet in a partial checkout register themselves on import."""
-    for mod in ("services.adapters.openclaw.registry_entry", "services.adapters.cortex.registry_entry",
+    for mod in ("services.adapters.openclaw.registry_entry", "services.adapters.openclaw_real.registry_entry",
+                "services.adapters.cortex.registry_entry",
                 "services.adapters.quaid.registry_entry", "services.adapters.mem0.registry_entry",
                 "services.adapters.memory_hook.registry_entry"):
         try:

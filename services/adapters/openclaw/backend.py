@@ -212,6 +212,18 @@ class OpenClawBackend(MemoryBackend):
 
     async def ingest(self, namespace: str, batch: IngestBatch) -> None:
         # Stage everything (LLM flushes, workspace, chunking, embeddings) before touching any state, then commit.
+        staged, work = await self.stage_workspace(namespace, batch)
+        chunks = await self.index_workspace(namespace, staged)
+        # Commit (synchronous from here: nothing can fail half-way on the event loop).
+        self.store.apply(namespace, batch)
+        self._ws[namespace] = staged
+        self.n["flushes"] += sum(1 for _, _, skip in work if not skip)
+        self.n["flushes_skipped"] += sum(1 for _, _, skip in work if skip)
+        self.n["chunks_indexed"] += chunks
+
+    async def stage_workspace(self, namespace: str, batch: IngestBatch) -> tuple[Workspace, list]:
+        """The namespace's workspace with `batch` applied (flush notes, MEMORY.md curation, documents), on a copy:
+        nothing is committed. Shared by `openclaw-real`, so port and real OpenClaw index the same files."""
         staged = (self._ws.get(namespace) or Workspace()).copy()
         existing = self.store.sessions.get(namespace, {})
         work: list[tuple[Session, tuple, bool]] = []
@@ -236,6 +248,10 @@ class OpenClawBackend(MemoryBackend):
         now = datetime.now(UTC)
         for d in batch.documents:
             apply_document(staged, d, now)
+        return staged, work
+
+    async def index_workspace(self, namespace: str, staged: Workspace) -> int:
+        """Bring the namespace's search index to `staged`'s files; returns the number of chunks (re)indexed."""
         files = [FileInput(path, f.content, f.mtime_ms, f.line_evidence()) for path, f in sorted(staged.files.items())]
         model = self.model
         plan = await asyncio.to_thread(self.index.plan_sync, namespace, files, model)
@@ -243,12 +259,7 @@ class OpenClawBackend(MemoryBackend):
             texts = [c.text for c in plan.new_chunks]
             plan.vectors = (await self.embedder.aencode(texts)) if texts else np.zeros((0, self.embedder.dim), np.float32)
         await asyncio.to_thread(self.index.apply, plan, int(time.time() * 1000))
-        # Commit (synchronous from here: nothing can fail half-way on the event loop).
-        self.store.apply(namespace, batch)
-        self._ws[namespace] = staged
-        self.n["flushes"] += sum(1 for _, _, skip in work if not skip)
-        self.n["flushes_skipped"] += sum(1 for _, _, skip in work if skip)
-        self.n["chunks_indexed"] += len(plan.new_chunks)
+        return len(plan.new_chunks)
 
     async def settle(self, namespace: str, timeout_s: float) -> SettleResult:
         st = self.store.stats(namespace)

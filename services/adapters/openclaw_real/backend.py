@@ -1,0 +1,351 @@
+"""`openclaw-real`: the native baseline run by OpenClaw 2026.9.6 itself.
+
+Ingest writes each namespace's OpenClaw workspace with the port's own workspace writer (`openclaw.workspace`: the
+pre-compaction flush notes in `memory/YYYY-MM-DD.md` and the curated `MEMORY.md`, same files, same dates, same
+mtimes), then asks the Node sidecar (`sidecar/sidecar.mjs`) to have OpenClaw sync its index of that workspace.
+Retrieve is OpenClaw's own `memory_search` (its manager's `search(query, {maxResults})` with every other setting at
+OpenClaw's defaults: minScore 0.35, hybrid, MMR, decay), with OpenClaw's clock set to the query's reference time.
+Results carry OpenClaw's path, lines, score, vector and text scores, and the evidence ids of the lines the chunk
+covers (kept by the workspace writer), exactly as the port's do.
+
+Embeddings: OpenClaw reaches an OpenAI-compatible `/v1/embeddings`. By default this process serves one on
+127.0.0.1 from the rig's embedder object (the one the port uses, with the shared cache), so port and real get
+identical vectors. With `MEMRIG_EMBED_BASE_URL` (+ `MEMRIG_EMBED_MODEL`, key in `MEMRIG_EMBED_API_KEY`) OpenClaw uses
+that endpoint instead. `embedder: "none"` runs OpenClaw's FTS-only mode (`provider: "none"`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import aiohttp
+
+from services.adapters.openclaw import hybrid
+from services.adapters.openclaw.backend import (
+    OpenClawBackend,
+    citation,
+    format_recent_notes,
+    format_search_results,
+)
+from services.adapters.openclaw.workspace import Workspace
+from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, availability
+from services.common.types import (
+    ChannelDiagnostics,
+    Memory,
+    RetrieveQuery,
+    RetrieveResult,
+    SettleResult,
+    ValidationError,
+    utc,
+)
+
+# OpenClaw indexes these roots by default (docs/concepts/memory-search.md, "default memory roots (`MEMORY.md`,
+# `memory/*.md`)"; USER.md is evergreen curated memory too). A document the rig writes elsewhere is kept in the
+# workspace but OpenClaw does not search it, as it would not for a user.
+OPENCLAW_DEFAULTS = {"maxResults": 6, "minScore": 0.35, "hybrid": True, "mmr_lambda": 0.7, "decay_half_life_days": 30}
+
+
+class SidecarError(RuntimeError):
+    """The OpenClaw sidecar is missing, did not start, or failed a request (the message says which)."""
+
+
+def agent_id(namespace: str) -> str:
+    """OpenClaw agent id for a rig namespace: namespaces may hold any characters, agent ids may not."""
+    return "ns-" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:24]
+
+
+def safe_relpath(path: str) -> str:
+    p = PurePosixPath(path)
+    if p.is_absolute() or not p.parts or any(part in ("..", "") for part in p.parts):
+        raise ValidationError(f"documents[].path: {path!r} must be a relative path inside the workspace")
+    return str(p)
+
+
+def line_evidence(ws: Workspace | None, path: str, start: int, end: int) -> list[str]:
+    """The evidence ids of lines start..end (1-based, inclusive) of a workspace file, in first-seen order."""
+    f = ws.files.get(path) if ws else None
+    if f is None:
+        return []
+    out: dict[str, None] = {}
+    for ev in f.evidence[max(0, start - 1):max(0, end)]:
+        for e in ev:
+            out.setdefault(e, None)
+    return list(out)
+
+
+class OpenClawRealBackend(OpenClawBackend):
+    name = "openclaw-real"
+    description = (f"OpenClaw {OPENCLAW_VERSION} itself: its builtin memory manager (Node sidecar, public plugin SDK) "
+                   "over the workspace files the port writes.")
+    capabilities = (("sessions", ""), ("documents", "path → workspace file (OpenClaw searches MEMORY.md, USER.md, "
+                    "memory/**)"), ("recall", "exact"), ("reference_time", "OpenClaw's clock for temporal decay"),
+                    ("static_context", "recent notes"))
+    defaults: dict[str, Any] = {
+        **OpenClawBackend.defaults,
+        "sidecar_start_timeout_s": 180.0,  # first start loads OpenClaw's modules (~8 s here; slow disks more)
+        "request_timeout_s": 300.0,  # one sync may embed a whole workspace
+    }
+
+    def __init__(self, config=None, context=None):
+        super().__init__(config, context)
+        self._proc: asyncio.subprocess.Process | None = None
+        self._root: Path | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._embed_runner = None
+        self._embed_url = ""
+        self._embed_model = ""
+        self._health: dict[str, Any] = {}
+        self._stderr_log: Path | None = None
+        self.n["sidecar_searches"] = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def index(self):  # the port's index is not used: OpenClaw keeps its own
+        raise AttributeError("openclaw-real has no port index; OpenClaw indexes the workspace itself")
+
+    def embedder_info(self) -> tuple[str, int]:
+        if self.fts_only:
+            return "", 0
+        if os.environ.get("MEMRIG_EMBED_BASE_URL"):
+            return self._embed_model or os.environ.get("MEMRIG_EMBED_MODEL", ""), 0
+        return super().embedder_info()
+
+    async def start(self) -> None:
+        a = await asyncio.to_thread(availability)
+        if not a.ok:
+            raise SidecarError(f"openclaw-real: OpenClaw unavailable: {a.reason}")
+        base = self.context.data_dir / "openclaw-real"
+        base.mkdir(parents=True, exist_ok=True)
+        self._root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base))
+        provider = "none"
+        sidecar_conf: dict[str, Any] = {"socket": str(self._root / "sidecar.sock"),
+                                        "stateDir": str(self._root / "state")}
+        env = dict(os.environ)
+        if not self.fts_only:
+            provider = "openai-compatible"
+            if os.environ.get("MEMRIG_EMBED_BASE_URL"):
+                self._embed_url = os.environ["MEMRIG_EMBED_BASE_URL"].rstrip("/")
+                self._embed_model = os.environ.get("MEMRIG_EMBED_MODEL", "text-embedding-3-small")
+                env["MEMRIG_OPENCLAW_EMBED_API_KEY"] = os.environ.get("MEMRIG_EMBED_API_KEY", "")
+            else:
+                from services.embeddings_api.app import EmbeddingsConfig, start_server
+
+                emb = await asyncio.to_thread(lambda: self.embedder)
+                self._embed_model = emb.name
+                self._embed_runner, port = await start_server(
+                    EmbeddingsConfig(models=(), preloaded={emb.name: emb}), "127.0.0.1", 0)
+                self._embed_url = f"http://127.0.0.1:{port}/v1"
+            sidecar_conf.update({"baseUrl": self._embed_url, "model": self._embed_model})
+        sidecar_conf["provider"] = provider
+        conf_path = self._root / "sidecar.json"
+        conf_path.write_text(json.dumps(sidecar_conf))
+        env["PATH"] = f"{Path(a.node).parent}{os.pathsep}{env.get('PATH', '')}"
+        self._stderr_log = self._root / "sidecar.log"
+        with open(self._stderr_log, "w") as log:
+            self._proc = await asyncio.create_subprocess_exec(
+                a.node, str(SIDECAR_DIR / "sidecar.mjs"), "--config", str(conf_path), cwd=str(SIDECAR_DIR), env=env,
+                stdout=asyncio.subprocess.PIPE, stderr=log, start_new_session=True)
+        try:
+            line = await asyncio.wait_for(self._proc.stdout.readline(),
+                                          float(self.config["sidecar_start_timeout_s"]))
+        except TimeoutError:
+            await self._stop_sidecar()
+            raise SidecarError(f"openclaw-real: the sidecar was not ready in {self.config['sidecar_start_timeout_s']} s; "
+                               f"log: {self._log_tail()}") from None
+        if not line.startswith(b"READY"):
+            await self._stop_sidecar()
+            raise SidecarError(f"openclaw-real: the sidecar exited before it was ready; log: {self._log_tail()}")
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.UnixConnector(path=sidecar_conf["socket"]),
+            timeout=aiohttp.ClientTimeout(total=float(self.config["request_timeout_s"])))
+        self._health = await self._call("GET", "/health")
+
+    def _log_tail(self) -> str:
+        try:
+            return self._stderr_log.read_text(errors="replace")[-1500:] if self._stderr_log else ""
+        except OSError:
+            return ""
+
+    async def _stop_sidecar(self) -> None:
+        p, self._proc = self._proc, None
+        if p is None or p.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            p.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(p.wait(), 10)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+            await p.wait()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        await self._stop_sidecar()
+        if self._embed_runner is not None:
+            await self._embed_runner.cleanup()
+            self._embed_runner = None
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+    async def _call(self, method: str, route: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        if self._session is None:
+            raise SidecarError("openclaw-real: the sidecar is not running (start() was not called or failed)")
+        try:
+            async with self._session.request(method, f"http://openclaw-sidecar{route}", json=body) as r:
+                data = await r.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as e:
+            alive = self._proc is not None and self._proc.returncode is None
+            raise SidecarError(f"openclaw-real: sidecar {route} failed ({type(e).__name__}: {e}); sidecar "
+                               f"{'alive' if alive else 'exited'}; log: {self._log_tail()[-600:]}") from e
+        if r.status != 200:
+            raise SidecarError(f"openclaw-real: sidecar {route} answered {r.status}: {data.get('error', data)}")
+        return data
+
+    def workspace_dir(self, namespace: str) -> Path:
+        assert self._root is not None
+        return self._root / "workspaces" / agent_id(namespace)
+
+    def describe_config(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.config.items() if k not in ("vector_weight", "text_weight", "mmr_enabled",
+                                                                 "decay_enabled", "storage")}
+        d.update({
+            "release": f"openclaw {OPENCLAW_VERSION}",
+            "search": "OpenClaw's own MemoryIndexManager.search via openclaw/plugin-sdk/memory-host-search",
+            "openclaw_defaults": dict(OPENCLAW_DEFAULTS),
+            "max_results": "request top_k (OpenClaw default 6)",
+            "provider": "none (FTS-only)" if self.fts_only else "openai-compatible",
+            "embedding_model": "" if self.fts_only else (self._embed_model or self.embedder_info()[0]),
+            "embeddings_endpoint": ("" if self.fts_only else "MEMRIG_EMBED_BASE_URL" if os.environ.get(
+                "MEMRIG_EMBED_BASE_URL") else "in-process /v1/embeddings on 127.0.0.1 (the rig's embedder + cache)"),
+            "node": self._health.get("node", ""),
+            "openclaw_version": self._health.get("openclaw", OPENCLAW_VERSION),
+            "clock": "reference_time → OpenClaw's Date.now() for each search (wall clock when absent)",
+            "workspace_writer": "services.adapters.openclaw.workspace (the port's; same files, dates and mtimes)",
+            "preset_note": "'preset' only shapes the workspace writer's flush-skip and recent notes here; "
+                           "search is OpenClaw's",
+        })
+        return d
+
+    # ------------------------------------------------------------------ ingest
+    async def reset(self, namespace: str) -> int:
+        self._ws.pop(namespace, None)
+        n = self.store.reset(namespace)
+        if self._root is not None:
+            await self._call("POST", "/drop", {"agent": agent_id(namespace)})
+            await asyncio.to_thread(shutil.rmtree, self.workspace_dir(namespace), True)
+        return n
+
+    def _write_files(self, root: Path, files: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int] | None]:
+        """Write changed files (content, mtime ms); returns what each changed path held before (None: absent)."""
+        before: dict[str, tuple[str, int] | None] = {}
+        for rel, (content, mtime_ms) in files.items():
+            p = root / rel
+            old = None
+            if p.exists():
+                old = (p.read_text(encoding="utf-8"), int(p.stat().st_mtime_ns // 1_000_000))
+                if old[0] == content:
+                    continue
+            before[rel] = old
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(content, encoding="utf-8")
+            if mtime_ms > 0:
+                os.utime(p, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        return before
+
+    def _restore(self, root: Path, before: dict[str, tuple[str, int] | None]) -> None:
+        for rel, old in before.items():
+            p = root / rel
+            if old is None:
+                p.unlink(missing_ok=True)
+            else:
+                p.write_text(old[0], encoding="utf-8")
+                os.utime(p, ns=(old[1] * 1_000_000, old[1] * 1_000_000))
+
+    async def index_workspace(self, namespace: str, staged: Workspace) -> int:
+        root = self.workspace_dir(namespace)
+        files = {safe_relpath(p): (f.content, f.mtime_ms) for p, f in staged.files.items()}
+        root.mkdir(parents=True, exist_ok=True)
+        before = await asyncio.to_thread(self._write_files, root, files)
+        try:
+            st = await self._call("POST", "/sync", {"agent": agent_id(namespace), "workspace": str(root)})
+        except SidecarError:
+            # Nothing half-applied: put the files back and let OpenClaw index what was there before.
+            await asyncio.to_thread(self._restore, root, before)
+            with contextlib.suppress(SidecarError):
+                await self._call("POST", "/sync", {"agent": agent_id(namespace), "workspace": str(root)})
+            raise
+        return int(st.get("chunks") or 0)
+
+    async def settle(self, namespace: str, timeout_s: float) -> SettleResult:
+        st = self.store.stats(namespace)
+        counts: dict[str, int] = {"sessions": st.sessions}
+        if namespace in self._ws:
+            s = await self._call("POST", "/status", {"agent": agent_id(namespace)})
+            counts.update({"files": int(s.get("files") or 0), "chunks": int(s.get("chunks") or 0)})
+        return SettleResult(settled=True, items_indexed=st.items, counts=counts)
+
+    # ------------------------------------------------------------------ search
+    async def retrieve(self, namespace: str, query: RetrieveQuery) -> RetrieveResult:
+        ws = self._ws.get(namespace)
+        if ws is None:
+            return RetrieveResult()
+        ref = query.reference_time or datetime.now(UTC)
+        now_ms = int(utc(ref).timestamp() * 1000)
+        res = await self._call("POST", "/search", {"agent": agent_id(namespace), "query": query.query,
+                                                   "maxResults": int(query.top_k), "nowMs": now_ms})
+        self.n["searches"] += 1
+        scored: list[hybrid.Scored] = []
+        memories: list[Memory] = []
+        ceiling = float("inf")
+        min_score = OPENCLAW_DEFAULTS["minScore"]
+        for r in res["results"]:
+            path, start, end = str(r["path"]), int(r["startLine"]), int(r["endLine"])
+            score = float(r["score"])
+            vec = r.get("vectorScore")
+            txt = r.get("textScore")
+            rid = f"{path}#L{start}-L{end}"
+            scored.append(hybrid.Scored(rid, path, start, end, r.get("snippet") or "", score,
+                                        float(vec or 0.0), float(txt or 0.0), r.get("source") or "memory"))
+            ceiling = min(ceiling, score)  # MMR may reorder: the contract wants non-increasing scores
+            ts = hybrid.date_from_path(path, self.params["dated_path_regex"])
+            if ts is None and path in ws.files:
+                ts = ws.files[path].mtime_ms or None
+            channels = {"hybrid": score}
+            if vec is not None:
+                channels["vector"] = float(vec)
+            if txt is not None:
+                channels["text"] = float(txt)
+            memories.append(Memory(
+                id=rid, text=r.get("snippet") or "", score=ceiling, kind="chunk",
+                created_at=datetime.fromtimestamp(ts / 1000, UTC) if ts is not None else None,
+                source=path, evidence_ids=line_evidence(ws, path, start, end), channel_scores=channels,
+                attributes={"path": path, "start_line": str(start), "end_line": str(end),
+                            "citation": citation(path, start, end),
+                            "selected_by": "strict" if score >= min_score else "keyword-fallback",
+                            "release": f"openclaw {OPENCLAW_VERSION}",
+                            "mode": "fts-only" if self.fts_only else "hybrid"},
+            ))
+        recent = format_recent_notes(ws, self.config["recent_sessions"])
+        ctx = "\n\n".join(b for b in (recent, format_search_results(scored)) if b)
+        diag = ChannelDiagnostics("openclaw", len(memories), int(float(res.get("searchMs") or 0) * 1e6),
+                                  f"OpenClaw {OPENCLAW_VERSION} memory_search (sidecar)")
+        return RetrieveResult(memories=memories, channels=[diag], formatted_context=ctx)
+
+    def disk_bytes(self) -> int:
+        if self._root is None or not self._root.exists():
+            return 0
+        return sum(p.stat().st_size for p in self._root.rglob("*") if p.is_file())
