@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean
+.PHONY: setup setup-openclaw openclaw-optional test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean
 
 setup: $(STAMP)
 
@@ -23,20 +23,28 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[dev,ann]"
 	@touch $(STAMP)
 
-test: setup
+# openclaw-real's Node side: OpenClaw 2026.9.6 and its pinned npm packages (sidecar/package-lock.json), ~1 min once.
+setup-openclaw: setup
+	$(BIN)/python -m services.adapters.openclaw_real.install
+
+# The same, but a machine that cannot install it goes on: openclaw-real is then skipped with the reason.
+openclaw-optional: setup
+	-@$(BIN)/python -m services.adapters.openclaw_real.install
+
+test: setup openclaw-optional
 	$(BIN)/python -m pytest $(PYTEST_FLAGS)
 
 # The quick subset: everything not marked slow.
-test-quick: setup
+test-quick: setup openclaw-optional
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_FLAGS)
 
-bench-all: setup
+bench-all: setup openclaw-optional
 	$(BIN)/memrig bench-all $(if $(OUT),--out $(OUT),)
 
-bench: setup
+bench: setup openclaw-optional
 	$(BIN)/memrig bench --suite $(SUITE) $(if $(BACKENDS),--backends $(BACKENDS),) $(if $(OUT),--out $(OUT),)
 
-bench-perf: setup
+bench-perf: setup openclaw-optional
 	$(BIN)/memrig bench-perf $(if $(OUT),--out $(OUT),)
 
 # OpenClaw baseline index build + search latency vs a numpy brute-force floor (synthetic chunks).

@@ -43,6 +43,9 @@ SERVICES: dict[str, ServiceSpec] = {
                     "http://127.0.0.1:{http}", default_port=8791),
         ServiceSpec("fault-proxy", "services.fault_proxy", "Fault-injecting reverse proxy (toxiproxy-style admin API)",
                     "http://127.0.0.1:{http}", requires=("cortex-mock",), default_port=8792),
+        ServiceSpec("embeddings-api", "services.embeddings_api",
+                    "OpenAI-compatible /v1/embeddings from the rig's embedders and shared cache",
+                    "http://127.0.0.1:{http}/v1", default_port=8793),
         ServiceSpec("coordinator", "services.coordinator", "Runs suites over backends (CoordinatorService)",
                     "127.0.0.1:{grpc}", default_port=8800),
     ]

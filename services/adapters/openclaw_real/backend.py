@@ -67,7 +67,7 @@ def agent_id(namespace: str) -> str:
 def safe_relpath(path: str) -> str:
     p = PurePosixPath(path)
     if p.is_absolute() or not p.parts or any(part in ("..", "") for part in p.parts):
-        raise ValidationError(f"documents[].path: {path!r} must be a relative path inside the workspace")
+        raise ValidationError("documents[].path", f"{path!r} must be a relative path inside the workspace")
     return str(p)
 
 
@@ -100,6 +100,7 @@ class OpenClawRealBackend(OpenClawBackend):
         super().__init__(config, context)
         self._proc: asyncio.subprocess.Process | None = None
         self._root: Path | None = None
+        self._sock_dir: Path | None = None
         self._session: aiohttp.ClientSession | None = None
         self._embed_runner = None
         self._embed_url = ""
@@ -128,7 +129,9 @@ class OpenClawRealBackend(OpenClawBackend):
         base.mkdir(parents=True, exist_ok=True)
         self._root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base))
         provider = "none"
-        sidecar_conf: dict[str, Any] = {"socket": str(self._root / "sidecar.sock"),
+        # A Unix socket path must fit in 108 bytes: keep it in a short private temp dir, not under data_dir.
+        self._sock_dir = Path(tempfile.mkdtemp(prefix="memrig-ocr-"))
+        sidecar_conf: dict[str, Any] = {"socket": str(self._sock_dir / "s.sock"),
                                         "stateDir": str(self._root / "state")}
         env = dict(os.environ)
         if not self.fts_only:
@@ -150,6 +153,7 @@ class OpenClawRealBackend(OpenClawBackend):
         conf_path = self._root / "sidecar.json"
         conf_path.write_text(json.dumps(sidecar_conf))
         env["PATH"] = f"{Path(a.node).parent}{os.pathsep}{env.get('PATH', '')}"
+        env["TZ"] = "UTC"  # dated notes and the decay clock read the same calendar on every machine
         self._stderr_log = self._root / "sidecar.log"
         with open(self._stderr_log, "w") as log:
             self._proc = await asyncio.create_subprocess_exec(
@@ -197,9 +201,10 @@ class OpenClawRealBackend(OpenClawBackend):
         if self._embed_runner is not None:
             await self._embed_runner.cleanup()
             self._embed_runner = None
-        if self._root is not None:
-            shutil.rmtree(self._root, ignore_errors=True)
-            self._root = None
+        for d in (self._root, self._sock_dir):
+            if d is not None:
+                shutil.rmtree(d, ignore_errors=True)
+        self._root = self._sock_dir = None
 
     async def _call(self, method: str, route: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         if self._session is None:
@@ -280,13 +285,18 @@ class OpenClawRealBackend(OpenClawBackend):
         files = {safe_relpath(p): (f.content, f.mtime_ms) for p, f in staged.files.items()}
         root.mkdir(parents=True, exist_ok=True)
         before = await asyncio.to_thread(self._write_files, root, files)
+        # force: OpenClaw's incremental sync re-reads memory files only once its file watcher has marked them dirty
+        # (debounced, so timing-dependent); a forced sync re-reads them now. Unchanged chunks keep their cached
+        # embeddings (OpenClaw's embedding cache), so this costs chunking, not re-embedding.
         try:
-            st = await self._call("POST", "/sync", {"agent": agent_id(namespace), "workspace": str(root)})
+            st = await self._call("POST", "/sync", {"agent": agent_id(namespace), "workspace": str(root),
+                                                    "force": True})
         except SidecarError:
             # Nothing half-applied: put the files back and let OpenClaw index what was there before.
             await asyncio.to_thread(self._restore, root, before)
             with contextlib.suppress(SidecarError):
-                await self._call("POST", "/sync", {"agent": agent_id(namespace), "workspace": str(root)})
+                await self._call("POST", "/sync", {"agent": agent_id(namespace), "workspace": str(root),
+                                                   "force": True})
             raise
         return int(st.get("chunks") or 0)
 

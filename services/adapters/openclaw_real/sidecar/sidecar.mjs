@@ -11,8 +11,8 @@
 // `<stateDir>/agents/<id>/agent/openclaw-agent.sqlite` (docs/reference/memory-config.md "Index storage").
 //
 // The benchmark's clock: OpenClaw's temporal decay reads Date.now(). A search that carries `nowMs` runs with
-// Date.now() shifted so that it reads `nowMs` at the start of the search (and keeps ticking). Every operation is
-// serialised through one queue, so a shifted clock never leaks into another request.
+// Date.now() reading exactly `nowMs` (frozen, so the same query on the same data scores the same to the last bit).
+// Every operation is serialised through one queue, so the clock never leaks into another request.
 //
 // Protocol (JSON over HTTP/1.1 on the Unix socket; every answer is JSON; errors are {"error": "..."} with 4xx/5xx):
 //   GET  /health                                  → {ok, openclaw, node, provider, model}
@@ -94,8 +94,7 @@ function serial(fn) {
 const realNow = Date.now;
 async function withClock(nowMs, fn) {
   if (nowMs === undefined || nowMs === null) return await fn();
-  const delta = nowMs - realNow();
-  Date.now = () => realNow() + delta;
+  Date.now = () => nowMs;
   try {
     return await fn();
   } finally {
@@ -236,6 +235,23 @@ async function shutdown() {
 }
 process.on("SIGTERM", shutdown);
 process.on("SIGINT", shutdown);
+
+// Warm-up: OpenClaw loads its search runtime lazily (~5 s on the first search here). Do that once now, on a
+// throwaway agent, so no measured request pays for module loading.
+if (conf.warmup !== false) {
+  const ws = path.join(conf.stateDir, "warmup-workspace");
+  mkdirSync(path.join(ws, "memory"), { recursive: true });
+  writeFileSync(path.join(ws, "MEMORY.md"), "# Memory\n\n- warm-up note\n");
+  const body = { agent: "memrig-warmup", workspace: ws };
+  try {
+    await routes["POST /sync"](body);
+    await routes["POST /search"]({ ...body, query: "warm-up note", maxResults: 1 });
+  } catch (err) {
+    console.error("warm-up failed (searches will still work):", err);
+  }
+  await routes["POST /drop"](body);
+  rmSync(ws, { recursive: true, force: true });
+}
 
 rmSync(conf.socket, { force: true });
 server.listen(conf.socket, () => {

@@ -1,0 +1,115 @@
+"""The OpenAI-compatible embeddings endpoint, through the official `openai` SDK and raw HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import numpy as np
+import pytest
+from aiohttp import ClientSession
+from prometheus_client import CollectorRegistry
+
+from services.common.embeddings import HashEmbedder
+from services.common.tokens import count_tokens
+from services.embeddings_api.app import EmbeddingsConfig, start_server
+
+openai = pytest.importorskip("openai", reason="the openai SDK is a dev dependency (pip install -e .[dev])")
+
+
+@pytest.fixture
+async def server():
+    emb = HashEmbedder(None, dim=16)
+    runner, port = await start_server(EmbeddingsConfig(models=(), preloaded={"hash": emb}), "127.0.0.1", 0,
+                                      CollectorRegistry())
+    yield f"http://127.0.0.1:{port}/v1", emb
+    await runner.cleanup()
+
+
+def _client(base: str):
+    return openai.AsyncOpenAI(base_url=base, api_key="unused", max_retries=0)
+
+
+async def test_sdk_embeddings_create_returns_the_rig_embedders_vectors(server):
+    base, emb = server
+    texts = ["The dev server runs on port 3001.", "We use pnpm."]
+    r = await _client(base).embeddings.create(model="hash", input=texts)  # the SDK asks for base64 and decodes it
+    assert [d.index for d in r.data] == [0, 1]
+    got = np.array([d.embedding for d in r.data], dtype=np.float32)
+    assert got.shape == (2, 16)
+    np.testing.assert_array_equal(got, emb.encode(texts))
+    assert r.model == "hash"
+    assert r.usage.prompt_tokens == r.usage.total_tokens == count_tokens(texts[0]) + count_tokens(texts[1])
+
+
+async def test_float_and_base64_formats_carry_the_same_numbers(server):
+    base, emb = server
+    async with ClientSession() as s:
+        out = {}
+        for fmt in ("float", "base64"):
+            async with s.post(f"{base}/embeddings", json={"model": "hash", "input": "port 3001",
+                                                          "encoding_format": fmt}) as r:
+                assert r.status == 200
+                out[fmt] = (await r.json())["data"][0]["embedding"]
+    as_float = np.array(out["float"], dtype=np.float32)
+    from_b64 = np.frombuffer(base64.b64decode(out["base64"]), dtype="<f4")
+    np.testing.assert_array_equal(as_float, from_b64)
+    np.testing.assert_array_equal(as_float, emb.encode(["port 3001"])[0])
+
+
+@pytest.mark.parametrize("body, status, param", [
+    ({"model": "hash"}, 400, "input"),
+    ({"model": "hash", "input": []}, 400, "input"),
+    ({"model": "hash", "input": ["ok", 7]}, 400, "input[1]"),
+    ({"model": "hash", "input": ["ok", "  "]}, 400, "input[1]"),
+    ({"model": "hash", "input": [[1, 2, 3]]}, 400, "input[0]"),
+    ({"input": "x"}, 400, "model"),
+    ({"model": "text-embedding-3-small", "input": "x"}, 404, "model"),
+    ({"model": "hash", "input": "x", "encoding_format": "int8"}, 400, "encoding_format"),
+    ({"model": "hash", "input": "x", "dimensions": 8}, 400, "dimensions"),
+    ({"model": "hash", "input": ["x"] * 2049}, 400, "input"),
+])
+async def test_bad_input_names_the_field(server, body, status, param):
+    base, _ = server
+    async with ClientSession() as s, s.post(f"{base}/embeddings", json=body) as r:
+        assert r.status == status
+        err = (await r.json())["error"]
+    assert err["param"] == param
+    assert err["type"] == "invalid_request_error"
+    assert param.split("[")[0] in err["message"]
+
+
+async def test_sdk_raises_with_the_param_on_bad_input(server):
+    base, _ = server
+    with pytest.raises(openai.BadRequestError) as e:
+        await _client(base).embeddings.create(model="hash", input=["fine", ""])
+    assert e.value.param == "input[1]"
+    with pytest.raises(openai.NotFoundError) as e:
+        await _client(base).embeddings.create(model="nope", input="x")
+    assert e.value.param == "model"
+
+
+async def test_non_json_and_lone_surrogates_are_400_not_500(server):
+    base, _ = server
+    async with ClientSession() as s:
+        async with s.post(f"{base}/embeddings", data=b"{not json") as r:
+            assert r.status == 400
+        raw = json.dumps({"model": "hash", "input": ["ok", "\ud800"]}).encode()  # \\ud800 stays escaped in JSON
+        async with s.post(f"{base}/embeddings", data=raw, headers={"content-type": "application/json"}) as r:
+            assert r.status == 400
+            assert (await r.json())["error"]["param"] == "input[1]"
+        deep = b"[" * 100_000 + b"]" * 100_000
+        async with s.post(f"{base}/embeddings", data=deep) as r:
+            assert r.status == 400
+        async with s.get(f"{base}/nowhere") as r:
+            assert r.status == 404
+            assert "error" in await r.json()
+
+
+async def test_concurrent_requests_all_answer(server):
+    base, emb = server
+    c = _client(base)
+    rs = await asyncio.gather(*(c.embeddings.create(model="hash", input=f"text {i}") for i in range(20)))
+    for i, r in enumerate(rs):
+        np.testing.assert_array_equal(np.array(r.data[0].embedding, np.float32), emb.encode([f"text {i}"])[0])

@@ -1,0 +1,172 @@
+"""openclaw-real: OpenClaw 2026.9.6 itself behind the memrig contract. Skips with the reason when Node or the pinned
+OpenClaw npm package is not installed (`make setup-openclaw`)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.adapters.base import BackendContext
+from services.adapters.openclaw.backend import OpenClawBackend
+from services.adapters.openclaw.workspace import WFile, Workspace
+from services.adapters.openclaw_real.backend import OpenClawRealBackend, agent_id, line_evidence, safe_relpath
+from services.adapters.openclaw_real.node import OPENCLAW_VERSION, availability, node_ok
+from services.common.types import Document, IngestBatch, RetrieveQuery, ValidationError
+
+AVAIL = availability()
+needs_openclaw = pytest.mark.skipif(not AVAIL.ok, reason=f"openclaw-real unavailable: {AVAIL.reason}")
+
+DAY0 = datetime(2026, 1, 1, tzinfo=UTC)
+DOCS = (
+    Document("mem-pnpm", "# Memory\n\n- The team prefers pnpm over npm.\n- Deploys go out on Thursdays.",
+             None, "MEMORY.md"),
+    Document("d-0101", "- The billing service moved to PostgreSQL 16.", DAY0, "memory/2026-01-01.md"),
+    Document("d-notes", "- The billing service moved to PostgreSQL 16.", None, "memory/notes.md"),
+)
+
+
+def test_pure_helpers():
+    assert agent_id("team:x") != agent_id("team") and agent_id("a").startswith("ns-")
+    assert len(agent_id("x" * 500)) == 27
+    assert safe_relpath("memory/2026-01-01.md") == "memory/2026-01-01.md"
+    for bad in ("../etc/passwd", "/abs.md", "memory/../../x.md"):
+        with pytest.raises(ValidationError, match="documents"):
+            safe_relpath(bad)
+    ws = Workspace({"MEMORY.md": WFile(["# Memory", "", "- a", "- b"], [(), (), ("e1",), ("e2", "e1")])})
+    assert line_evidence(ws, "MEMORY.md", 3, 4) == ["e1", "e2"]
+    assert line_evidence(ws, "MEMORY.md", 1, 2) == []
+    assert line_evidence(ws, "other.md", 1, 9) == []
+    assert node_ok((24, 16, 0)) and node_ok((26, 1, 0)) and not node_ok((24, 15, 9)) and not node_ok((25, 0, 0))
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    if not AVAIL.ok:
+        pytest.skip(f"openclaw-real unavailable: {AVAIL.reason}")
+    loop = asyncio.new_event_loop()
+    b = OpenClawRealBackend({"embedder": "hash"},
+                            BackendContext(data_dir=tmp_path_factory.mktemp("ocr"),
+                                           embedding_cache_path=str(tmp_path_factory.mktemp("c") / "e.sqlite")))
+    loop.run_until_complete(b.start())
+    loop.run_until_complete(b.ingest("demo", IngestBatch(documents=DOCS)))
+    yield b, loop
+    loop.run_until_complete(b.close())
+    loop.close()
+
+
+def _search(real, q, ref=None, ns="demo", k=6):
+    b, loop = real
+    return loop.run_until_complete(b.retrieve(ns, RetrieveQuery(q, k, reference_time=ref))).memories
+
+
+@needs_openclaw
+def test_describe_names_the_release_and_the_embedder(real):
+    b, loop = real
+    d = b.describe_config()
+    assert d["release"] == f"openclaw {OPENCLAW_VERSION}" and d["openclaw_version"] == OPENCLAW_VERSION
+    assert d["node"].startswith("v24.")
+    assert d["provider"] == "openai-compatible" and d["embedding_model"].startswith("hash-")
+
+
+@needs_openclaw
+def test_memory_md_bullet_is_its_own_chunk_found_by_keyword(real):
+    # MEMORY.md lines: 1 "# Memory", 2 "", 3 "- The team prefers pnpm over npm.", 4 "- Deploys go out on Thursdays."
+    ms = _search(real, "pnpm", ref=DAY0)
+    top = ms[0]
+    assert (top.attributes["path"], top.attributes["start_line"], top.attributes["end_line"]) == ("MEMORY.md", "3", "3")
+    assert top.evidence_ids == ["mem-pnpm"]
+    assert top.channel_scores["text"] > 0
+    assert "pnpm" in top.text
+
+
+@needs_openclaw
+def test_reference_time_is_openclaws_clock(real):
+    """A dated note scores 1/2 at 30 days and 1/4 at 60 days of its own score on its date; the undated copy is
+    evergreen (30-day half-life: 0.5 ** (age_days / 30)). One note per namespace, so nothing else competes."""
+    b, loop = real
+    loop.run_until_complete(b.ingest("clock-dated", IngestBatch(documents=(DOCS[1],))))
+    loop.run_until_complete(b.ingest("clock-undated", IngestBatch(documents=(DOCS[2],))))
+
+    def score(ns, days):
+        ms = _search(real, "billing PostgreSQL", ref=DAY0 + timedelta(days=days), ns=ns)
+        assert len(ms) == 1
+        return ms[0].channel_scores["hybrid"]
+
+    d0, d30, d60 = (score("clock-dated", n) for n in (0, 30, 60))
+    u0, u30 = score("clock-undated", 0), score("clock-undated", 30)
+    assert d30 / d0 == pytest.approx(0.5, rel=1e-9)
+    assert d60 / d0 == pytest.approx(0.25, rel=1e-9)
+    assert u0 == u30  # evergreen: the clock does not touch it
+    assert d30 == pytest.approx(0.5 * u30, rel=1e-9)
+    assert score("clock-dated", 30) == d30  # a frozen clock: the same search scores the same, bit for bit
+
+
+@needs_openclaw
+def test_ingest_more_then_reset_only_that_namespace(real):
+    b, loop = real
+    loop.run_until_complete(b.ingest("other:ns", IngestBatch(documents=(
+        Document("o1", "- The gateway host is called falcon.", None, "MEMORY.md"),))))
+    loop.run_until_complete(b.ingest("other:ns", IngestBatch(documents=(
+        Document("o2", "- The cache host is called heron.", None, "MEMORY.md"),))))
+    got = {m.evidence_ids[0] for m in _search(real, "host", ns="other:ns") if m.evidence_ids}
+    assert got == {"o1", "o2"}
+    st = loop.run_until_complete(b.settle("other:ns", 5))
+    assert st.counts["files"] == 1
+    assert loop.run_until_complete(b.reset("other:ns")) == 2
+    assert _search(real, "host", ns="other:ns") == []
+    assert _search(real, "pnpm", ns="demo")  # another namespace is untouched
+
+
+@needs_openclaw
+def test_path_outside_the_workspace_is_rejected_and_nothing_is_stored(real):
+    b, loop = real
+    with pytest.raises(ValidationError, match="documents"):
+        loop.run_until_complete(b.ingest("demo", IngestBatch(documents=(
+            Document("x", "- escape", None, "../outside.md"),))))
+    assert b.store.stats("demo").items == 3
+
+
+def test_unavailable_openclaw_fails_start_with_the_reason(tmp_path, monkeypatch):
+    from services.adapters.openclaw_real import backend as mod
+    from services.adapters.openclaw_real.node import Availability
+
+    monkeypatch.setattr(mod, "availability", lambda: Availability(False, "the OpenClaw npm package is not installed"))
+    b = OpenClawRealBackend({"embedder": "none"}, BackendContext(data_dir=tmp_path))
+    with pytest.raises(mod.SidecarError, match="not installed"):
+        asyncio.run(b.start())
+
+
+@needs_openclaw
+@pytest.mark.slow
+def test_conformance_as_a_process(tmp_path):
+    from services.conformance import Conformance, render
+    from services.launcher import Rig
+
+    async def go():
+        rig = Rig(tmp_path / "procs")
+        try:
+            await rig.ensure_llm()
+            proc = await rig.start_backend("openclaw-real", embedder="hash")
+            return await Conformance(proc.url).run_all()
+        finally:
+            rig.stop_all()
+
+    results = asyncio.run(go())
+    assert not [r for r in results if r.status == "FAIL"], render(results, "openclaw-real")
+    assert not [r for r in results if r.status == "N/A"], render(results, "openclaw-real")
+
+
+def test_port_decay_uses_reference_time():
+    """The port reads the same clock: a note dated 30 days before the reference time scores half of the undated
+    copy of the same text (preset openclaw-late, decay on)."""
+    b = OpenClawBackend({"embedder": "hash", "preset": "openclaw-late"})
+    async def go():
+        await b.start()
+        await b.ingest("demo", IngestBatch(documents=DOCS[1:]))
+        r = await b.retrieve("demo", RetrieveQuery("billing PostgreSQL", 6, reference_time=DAY0 + timedelta(days=30)))
+        await b.close()
+        return {m.source: m.channel_scores["hybrid"] for m in r.memories}
+    s = asyncio.run(go())
+    assert s["memory/2026-01-01.md"] == pytest.approx(0.5 * s["memory/notes.md"], rel=1e-6)
