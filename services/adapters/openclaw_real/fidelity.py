@@ -1,0 +1,296 @@
+"""`memrig fidelity openclaw`: how closely the Python port reproduces OpenClaw 2026.9.6, query by query.
+
+Both run on the same workspaces: each suite's corpora are ingested once into `openclaw-real` (the flush notes come
+from the rig's LLM client), and the port indexes exactly the files that produced (`OpenClawBackend.index_workspace`
+on the same `Workspace` object), with the same embedder and cache, so any difference is search logic. Every probe of
+the suite is then searched on both with the probe's reference time as "now" and the suite's maxResults (6).
+
+Per query (`fidelity.jsonl`) and per workspace (`fidelity.json`, `fidelity.md`):
+- agreement: |P ∩ R| / max(|P|, |R|) over result identities (path, start line, end line); 1 when both are empty.
+- same order: the two lists are identical, in order.
+- max score difference: the largest |port − real| final score over the results both return.
+- empty rate: the share of queries each returns nothing for.
+- cause: for a query that disagrees, the first difference found in this order (each names the rule behind it):
+  `selection` (one side returns nothing: minScore and keyword preservation), `chunking` (a real result's line range
+  is not a chunk of the port's index), `vector-score` (a shared chunk's vector score differs: embeddings), `text-score`
+  (a shared chunk's keyword score differs: keyword legs, BM25 mapping, lexical boosts), `final-score` (same channel
+  scores, different final score: merge weights, decay, importance), `order` (same set, different order: MMR, ties),
+  `membership` (different sets with equal shared scores: candidate pool size, filename search, selection).
+Targets (issue 12): agreement ≥ 0.95 and |empty-rate difference| ≤ 2 points on every workspace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.common.types import Memory, RetrieveQuery
+
+TARGET_AGREEMENT = 0.95
+TARGET_EMPTY_DIFF = 0.02
+SCORE_TOL = 1e-4  # float32 vectors through JSON: the same chunk scores within ~1e-6 on both sides
+CAUSES = ("selection", "chunking", "vector-score", "text-score", "final-score", "order", "membership")
+DEFAULT_SUITES = ("cortex-v1", "arclight", "locomo")
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start: int
+    end: int
+    score: float
+    vector: float | None
+    text: float | None
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.path, self.start, self.end)
+
+
+def hits(memories: list[Memory]) -> list[Hit]:
+    out = []
+    for m in memories:
+        a, c = m.attributes, m.channel_scores
+        out.append(Hit(a["path"], int(a["start_line"]), int(a["end_line"]), float(c.get("hybrid", m.score)),
+                       c.get("vector"), c.get("text")))
+    return out
+
+
+def agreement(port: list[Hit], real: list[Hit]) -> float:
+    if not port and not real:
+        return 1.0
+    p, r = {h.key for h in port}, {h.key for h in real}
+    return len(p & r) / max(len(p), len(r))
+
+
+def _differs(a: float | None, b: float | None) -> bool:
+    return abs((a or 0.0) - (b or 0.0)) > SCORE_TOL
+
+
+def cause(port: list[Hit], real: list[Hit], port_chunks: set[tuple[str, int, int]]) -> str | None:
+    """The first rule (see the module docstring) that explains why the lists differ; None when they agree."""
+    if [h.key for h in port] == [h.key for h in real]:
+        return None
+    if not port or not real:
+        return "selection"
+    if any(h.key not in port_chunks for h in real):
+        return "chunking"
+    shared = [(p, r) for p in port for r in real if p.key == r.key]
+    if any(_differs(p.vector, r.vector) for p, r in shared):
+        return "vector-score"
+    if any(_differs(p.text, r.text) for p, r in shared):
+        return "text-score"
+    if any(_differs(p.score, r.score) for p, r in shared):
+        return "final-score"
+    if {h.key for h in port} == {h.key for h in real}:
+        return "order"
+    return "membership"
+
+
+@dataclass
+class QueryResult:
+    workspace: str
+    probe: str
+    query: str
+    reference_time: str | None
+    port: list[tuple[str, int, int, float]]
+    real: list[tuple[str, int, int, float]]
+    agreement: float
+    same_order: bool
+    max_score_diff: float | None
+    cause: str | None
+
+
+def compare(workspace: str, probe_id: str, query: str, ref: str | None, port: list[Hit], real: list[Hit],
+            port_chunks: set[tuple[str, int, int]]) -> QueryResult:
+    shared = [abs(p.score - r.score) for p in port for r in real if p.key == r.key]
+    return QueryResult(workspace, probe_id, query, ref,
+                       [(h.path, h.start, h.end, round(h.score, 6)) for h in port],
+                       [(h.path, h.start, h.end, round(h.score, 6)) for h in real],
+                       agreement(port, real), [h.key for h in port] == [h.key for h in real],
+                       max(shared) if shared else None, cause(port, real, port_chunks))
+
+
+@dataclass
+class WorkspaceSummary:
+    workspace: str
+    queries: int
+    agreement: float
+    same_order_rate: float
+    max_score_diff: float | None
+    empty_rate_port: float
+    empty_rate_real: float
+    causes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def passes(self) -> bool:
+        return (self.agreement >= TARGET_AGREEMENT
+                and abs(self.empty_rate_port - self.empty_rate_real) <= TARGET_EMPTY_DIFF + 1e-12)
+
+
+def summarise(workspace: str, rows: list[QueryResult]) -> WorkspaceSummary:
+    n = len(rows)
+    diffs = [r.max_score_diff for r in rows if r.max_score_diff is not None]
+    counts = Counter(r.cause for r in rows if r.cause)
+    return WorkspaceSummary(
+        workspace, n,
+        agreement=sum(r.agreement for r in rows) / n if n else 1.0,
+        same_order_rate=sum(r.same_order for r in rows) / n if n else 1.0,
+        max_score_diff=max(diffs) if diffs else None,
+        empty_rate_port=sum(not r.port for r in rows) / n if n else 0.0,
+        empty_rate_real=sum(not r.real for r in rows) / n if n else 0.0,
+        causes={c: counts[c] for c in CAUSES if counts[c]},
+    )
+
+
+def render(summaries: list[WorkspaceSummary], meta: dict[str, Any]) -> str:
+    lines = [f"# Fidelity: port preset `{meta['preset']}` vs OpenClaw {meta['openclaw']} (real)", "",
+             f"Embedder: {meta['embedder']}; maxResults {meta['max_results']}; each probe's reference time is "
+             "OpenClaw's clock on both sides. Targets: agreement ≥ "
+             f"{TARGET_AGREEMENT:.2f}, empty-rate difference ≤ {TARGET_EMPTY_DIFF * 100:.0f} points.", "",
+             "| workspace | queries | top-6 agreement | same order | max score diff | empty (port) | empty (real) "
+             "| verdict | disagreements by cause |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for s in summaries:
+        causes = ", ".join(f"{k} {v}" for k, v in s.causes.items()) or "none"
+        msd = "n/a" if s.max_score_diff is None else f"{s.max_score_diff:.4f}"
+        lines.append(f"| {s.workspace} | {s.queries} | {s.agreement:.3f} | {s.same_order_rate:.3f} | {msd} | "
+                     f"{s.empty_rate_port:.1%} | {s.empty_rate_real:.1%} | {'PASS' if s.passes else 'FAIL'} | "
+                     f"{causes} |")
+    lines += ["", "Causes (the first difference found for a disagreeing query): selection = one side returns "
+              "nothing (minScore / keyword preservation); chunking = a real result's line range is not a port chunk; "
+              "vector-score / text-score = a shared chunk's channel score differs; final-score = same channel "
+              "scores, different final score (merge, decay, importance); order = same set, other order (MMR, ties); "
+              "membership = other results with equal shared scores (candidate pool, filename search, selection).",
+              "", "Per-query lists: `fidelity.jsonl`."]
+    for name, reason in meta.get("skipped", {}).items():
+        lines.append(f"\nSkipped {name}: {reason}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- the run
+async def run(suites: list[str], preset: str, embedder: str, out: Path, options: dict[str, dict[str, Any]],
+              seed: int = 0) -> list[WorkspaceSummary]:
+    from services.adapters.base import BackendContext
+    from services.adapters.openclaw.backend import OpenClawBackend
+    from services.adapters.openclaw_real.backend import OpenClawRealBackend
+    from services.adapters.openclaw_real.node import OPENCLAW_VERSION
+    from services.coordinator.suites.base import SuiteUnavailable
+    from services.coordinator.suites.registry import get_suite
+    from services.launcher import Rig
+
+    out.mkdir(parents=True, exist_ok=True)
+    rig = Rig(out / "procs")
+    summaries: list[WorkspaceSummary] = []
+    skipped: dict[str, str] = {}
+    real = port = None
+    try:
+        llm_url = await rig.ensure_llm()
+        ctx_real = BackendContext(embedder_name=embedder, data_dir=out / "data", llm_base_url=llm_url)
+        real = OpenClawRealBackend({"embedder": embedder}, ctx_real)
+        port = OpenClawBackend({"embedder": embedder, "preset": preset},
+                               BackendContext(embedder_name=embedder, data_dir=out / "data", llm_base_url=llm_url))
+        await real.start()
+        await port.start()
+        with open(out / "fidelity.jsonl", "w") as jf:
+            for name in suites:
+                suite = get_suite(name)(options.get(name, {}), seed=seed)
+                try:
+                    data = suite.load()
+                except SuiteUnavailable as e:
+                    skipped[name] = str(e)
+                    continue
+                t0 = time.perf_counter()
+                for ns, batch in data.corpora.items():
+                    key = f"{name}/{ns}"
+                    await real.ingest(key, batch)
+                    ws = real._ws[key]
+                    await port.index_workspace(key, ws)
+                    port._ws[key] = ws
+                    port.store.apply(key, batch)
+                k = suite.retrieve_top_k("openclaw")
+                rows = []
+                for p in data.probes:
+                    key = f"{name}/{p.namespace}"
+                    q = RetrieveQuery(p.question, k, reference_time=p.reference_time)
+                    rp = (await port.retrieve(key, q)).memories
+                    rr = (await real.retrieve(key, q)).memories
+                    chunks = {(c.path, c.start_line, c.end_line) for c in port.index.chunk_rows(key).values()}
+                    row = compare(name, p.id, p.question, p.reference_time.isoformat() if p.reference_time else None,
+                                  hits(rp), hits(rr), chunks)
+                    rows.append(row)
+                    jf.write(json.dumps(asdict(row)) + "\n")
+                s = summarise(name, rows)
+                summaries.append(s)
+                print(f"fidelity {name}: {s.queries} queries, agreement {s.agreement:.3f}, empty port "
+                      f"{s.empty_rate_port:.1%} / real {s.empty_rate_real:.1%} ({time.perf_counter() - t0:.0f} s)",
+                      flush=True)
+        meta = {"preset": preset, "openclaw": OPENCLAW_VERSION, "embedder": real.describe_config()["embedding_model"]
+                or "none (FTS-only)", "max_results": 6, "skipped": skipped, "suites": suites, "seed": seed,
+                "options": options, "port_release": port.describe_config().get("release", preset)}
+        (out / "fidelity.json").write_text(json.dumps(
+            {"meta": meta, "workspaces": [{**asdict(s), "passes": s.passes} for s in summaries]}, indent=2))
+        (out / "fidelity.md").write_text(render(summaries, meta))
+        return summaries
+    finally:
+        for b in (port, real):
+            if b is not None:
+                await b.close()
+                await b.context.close()
+        rig.stop_all()
+
+
+def parse_options(pairs: list[str]) -> dict[str, dict[str, Any]]:
+    """`suite.key=value` → {suite: {key: value}} (values parsed as JSON when they parse, else strings)."""
+    out: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        k, sep, v = pair.partition("=")
+        suite, dot, key = k.partition(".")
+        if not sep or not dot or not suite or not key:
+            raise ValueError(f"--option {pair!r}: expected suite.key=value, e.g. locomo.conversations=1")
+        try:
+            val: Any = json.loads(v)
+        except ValueError:
+            val = v
+        out.setdefault(suite, {})[key] = val
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="memrig fidelity", description=__doc__.split("\n\n")[0])
+    ap.add_argument("system", choices=["openclaw"], help="which port to hold to its real system")
+    ap.add_argument("--suites", default=",".join(DEFAULT_SUITES), help="workspaces: the corpora of these suites")
+    ap.add_argument("--preset", default="openclaw", help="the port preset to compare (default: openclaw)")
+    ap.add_argument("--embedder", default=os.environ.get("MEMRIG_EMBEDDER", "minilm"),
+                    help="minilm (default), wordllama, none (FTS-only on both sides)")
+    ap.add_argument("--option", action="append", default=[], help="suite option suite.key=value (repeatable)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None, help="output directory (default results/fidelity-<time>)")
+    args = ap.parse_args(argv)
+    try:
+        options = parse_options(args.option)
+    except ValueError as e:
+        ap.error(str(e))
+    from services.adapters.openclaw_real.node import availability
+
+    a = availability()
+    if not a.ok:
+        print(f"fidelity: openclaw-real unavailable: {a.reason}", file=sys.stderr)
+        return 2
+    out = Path(args.out or f"results/fidelity-{time.strftime('%Y%m%d-%H%M%S')}")
+    suites = [s.strip() for s in args.suites.split(",") if s.strip()]
+    summaries = asyncio.run(run(suites, args.preset, args.embedder, out, options, args.seed))
+    print((out / "fidelity.md").read_text())
+    return 0 if summaries and all(s.passes for s in summaries) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
