@@ -77,3 +77,17 @@ def test_parse_options():
         "locomo": {"conversations": 1}, "arclight": {"categories": "FR"}}
     with pytest.raises(ValueError, match="suite.key=value"):
         parse_options(["conversations=1"])
+
+
+def test_sensitivity_cells_by_hand():
+    from services.adapters.openclaw_real.sensitivity import cell, probe_outcome
+    from services.common.types import Memory
+
+    m1 = Memory(id="a", text="The dev server runs on port 3001", score=0.5, evidence_ids=["s1-m0"])
+    m2 = Memory(id="b", text="pnpm", score=0.4, evidence_ids=["s2-m3"])
+    assert probe_outcome([], ["3001"], ["s1-m0"]) == (True, False, False)
+    assert probe_outcome([m1, m2], ["PORT 3001"], ["s9"]) == (False, True, False)
+    assert probe_outcome([m2], [], ["s2-m3"]) == (False, None, True)
+    c = cell("openclaw-real", "w", "minilm", 0.25, [(True, False, False), (False, True, None), (False, False, True),
+                                                     (False, None, None)])
+    assert (c.queries, c.empty_rate, c.hit_rate, c.recall_any) == (4, 0.25, pytest.approx(1 / 3), 0.5)

@@ -87,8 +87,12 @@ def test_arclight_counts():
 def test_arclight_conditions_and_fallback():
     s = arclight.ArclightSuite()
     c = s.conditions(["openclaw", "cortex", "none", "openclaw-2026-02"], {})
-    assert [x.name for x in c] == ["OpenClaw native", "OpenClaw native + cortex"]
+    assert [x.name for x in c] == ["OpenClaw native", "OpenClaw native + cortex", "OpenClaw native (openclaw-2026-02)"]
     assert c[1].context == ("compaction", "backend:openclaw", "backend:cortex")
+    assert c[2].context == ("compaction", "backend:openclaw-2026-02")
+    c = s.conditions(["openclaw", "openclaw-real", "cortex"], {})  # OpenClaw itself is the base when it ran
+    assert [x.name for x in c] == ["OpenClaw native", "OpenClaw native (openclaw)", "OpenClaw native + cortex"]
+    assert c[0].context == ("compaction", "backend:openclaw-real")
     c = s.conditions(["full-context", "none"], {})
     assert [x.name for x in c] == ["compacted", "compacted + full-context"]
 

@@ -6,8 +6,10 @@ Add your own Python backend here (or run any-language backends yourself and pass
 from __future__ import annotations
 
 import importlib
+import json
+import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -24,6 +26,8 @@ class BackendSpec:
     config_from_services: Callable[[dict[str, str]], dict[str, Any]] | None = None
     # Whether `make bench-all` includes it by default.
     default: bool = True
+    # Whether it can run on this machine: () -> (ok, reason). bench-all skips an unavailable backend and says why.
+    available: Callable[[], tuple[bool, str]] | None = None
 
     def load_class(self):
         mod, _, name = self.cls.partition(":")
@@ -70,11 +74,38 @@ def all_specs() -> dict[str, BackendSpec]:
     return dict(_SPECS)
 
 
+_VARIANT_RE = re.compile(r"^([A-Za-z0-9_.:-]+)\[(.*)\]$")
+
+
+def parse_variant(name: str) -> tuple[str, dict[str, Any]]:
+    """`openclaw[embedder=wordllama,min_score=0.25]` → ("openclaw", {"embedder": "wordllama", "min_score": 0.25}).
+    A plain name has no overrides. Values parse as JSON when they can (numbers, true/false), else stay strings."""
+    m = _VARIANT_RE.match(name)
+    if not m:
+        return name, {}
+    overrides: dict[str, Any] = {}
+    for part in (x.strip() for x in m.group(2).split(",")):
+        k, sep, v = part.partition("=")
+        if not sep or not k.strip():
+            raise KeyError(f"backend {name!r}: expected name[key=value,...], got {part!r}")
+        try:
+            overrides[k.strip()] = json.loads(v)
+        except ValueError:
+            overrides[k.strip()] = v.strip()
+    return m.group(1), overrides
+
+
 def get_spec(name: str) -> BackendSpec:
+    """A registered backend, or a variant of one with config overrides: `openclaw[embedder=wordllama]` runs the
+    `openclaw` backend with `embedder: "wordllama"` under its own name, beside the plain one in the same run."""
     specs = all_specs()
-    if name not in specs:
-        raise KeyError(f"unknown backend {name!r}; known: {', '.join(sorted(specs))}")
-    return specs[name]
+    base, overrides = parse_variant(name)
+    if base not in specs:
+        raise KeyError(f"unknown backend {base!r}; known: {', '.join(sorted(specs))}")
+    if not overrides:
+        return specs[base]
+    spec = specs[base]
+    return replace(spec, name=name, config={**spec.config, **overrides}, default=False)
 
 
 def default_backends() -> list[str]:

@@ -34,11 +34,19 @@ async def run_bench_all(args) -> int:
     out = Path(args.out) if args.out else RESULTS_ROOT / new_run_id("bench-all")
     top = RunDir(out)
     backends = _csv(args.backends) or default_backends()
+    unavailable: dict[str, str] = {}
     for b in backends:
-        get_spec(b)
+        spec = get_spec(b)
+        if spec.available is not None:
+            ok, reason = spec.available()
+            if not ok:
+                unavailable[b] = reason
+                print(f"[bench-all] backend {b} skipped: {reason}", flush=True)
+    backends = [b for b in backends if b not in unavailable]
     registered = all_suites()
     suites = _csv(args.suites) or [s for s in DEFAULT_SUITES if s in registered]
-    index: dict[str, Any] = {"run_id": top.run_id, "backends": backends, "suites": {}, **provenance()}
+    index: dict[str, Any] = {"run_id": top.run_id, "backends": backends, "skipped_backends": unavailable,
+                             "suites": {}, **provenance()}
     rig = Rig(out / "procs")
     progress = TerminalProgress()
     t0 = time.monotonic()
@@ -100,6 +108,8 @@ def render_index(out: Path, index: dict[str, Any]) -> str:
     lines = [f"# memrig bench-all ({index['run_id']})", "",
              f"Backends: {', '.join(index['backends'])}. Git `{index.get('git_sha')}`; "
              f"{index.get('machine', {}).get('cores')} cores. Total {index.get('duration_s', 0):.0f} s.", "",
+             *(f"> Backend **{b}** skipped: {r}" for b, r in (index.get("skipped_backends") or {}).items()),
+             "",
              "| suite | state | time | report |", "|---|---|---|---|"]
     for name, s in index["suites"].items():
         link = s.get("reason", "")[:120]

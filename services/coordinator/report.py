@@ -22,6 +22,12 @@ def md_table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(out)
 
 
+NATIVE_EMBEDDER_NOTE = ("The embedder is a stated variable: OpenClaw ships OpenAI text-embedding-3-small by default "
+                        "(local: embeddinggemma-300m); these runs use the embedder in the Backends table, and "
+                        "`memrig sensitivity openclaw` shows how the native result moves with the embedder and "
+                        "minScore.")
+
+
 def render_header(run: dict[str, Any]) -> str:
     judge = run.get("judge") or {}
     llm = run.get("llm") or {}
@@ -47,6 +53,8 @@ def render_header(run: dict[str, Any]) -> str:
             emb = d.get("embedder") or "—"
             rows.append([name, b.get("status"), d.get("version", "—"), emb, b.get("reason", "")[:120]])
         lines.append(md_table(["backend", "status", "version", "embedder", "reason"], rows))
+        if any(n.startswith("openclaw") for n in backends):
+            lines += ["", f"> {NATIVE_EMBEDDER_NOTE}"]
         invalid = [n for n, b in backends.items() if "unit tests only" in ((b.get("describe") or {}).get("embedder") or "")]
         if invalid:
             lines += ["", f"> **Not a valid quality measurement:** {', '.join(invalid)} used the hash embedder "

@@ -95,6 +95,8 @@ class OpenClawBackend(MemoryBackend):
         "recent_sessions": 2,  # the seeds' "last two sessions' notes" in the shared foundation
         "storage": "memory",  # "memory" | "file" (one SQLite file per process under the context data dir)
         "llm_temperature": 0.0,
+        # OpenClaw's memory.search.query.minScore (None = the preset's 0.35); a sensitivity knob, not a preset fact.
+        "min_score": None,
     }
     uses_embedder = True
 
@@ -111,6 +113,9 @@ class OpenClawBackend(MemoryBackend):
                 raise ValueError(f"openclaw: {k!r} must be a non-negative number")
             if k.endswith("_enabled") and not isinstance(v, bool):
                 raise ValueError(f"openclaw: {k!r} must be true or false")
+        ms = cfg["min_score"]
+        if ms is not None and (not isinstance(ms, int | float) or isinstance(ms, bool) or not 0.0 <= ms <= 1.0):
+            raise ValueError("openclaw: 'min_score' must be a number in [0, 1] (or null for the preset's)")
         if cfg["storage"] not in ("memory", "file"):
             raise ValueError("openclaw: storage must be 'memory' or 'file'")
         if cfg["embedder"] not in ("", "none", "minilm", "wordllama", "hash"):
@@ -126,6 +131,8 @@ class OpenClawBackend(MemoryBackend):
         for k in _KNOBS:
             if self.config[k] is not None:
                 p[k] = self.config[k]
+        if self.config["min_score"] is not None:
+            p["min_score"] = float(self.config["min_score"])
         self.params = p
         self.skipper = FlushSkipper(float(self.config["flush_skip_rate"]), self.config["flush_skip_mode"],
                                     int(self.config["flush_seed"]))

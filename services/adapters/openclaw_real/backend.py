@@ -231,6 +231,7 @@ class OpenClawRealBackend(OpenClawBackend):
             "release": f"openclaw {OPENCLAW_VERSION}",
             "search": "OpenClaw's own MemoryIndexManager.search via openclaw/plugin-sdk/memory-host-search",
             "openclaw_defaults": dict(OPENCLAW_DEFAULTS),
+            "min_score": self.config["min_score"] if self.config["min_score"] is not None else "OpenClaw default 0.35",
             "max_results": "request top_k (OpenClaw default 6)",
             "provider": "none (FTS-only)" if self.fts_only else "openai-compatible",
             "embedding_model": "" if self.fts_only else (self._embed_model or self.embedder_info()[0]),
@@ -315,13 +316,15 @@ class OpenClawRealBackend(OpenClawBackend):
             return RetrieveResult()
         ref = query.reference_time or datetime.now(UTC)
         now_ms = int(utc(ref).timestamp() * 1000)
-        res = await self._call("POST", "/search", {"agent": agent_id(namespace), "query": query.query,
-                                                   "maxResults": int(query.top_k), "nowMs": now_ms})
+        body = {"agent": agent_id(namespace), "query": query.query, "maxResults": int(query.top_k), "nowMs": now_ms}
+        if self.config["min_score"] is not None:
+            body["minScore"] = float(self.config["min_score"])  # OpenClaw's search option; default 0.35
+        res = await self._call("POST", "/search", body)
         self.n["searches"] += 1
         scored: list[hybrid.Scored] = []
         memories: list[Memory] = []
         ceiling = float("inf")
-        min_score = OPENCLAW_DEFAULTS["minScore"]
+        min_score = self.config["min_score"] if self.config["min_score"] is not None else OPENCLAW_DEFAULTS["minScore"]
         for r in res["results"]:
             path, start, end = str(r["path"]), int(r["startLine"]), int(r["endLine"])
             score = float(r["score"])

@@ -177,55 +177,96 @@ def render(summaries: list[WorkspaceSummary], meta: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- the run
-async def run(suites: list[str], preset: str, embedder: str, out: Path, options: dict[str, dict[str, Any]],
-              seed: int = 0) -> list[WorkspaceSummary]:
-    from services.adapters.base import BackendContext
-    from services.adapters.openclaw.backend import OpenClawBackend
-    from services.adapters.openclaw_real.backend import OpenClawRealBackend
-    from services.adapters.openclaw_real.node import OPENCLAW_VERSION
+class PairedOpenClaw:
+    """openclaw-real and the port, started together on one embedder, fed the same workspaces: `ingest` sends a
+    corpus through openclaw-real (flush notes from the rig's LLM) and has the port index that very `Workspace`."""
+
+    def __init__(self, out: Path, embedder: str, preset: str, with_real: bool = True):
+        self.out, self.embedder, self.preset, self.with_real = out, embedder, preset, with_real
+        self.real = self.port = None
+        self.rig = None
+
+    async def __aenter__(self) -> PairedOpenClaw:
+        from services.adapters.base import BackendContext
+        from services.adapters.openclaw.backend import OpenClawBackend
+        from services.adapters.openclaw_real.backend import OpenClawRealBackend
+        from services.launcher import Rig
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.rig = Rig(self.out / "procs")
+        try:
+            llm_url = await self.rig.ensure_llm()
+            ctx = dict(embedder_name=None if self.embedder == "none" else self.embedder, data_dir=self.out / "data",
+                       llm_base_url=llm_url)
+            self.port = OpenClawBackend({"embedder": self.embedder, "preset": self.preset}, BackendContext(**ctx))
+            await self.port.start()
+            if self.with_real:
+                self.real = OpenClawRealBackend({"embedder": self.embedder}, BackendContext(**ctx))
+                await self.real.start()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        for b in (self.port, self.real):
+            if b is not None:
+                await b.close()
+                await b.context.close()
+        if self.rig is not None:
+            self.rig.stop_all()
+
+    async def ingest(self, key: str, batch) -> None:
+        if self.real is None:
+            await self.port.ingest(key, batch)
+            return
+        await self.real.ingest(key, batch)
+        ws = self.real._ws[key]
+        await self.port.index_workspace(key, ws)
+        self.port._ws[key] = ws
+        self.port.store.apply(key, batch)
+
+    def port_chunks(self, key: str) -> set[tuple[str, int, int]]:
+        return {(c.path, c.start_line, c.end_line) for c in self.port.index.chunk_rows(key).values()}
+
+
+def load_suite(name: str, options: dict[str, Any], seed: int):
+    """(suite, data) or (None, reason) when the suite cannot run here (e.g. its real data is absent)."""
     from services.coordinator.suites.base import SuiteUnavailable
     from services.coordinator.suites.registry import get_suite
-    from services.launcher import Rig
 
-    out.mkdir(parents=True, exist_ok=True)
-    rig = Rig(out / "procs")
+    suite = get_suite(name)(options, seed=seed)
+    try:
+        return suite, suite.load()
+    except SuiteUnavailable as e:
+        return None, str(e)
+
+
+async def run(suites: list[str], preset: str, embedder: str, out: Path, options: dict[str, dict[str, Any]],
+              seed: int = 0) -> list[WorkspaceSummary]:
+    from services.adapters.openclaw_real.node import OPENCLAW_VERSION
+
     summaries: list[WorkspaceSummary] = []
     skipped: dict[str, str] = {}
-    real = port = None
-    try:
-        llm_url = await rig.ensure_llm()
-        ctx_real = BackendContext(embedder_name=embedder, data_dir=out / "data", llm_base_url=llm_url)
-        real = OpenClawRealBackend({"embedder": embedder}, ctx_real)
-        port = OpenClawBackend({"embedder": embedder, "preset": preset},
-                               BackendContext(embedder_name=embedder, data_dir=out / "data", llm_base_url=llm_url))
-        await real.start()
-        await port.start()
+    async with PairedOpenClaw(out, embedder, preset) as pair:
         with open(out / "fidelity.jsonl", "w") as jf:
             for name in suites:
-                suite = get_suite(name)(options.get(name, {}), seed=seed)
-                try:
-                    data = suite.load()
-                except SuiteUnavailable as e:
-                    skipped[name] = str(e)
+                suite, data = load_suite(name, options.get(name, {}), seed)
+                if suite is None:
+                    skipped[name] = data
                     continue
                 t0 = time.perf_counter()
                 for ns, batch in data.corpora.items():
-                    key = f"{name}/{ns}"
-                    await real.ingest(key, batch)
-                    ws = real._ws[key]
-                    await port.index_workspace(key, ws)
-                    port._ws[key] = ws
-                    port.store.apply(key, batch)
+                    await pair.ingest(f"{name}/{ns}", batch)
                 k = suite.retrieve_top_k("openclaw")
                 rows = []
                 for p in data.probes:
                     key = f"{name}/{p.namespace}"
                     q = RetrieveQuery(p.question, k, reference_time=p.reference_time)
-                    rp = (await port.retrieve(key, q)).memories
-                    rr = (await real.retrieve(key, q)).memories
-                    chunks = {(c.path, c.start_line, c.end_line) for c in port.index.chunk_rows(key).values()}
+                    rp = (await pair.port.retrieve(key, q)).memories
+                    rr = (await pair.real.retrieve(key, q)).memories
                     row = compare(name, p.id, p.question, p.reference_time.isoformat() if p.reference_time else None,
-                                  hits(rp), hits(rr), chunks)
+                                  hits(rp), hits(rr), pair.port_chunks(key))
                     rows.append(row)
                     jf.write(json.dumps(asdict(row)) + "\n")
                 s = summarise(name, rows)
@@ -233,19 +274,14 @@ async def run(suites: list[str], preset: str, embedder: str, out: Path, options:
                 print(f"fidelity {name}: {s.queries} queries, agreement {s.agreement:.3f}, empty port "
                       f"{s.empty_rate_port:.1%} / real {s.empty_rate_real:.1%} ({time.perf_counter() - t0:.0f} s)",
                       flush=True)
-        meta = {"preset": preset, "openclaw": OPENCLAW_VERSION, "embedder": real.describe_config()["embedding_model"]
-                or "none (FTS-only)", "max_results": 6, "skipped": skipped, "suites": suites, "seed": seed,
-                "options": options, "port_release": port.describe_config().get("release", preset)}
-        (out / "fidelity.json").write_text(json.dumps(
-            {"meta": meta, "workspaces": [{**asdict(s), "passes": s.passes} for s in summaries]}, indent=2))
-        (out / "fidelity.md").write_text(render(summaries, meta))
-        return summaries
-    finally:
-        for b in (port, real):
-            if b is not None:
-                await b.close()
-                await b.context.close()
-        rig.stop_all()
+        meta = {"preset": preset, "openclaw": OPENCLAW_VERSION,
+                "embedder": pair.real.describe_config()["embedding_model"] or "none (FTS-only)", "max_results": 6,
+                "skipped": skipped, "suites": suites, "seed": seed, "options": options,
+                "port_release": pair.port.describe_config().get("release", preset)}
+    (out / "fidelity.json").write_text(json.dumps(
+        {"meta": meta, "workspaces": [{**asdict(s), "passes": s.passes} for s in summaries]}, indent=2))
+    (out / "fidelity.md").write_text(render(summaries, meta))
+    return summaries
 
 
 def parse_options(pairs: list[str]) -> dict[str, dict[str, Any]]:

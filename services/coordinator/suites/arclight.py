@@ -45,8 +45,10 @@ def build_sessions() -> list[Session]:
 
 
 def openclaw_backend(backends: list[str]) -> str | None:
-    if "openclaw" in backends:
-        return "openclaw"
+    """The native base: OpenClaw itself when it ran, else the port's default preset, else any openclaw variant."""
+    for b in ("openclaw-real", "openclaw"):
+        if b in backends:
+            return b
     return next((b for b in backends if b.startswith("openclaw")), None)
 
 
@@ -92,7 +94,11 @@ class ArclightSuite(Suite):
         base_name = NATIVE if oc else FALLBACK
         conds = [Condition(base_name, base)]
         for b in backends:
-            if b == oc or b in SKIP_AS_X or (oc and b.startswith("openclaw")):
+            if oc and b != oc and b.startswith("openclaw"):
+                # another OpenClaw (the port beside the real one, or another preset): a native condition of its own
+                conds.append(Condition(f"{NATIVE} ({b})", ("compaction", f"backend:{b}")))
+                continue
+            if b == oc or b in SKIP_AS_X:
                 continue
             conds.append(Condition(f"{base_name} + {b}", (*base, f"backend:{b}")))
         return conds
@@ -178,7 +184,9 @@ class ArclightSuite(Suite):
                 else "—" for c in conds)])
         out.append(C.md_table(["Metric", *conds], rows))
         if NATIVE in conds:
-            out += ["", "*OpenClaw native* = compaction summary + the last two sessions' notes + `memory_search` top 6."]
+            out += ["", "*OpenClaw native* = compaction summary + the last two sessions' notes + `memory_search` top 6, "
+                        "from OpenClaw 2026.9.6 itself (`openclaw-real`) when it ran, else the port; *OpenClaw native "
+                        "(X)* = the same from backend X."]
         r = metrics.get("retrieval") or {}
         if r:
             out += ["", "### Retrieval hit rate (a retrieved memory holds a ground-truth keyword)", ""]

@@ -22,17 +22,21 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from services.adapters.registry import parse_variant
 from services.common.interchange import session_from_json
 from services.common.types import IngestBatch
 from services.coordinator.metrics.judge import judge_distribution
 from services.coordinator.metrics.latency import latency_summary
-from services.coordinator.report import fmt, md_table
+from services.coordinator.report import NATIVE_EMBEDDER_NOTE, fmt, md_table
 from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
 from services.coordinator.suites.registry import register
 
 DATA = Path(__file__).parent / "data" / "cortex_v1.json"
 CATEGORIES = {"A": "Specific detail", "B": "Decision/rationale", "C": "Preference/convention", "D": "Cross-session"}
-OPENCLAW_LABELS = {"openclaw": "OpenClaw native", "openclaw-2026-02": "OpenClaw native (2026-02 preset)"}
+# "OpenClaw native" is OpenClaw itself (openclaw-real, 2026.9.6) when it ran; the port's presets carry their name.
+OPENCLAW_LABELS = {"openclaw-real": "OpenClaw native", "openclaw": "OpenClaw native (port)",
+                   "openclaw-late": "OpenClaw native (port, late-2026 preset)",
+                   "openclaw-2026-02": "OpenClaw native (port, 2026-02 preset)"}
 
 
 def evidence_for(prompt: dict[str, Any], sessions: dict[str, Any]) -> list[str]:
@@ -47,7 +51,15 @@ def evidence_for(prompt: dict[str, Any], sessions: dict[str, Any]) -> list[str]:
 
 
 def condition_label(backend: str) -> str:
-    return OPENCLAW_LABELS.get(backend, f"compacted + {backend}")
+    base, overrides = parse_variant(backend)
+    if base in OPENCLAW_LABELS:
+        tail = f" [{', '.join(f'{k}={v}' for k, v in overrides.items())}]" if overrides else ""
+        return OPENCLAW_LABELS[base] + tail
+    return f"compacted + {backend}"
+
+
+def is_native_label(label: str) -> bool:
+    return label.startswith("OpenClaw native")
 
 
 @register
@@ -164,9 +176,10 @@ class CortexV1Suite(Suite):
         rows.append(["Prompts compaction drops (mean)", *(fmt(m[c]["compaction_drops_mean"]) for c in conds)])
         rows.append(["Context tokens / prompt (cl100k)", *(fmt(m[c]["context_tokens_mean"], 0) for c in conds)])
         out.append(md_table(["Metric", *conds], rows))
-        if any(c in OPENCLAW_LABELS.values() for c in conds):
+        if any(is_native_label(c) for c in conds):
             out += ["", "*OpenClaw native* = compaction summary + the last two sessions' notes + `memory_search` "
-                        "top 6 (the seed's re-run baseline)."]
+                        "top 6 (the seed's re-run baseline), run by OpenClaw 2026.9.6 itself (`openclaw-real`); "
+                        "*(port)* = the Python re-implementation on the same files. " + NATIVE_EMBEDDER_NOTE]
         r = metrics["retrieval"]
         if r:
             out += ["", "### Retrieval (per backend)", "",

@@ -316,7 +316,7 @@ class LocomoSuite(Suite):
 
 
 def _baseline(conds: list[str]) -> str | None:
-    for b in ("openclaw", "full-context", "compacted"):
+    for b in ("openclaw-real", "openclaw", "full-context", "compacted"):
         if b in conds:
             return b
     return sorted(conds)[0] if conds else None

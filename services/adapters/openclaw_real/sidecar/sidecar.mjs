@@ -17,7 +17,7 @@
 // Protocol (JSON over HTTP/1.1 on the Unix socket; every answer is JSON; errors are {"error": "..."} with 4xx/5xx):
 //   GET  /health                                  → {ok, openclaw, node, provider, model}
 //   POST /sync   {agent, workspace, force?}       → status of the agent's index after OpenClaw's sync
-//   POST /search {agent, query, maxResults, nowMs?} → {results: [{path, startLine, endLine, score, vectorScore,
+//   POST /search {agent, query, maxResults, nowMs?, minScore?} → {results: [{path, startLine, endLine, score, vectorScore,
 //                                                     textScore, snippet, source}], searchMs}
 //   POST /status {agent}                          → status
 //   POST /drop   {agent}                          → closes the agent's manager and deletes its index
@@ -163,9 +163,16 @@ const routes = {
     if (body.nowMs !== undefined && body.nowMs !== null && !Number.isFinite(body.nowMs)) {
       throw new HttpError(400, "nowMs: must be a finite number of milliseconds since the epoch");
     }
+    const opts = { maxResults };
+    if (body.minScore !== undefined) {
+      if (!Number.isFinite(body.minScore) || body.minScore < 0 || body.minScore > 1) {
+        throw new HttpError(400, "minScore: must be a number in [0, 1]");
+      }
+      opts.minScore = body.minScore; // OpenClaw's own search option (memory.search.query.minScore otherwise)
+    }
     const m = await manager(id);
     const t0 = performance.now();
-    const rows = await withClock(body.nowMs, () => m.search(body.query, { maxResults }));
+    const rows = await withClock(body.nowMs, () => m.search(body.query, opts));
     const searchMs = performance.now() - t0;
     return {
       searchMs,

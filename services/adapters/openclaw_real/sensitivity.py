@@ -1,0 +1,156 @@
+"""`memrig sensitivity openclaw`: how much of the native baseline's result is the embedder and the minScore cut.
+
+OpenClaw ships OpenAI `text-embedding-3-small` by default (local option: embeddinggemma-300m); the rig runs it offline
+with all-MiniLM-L6-v2 or WordLlama. This table shows, for OpenClaw 2026.9.6 itself (`openclaw-real`) and for the port
+preset beside it, retrieval over each suite's probes with every embedder × minScore pair:
+- empty: share of probes for which memory_search returns nothing;
+- hit: share of probes where a returned snippet contains a ground-truth keyword (suites with keywords);
+- evidence recall_any@6: share of probes with a gold evidence id among the returned memories' evidence ids
+  (suites with gold evidence ids).
+Each workspace is ingested once per embedder (the port indexes the files openclaw-real's workspace writer made);
+only the search's minScore changes between the columns, through OpenClaw's own `minScore` search option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from services.adapters.openclaw_real.fidelity import PairedOpenClaw, load_suite, parse_options
+from services.common.types import Memory, RetrieveQuery
+
+DEFAULT_EMBEDDERS = ("minilm", "wordllama")
+DEFAULT_MIN_SCORES = (0.35, 0.25, 0.15)
+DEFAULT_SUITES = ("cortex-v1", "locomo")
+
+
+@dataclass
+class Cell:
+    system: str  # "openclaw-real" | "port (<preset>)"
+    suite: str
+    embedder: str
+    min_score: float
+    queries: int
+    empty_rate: float
+    hit_rate: float | None
+    recall_any: float | None
+
+
+def probe_outcome(memories: list[Memory], expected: list[str], gold: list[str]) -> tuple[bool, bool | None, bool | None]:
+    """(empty, keyword hit, evidence hit) for one probe; None where the probe has no keywords / gold ids."""
+    text = " ".join(m.text for m in memories).lower()
+    hit = any(e.lower() in text for e in expected) if expected else None
+    ev = {e for m in memories for e in m.evidence_ids}
+    rec = bool(ev & set(gold)) if gold else None
+    return (not memories), hit, rec
+
+
+def cell(system: str, suite: str, embedder: str, ms: float, outcomes: list[tuple[bool, bool | None, bool | None]]) -> Cell:
+    n = len(outcomes)
+    hits = [h for _, h, _ in outcomes if h is not None]
+    recs = [r for _, _, r in outcomes if r is not None]
+    return Cell(system, suite, embedder, ms, n, sum(e for e, _, _ in outcomes) / n if n else 0.0,
+                sum(hits) / len(hits) if hits else None, sum(recs) / len(recs) if recs else None)
+
+
+def render(cells: list[Cell], meta: dict[str, Any]) -> str:
+    def pct(v: float | None) -> str:
+        return "—" if v is None else f"{v:.1%}"
+
+    lines = ["# Native baseline sensitivity: embedder × minScore", "",
+             f"OpenClaw {meta['openclaw']} (`openclaw-real`) and the port preset `{meta['preset']}`; maxResults 6; "
+             "reference time = each probe's. OpenClaw ships OpenAI text-embedding-3-small by default; these runs "
+             "use the rig's offline embedders, so read the spread between rows as how much of a gap is the embedder "
+             "and the minScore cut.", "",
+             "| suite | system | embedder | minScore | probes | empty | keyword hit | evidence recall_any@6 |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        lines.append(f"| {c.suite} | {c.system} | {c.embedder} | {c.min_score:.2f} | {c.queries} | "
+                     f"{pct(c.empty_rate)} | {pct(c.hit_rate)} | {pct(c.recall_any)} |")
+    for name, reason in meta.get("skipped", {}).items():
+        lines.append(f"\nSkipped {name}: {reason}")
+    return "\n".join(lines) + "\n"
+
+
+async def run(suites: list[str], embedders: list[str], min_scores: list[float], preset: str, out: Path,
+              options: dict[str, dict[str, Any]], seed: int = 0, with_real: bool = True) -> list[Cell]:
+    from services.adapters.openclaw_real.node import OPENCLAW_VERSION
+
+    cells: list[Cell] = []
+    skipped: dict[str, str] = {}
+    for emb in embedders:
+        async with PairedOpenClaw(out / emb, emb, preset, with_real=with_real) as pair:
+            systems = [("openclaw-real", pair.real)] if pair.real is not None else []
+            systems.append((f"port ({preset})", pair.port))
+            for name in suites:
+                suite, data = load_suite(name, options.get(name, {}), seed)
+                if suite is None:
+                    skipped[name] = data
+                    continue
+                t0 = time.perf_counter()
+                for ns, batch in data.corpora.items():
+                    await pair.ingest(f"{name}/{ns}", batch)
+                k = suite.retrieve_top_k("openclaw")
+                for ms in min_scores:
+                    pair.port.params["min_score"] = float(ms)
+                    if pair.real is not None:
+                        pair.real.config["min_score"] = float(ms)
+                    for label, b in systems:
+                        outcomes = []
+                        for p in data.probes:
+                            q = RetrieveQuery(p.question, k, reference_time=p.reference_time)
+                            mem = (await b.retrieve(f"{name}/{p.namespace}", q)).memories
+                            outcomes.append(probe_outcome(mem, p.expected, p.evidence_ids))
+                        cells.append(cell(label, name, emb, ms, outcomes))
+                print(f"sensitivity {name} / {emb}: {len(data.probes)} probes × {len(min_scores)} minScores "
+                      f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    meta = {"openclaw": OPENCLAW_VERSION, "preset": preset, "suites": suites, "embedders": embedders,
+            "min_scores": min_scores, "seed": seed, "options": options, "skipped": skipped}
+    cells.sort(key=lambda c: (c.suite, c.system != "openclaw-real", c.system, c.embedder, -c.min_score))
+    (out / "sensitivity.json").write_text(json.dumps({"meta": meta, "cells": [asdict(c) for c in cells]}, indent=2))
+    (out / "sensitivity.md").write_text(render(cells, meta))
+    return cells
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="memrig sensitivity", description=__doc__.split("\n\n")[0])
+    ap.add_argument("system", choices=["openclaw"])
+    ap.add_argument("--suites", default=",".join(DEFAULT_SUITES))
+    ap.add_argument("--embedders", default=",".join(DEFAULT_EMBEDDERS))
+    ap.add_argument("--min-scores", default=",".join(str(x) for x in DEFAULT_MIN_SCORES))
+    ap.add_argument("--preset", default="openclaw", help="the port preset shown beside OpenClaw itself")
+    ap.add_argument("--option", action="append", default=[], help="suite option suite.key=value (repeatable)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None, help="output directory (default results/sensitivity-<time>)")
+    args = ap.parse_args(argv)
+    try:
+        options = parse_options(args.option)
+        min_scores = [float(x) for x in args.min_scores.split(",") if x.strip()]
+    except ValueError as e:
+        ap.error(str(e))
+    if any(not 0.0 <= m <= 1.0 for m in min_scores):
+        ap.error("--min-scores: each must be in [0, 1]")
+    from services.adapters.openclaw_real.node import availability
+
+    a = availability()
+    if not a.ok:
+        print(f"sensitivity: openclaw-real unavailable ({a.reason}); showing the port alone", file=sys.stderr)
+    out = Path(args.out or f"results/sensitivity-{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    embedders = [e.strip() for e in args.embedders.split(",") if e.strip()]
+    asyncio.run(run([s.strip() for s in args.suites.split(",") if s.strip()], embedders, min_scores, args.preset,
+                    out, options, args.seed, with_real=a.ok))
+    print((out / "sensitivity.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    sys.exit(main())
