@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-openclaw openclaw-optional test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean
+.PHONY: setup setup-openclaw openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean
 
 setup: $(STAMP)
 
@@ -51,6 +51,10 @@ bench-perf: setup openclaw-optional
 bench-openclaw: setup
 	$(BIN)/python -m services.adapters.openclaw.bench --out $(or $(OUT),results/bench-openclaw) \
 		$(if $(SIZES),--sizes $(SIZES),) $(if $(EMBEDDER),--embedder $(EMBEDDER),)
+
+# openclaw-real vs the port: retrieve latency through gRPC at 1k and 10k chunks, sidecar overhead.
+bench-openclaw-real: setup setup-openclaw
+	$(BIN)/python -m services.adapters.openclaw_real.bench --out $(or $(OUT),results/bench-openclaw-real)
 
 up: setup
 	$(BIN)/memrig up $(if $(BACKENDS),--backends $(BACKENDS),)

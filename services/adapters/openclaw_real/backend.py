@@ -125,7 +125,7 @@ class OpenClawRealBackend(OpenClawBackend):
         a = await asyncio.to_thread(availability)
         if not a.ok:
             raise SidecarError(f"openclaw-real: OpenClaw unavailable: {a.reason}")
-        base = self.context.data_dir / "openclaw-real"
+        base = (self.context.data_dir / "openclaw-real").resolve()  # the sidecar runs in its own cwd
         base.mkdir(parents=True, exist_ok=True)
         self._root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base))
         provider = "none"
