@@ -68,7 +68,7 @@ class FakeEmbedder:
             out[i, 0 if (t == self.query or "zebra" not in t) else 1] = 1.0
         return out
 
-    async def aencode(self, texts):
+    async def aencode(self, texts, persist=True):
         return self.encode(texts)
 
 
@@ -130,7 +130,7 @@ async def test_early_bug_end_to_end_and_late_spare_slot():
     q = "alpha zebra"
     docs = (Document("d1", "alpha port 4000", path="memory/a.md"), Document("d2", "alpha zebra codename", path="memory/b.md"))
     found = {}
-    for preset in ("openclaw-2026-02", "openclaw"):
+    for preset in ("openclaw-2026-02", "openclaw-late", "openclaw"):
         b, c = make({"preset": preset})
         b._embedder = FakeEmbedder(q)
         await c.ingest("ns", IngestBatch(documents=docs))
@@ -141,7 +141,8 @@ async def test_early_bug_end_to_end_and_late_spare_slot():
             merged_k = [m for m in res.memories if m.attributes["path"] == "memory/b.md"]
             assert merged_k == []
     assert found["openclaw-2026-02"] == [("memory/a.md", ["d1"])]
-    assert found["openclaw"] == [("memory/a.md", ["d1"]), ("memory/b.md", ["d2"])]
+    assert found["openclaw-late"] == [("memory/a.md", ["d1"]), ("memory/b.md", ["d2"])]
+    assert found["openclaw"] == [("memory/a.md", ["d1"]), ("memory/b.md", ["d2"])]  # 2026.9.6: same spare slot
 
 
 async def test_early_keyword_only_row_scores_030():
@@ -160,7 +161,7 @@ async def test_early_keyword_only_row_scores_030():
 
 
 async def test_fts_only_mode_with_keyword_extraction():
-    b, c = make({"embedder": "none"})
+    b, c = make({"embedder": "none", "preset": "openclaw-late"})
     assert b.embedder_info() == ("", 0)
     await c.ingest("ns", IngestBatch(sessions=(S1, S2, S3)))
     res, _ = await c.retrieve("ns", RetrieveQuery("what was the cookie duration?", top_k=6, reference_time=REF))
@@ -276,11 +277,18 @@ def test_presets_and_describe():
     assert (d["vector_weight"], d["text_weight"], d["bm25_mapping"], d["mmr_enabled"], d["decay_enabled"]) == (
         0.6, 0.4, "early", False, False)
     assert d["max_chars"] == 1600 and d["overlap_chars"] == 320 and d["min_score"] == 0.35
-    late, _ = make({"preset": "openclaw"})
+    late, _ = make({"preset": "openclaw-late"})
     d = late.describe_config()
     assert (d["bm25_mapping"], d["mmr_enabled"], d["decay_enabled"], d["selection"]) == ("late", True, True, "spare-slots")
-    with pytest.raises(ValueError):
-        make({"preset": "openclaw", "mmr_enabled": False})
+    assert d["release"].startswith("openclaw main of mid 2026")
+    assert b.describe_config()["release"] == "openclaw 2026.2 (src/memory/*, February 2026)"
+    current, _ = make({"preset": "openclaw"})
+    d = current.describe_config()
+    assert (d["release"], d["chunker"], d["candidates"]) == (
+        "openclaw 2026.9.6", "v5", "200 per leg (min(200, floor(max(200, top_k) * 4)))")
+    for preset in ("openclaw", "openclaw-late"):
+        with pytest.raises(ValueError):
+            make({"preset": preset, "mmr_enabled": False})
     with pytest.raises(ValueError):
         make({"preset": "nope"})
 
@@ -291,6 +299,8 @@ def test_registry_has_both_presets():
     specs = all_specs()
     assert specs["openclaw"].config == {"preset": "openclaw"}
     assert specs["openclaw-2026-02"].config == {"preset": "openclaw-2026-02"}
+    assert specs["openclaw-2026-09"].config == {"preset": "openclaw-2026-09"} and not specs["openclaw-2026-09"].default
+    assert specs["openclaw-late"].config == {"preset": "openclaw-late"} and not specs["openclaw-late"].default
 
 
 @pytest.mark.timeout(120)

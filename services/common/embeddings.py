@@ -98,8 +98,9 @@ class Embedder(ABC):
     @abstractmethod
     def _encode_uncached(self, texts: list[str]) -> np.ndarray: ...
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed `texts` (cached), returning an (n, dim) float32 array of unit rows."""
+    def encode(self, texts: Sequence[str], persist: bool = True) -> np.ndarray:
+        """Embed `texts` (cached), returning an (n, dim) float32 array of unit rows. persist=False reads the
+        cache but does not write new vectors to it (one-off query texts: a SQLite write per search is waste)."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -120,7 +121,8 @@ class Embedder(ABC):
         if missing_texts:
             vecs = self._encode_batched(missing_texts)
             new = dict(zip(missing_hashes, vecs, strict=True))
-            self.cache.put_many(self.name, new)
+            if persist:
+                self.cache.put_many(self.name, new)
             found.update(new)
         return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False)
 
@@ -129,9 +131,9 @@ class Embedder(ABC):
             parts = [self._encode_uncached(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         return _normalise(np.concatenate(parts, axis=0))
 
-    async def aencode(self, texts: Sequence[str]) -> np.ndarray:
+    async def aencode(self, texts: Sequence[str], persist: bool = True) -> np.ndarray:
         """Encode off the event loop (the model call is CPU-bound and blocking)."""
-        return await asyncio.to_thread(self.encode, list(texts))
+        return await asyncio.to_thread(self.encode, list(texts), persist)
 
     def describe(self) -> dict:
         return {"name": self.name, "dim": self.dim, "valid_for_reports": self.valid_for_reports}

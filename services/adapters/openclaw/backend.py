@@ -23,8 +23,9 @@ import numpy as np
 
 from services.adapters.base import MemoryBackend, SessionStore
 from services.adapters.openclaw import fts as ftsmod
-from services.adapters.openclaw import hybrid
+from services.adapters.openclaw import hybrid, ranking_2609
 from services.adapters.openclaw.index import FileInput, IndexStore
+from services.adapters.openclaw.keyword_search import KeywordSearch
 from services.adapters.openclaw.presets import candidate_count, resolve_preset
 from services.adapters.openclaw.workspace import (
     FlushSkipper,
@@ -172,7 +173,8 @@ class OpenClawBackend(MemoryBackend):
                 path = self.context.data_dir / "openclaw" / f"index-{os.getpid()}-{id(self):x}.sqlite"
             p = self.params
             self._index = IndexStore(path, p["chunk_tokens"], p["chunk_overlap_tokens"], p["fts_tokenizer"],
-                                     p["snippet_max_chars"])
+                                     p["snippet_max_chars"], p.get("chunker", "v1"), p.get("per_entry_paths", ()),
+                                     p["mmr_tokenizer"])
         return self._index
 
     def embedder_info(self) -> tuple[str, int]:
@@ -197,7 +199,8 @@ class OpenClawBackend(MemoryBackend):
         d["max_chars"] = max(32, self.params["chunk_tokens"] * 4)
         d["overlap_chars"] = min(self.params["chunk_overlap_tokens"] * 4, d["max_chars"] // 2)
         d["max_results"] = "request top_k (OpenClaw default 6)"
-        d["candidates"] = "min(200, floor(top_k * 4))"
+        d["candidates"] = ("200 per leg (min(200, floor(max(200, top_k) * 4)))" if self.params.get("candidate_universe")
+                           else "min(200, floor(top_k * 4))")
         d["mode"] = "fts-only" if self.fts_only else "hybrid"
         d["embedding_model"] = self.model
         d["flush_prompt"] = "prompts.FLUSH_SYSTEM + flush_user(session date)"
@@ -281,9 +284,12 @@ class OpenClawBackend(MemoryBackend):
         cleaned = query.strip()
         if not cleaned:
             return [], []
-        candidates = candidate_count(max_results, p["candidate_multiplier"], p["candidate_cap"])
+        candidates = candidate_count(max_results, p["candidate_multiplier"], p["candidate_cap"],
+                                     p.get("candidate_universe", 0))
         rank_to_score = lambda r: ftsmod.bm25_rank_to_score(r, p["bm25_mapping"])  # noqa: E731
         diags: list[ChannelDiagnostics] = []
+        if p.get("keyword_search") == "2026.9":
+            return self._search_2609(namespace, cleaned, max_results, candidates, query_vec, now_ms, rank_to_score)
         if self.fts_only:
             t0 = time.perf_counter_ns()
             terms = ftsmod.extract_keywords(cleaned) or [cleaned]
@@ -319,11 +325,42 @@ class OpenClawBackend(MemoryBackend):
                                                  p["evergreen_paths"], self.index.file_mtimes(namespace))
         merged = hybrid.sort_results(merged, p["sort_tiebreak"])
         if p["mmr_enabled"]:
-            merged = hybrid.mmr_rerank(merged, p["mmr_lambda"], p["mmr_tokenizer"])
+            merged = hybrid.mmr_rerank(merged, p["mmr_lambda"], p["mmr_tokenizer"],
+                                       token_sets=self.index.mmr_token_sets(namespace))
         keys = {(h.source, h.path, h.start_line, h.end_line) for h in keyword}
         out = hybrid.select_results(merged, keys, max_results, p["min_score"], p["selection"], p["text_weight"])
         diags.append(ChannelDiagnostics("merge", len(merged), time.perf_counter_ns() - t2,
                                         f"{p['merge']} vw={p['vector_weight']} tw={p['text_weight']} "
+                                        f"decay={p['decay_enabled']} mmr={p['mmr_enabled']} select={p['selection']}"))
+        return out, diags
+
+    def _search_2609(self, namespace: str, cleaned: str, max_results: int, candidates: int,
+                     query_vec: np.ndarray | None, now_ms: int, rank_to_score
+                     ) -> tuple[list[hybrid.Scored], list[ChannelDiagnostics]]:
+        """MemorySearchOrchestration.searchCandidates of 2026.9.6 (manager-runtime.js): the keyword leg with
+        fallback terms and filename search, the vector leg, the hybrid merge and the final cut; FTS-only mode
+        finishes the keyword rows alone (finalizeKeywordOnlyResults)."""
+        p = self.params
+        diags: list[ChannelDiagnostics] = []
+        decay = ranking_2609.Decay(p["decay_enabled"], now_ms, p["decay_half_life_days"], p["dated_path_regex"],
+                                   p["evergreen_paths"], self.index.file_mtimes(namespace))
+        t0 = time.perf_counter_ns()
+        ks = KeywordSearch(self.index, namespace, rank_to_score, p["snippet_max_chars"])
+        keyword, terms = ks.search_with_fallback(cleaned, candidates)
+        t1 = time.perf_counter_ns()
+        diags.append(ChannelDiagnostics("fts", len(keyword), t1 - t0, f"boosted body+path, fallback terms={terms}"))
+        if self.fts_only:
+            return ranking_2609.finalize_keyword_only_2609(keyword, decay, max_results, p["min_score"]), diags
+        vector = self.index.search_vector(namespace, query_vec, candidates) if query_vec is not None else []
+        t2 = time.perf_counter_ns()
+        diags.append(ChannelDiagnostics("vector", len(vector), t2 - t1, "cosine, numpy in-process"))
+        merged = ranking_2609.merge_hybrid_2609(cleaned, vector, keyword, decay, p["vector_weight"], p["text_weight"],
+                                                p["mmr_enabled"], p["mmr_lambda"],
+                                                self.index.mmr_token_sets(namespace))
+        keys = {k.range_key for k in keyword}
+        out = hybrid.select_results(merged, keys, max_results, p["min_score"], p["selection"], p["text_weight"])
+        diags.append(ChannelDiagnostics("merge", len(merged), time.perf_counter_ns() - t2,
+                                        f"2026.9 merge vw={p['vector_weight']} tw={p['text_weight']} "
                                         f"decay={p['decay_enabled']} mmr={p['mmr_enabled']} select={p['selection']}"))
         return out, diags
 
@@ -334,7 +371,9 @@ class OpenClawBackend(MemoryBackend):
         now_ms = int(utc(ref).timestamp() * 1000)
         qvec = None
         if not self.fts_only:
-            qvec = (await self.embedder.aencode([query.query.strip()]))[0]
+            # A query vector is not written to the shared cache (persist=False): queries rarely repeat, and a
+            # SQLite write per query cost more than the search itself at 100k chunks.
+            qvec = (await self.embedder.aencode([query.query.strip()], persist=False))[0]
         results, diags = await asyncio.to_thread(self.search, namespace, query.query, query.top_k, qvec, now_ms)
         self.n["searches"] += 1
         rows = self.index.chunk_rows(namespace)

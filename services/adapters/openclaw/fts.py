@@ -104,3 +104,62 @@ def extract_keywords(query: str) -> list[str]:
         seen.add(tok)
         out.append(tok)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# OpenClaw 2026.9.6 (dist/query-expansion-XZx6aBHC.mjs: tokenize, isQueryStopWordToken, extractKeywords)
+
+_HANGUL_RE = regex.compile(r"[\uac00-\ud7af\u3131-\u3163]")
+_HANGUL_SYLLABLE_RE = regex.compile(r"[\uac00-\ud7af]")
+_ASCII_WORD_RE = regex.compile(r"^[a-z0-9_]+$", regex.IGNORECASE)
+
+
+def _strip_korean_particle(token: str) -> str | None:
+    from services.adapters.openclaw.stopwords import KO_TRAILING_PARTICLES
+
+    for particle in KO_TRAILING_PARTICLES:
+        if len(token) > len(particle) and token.endswith(particle):
+            return token[: -len(particle)]
+    return None
+
+
+def _useful_korean_stem(stem: str) -> bool:
+    if _HANGUL_SYLLABLE_RE.search(stem):
+        return len(stem) >= 2
+    return bool(_ASCII_WORD_RE.match(stem))
+
+
+def _tokenize_for_keywords_2609(text: str) -> list[str]:
+    """`tokenize` of 2026.9.6 (unicode61 tokenizer): the early CJK/Japanese rules plus Korean segments, which
+    keep the segment unless it is a Korean stop word and add its stem with one trailing particle stripped."""
+    from services.adapters.openclaw.stopwords import STOP_WORDS_KO
+
+    out: list[str] = []
+    for seg in (s for s in _SPLIT_RE.split(text.strip().lower()) if s):
+        if _KANA_RE.search(seg) or _HAN_RE.search(seg):
+            out.extend(_tokenize_for_keywords(seg))
+        elif _HANGUL_RE.search(seg):
+            stem = _strip_korean_particle(seg)
+            stem_is_stop = stem is not None and stem in STOP_WORDS_KO
+            if seg not in STOP_WORDS_KO and not stem_is_stop:
+                out.append(seg)
+            if stem and stem not in STOP_WORDS_KO and _useful_korean_stem(stem):
+                out.append(stem)
+        else:
+            out.append(seg)
+    return out
+
+
+def extract_keywords_2609(query: str) -> list[str]:
+    """`extractKeywords` of 2026.9.6: like the early one, but a token is dropped when it is a stop word of any
+    of the seven languages (stopwords.ALL_STOP_WORDS), and Korean segments are stemmed."""
+    from services.adapters.openclaw.stopwords import ALL_STOP_WORDS
+
+    seen: set[str] = set()
+    out: list[str] = []
+    for tok in _tokenize_for_keywords_2609(query):
+        if tok in ALL_STOP_WORDS or not _valid_keyword(tok) or tok in seen:
+            continue
+        seen.add(tok)
+        out.append(tok)
+    return out

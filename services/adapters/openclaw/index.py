@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from services.adapters.openclaw.chunker import chunk_markdown
-from services.adapters.openclaw.hybrid import KeywordHit, VectorHit
+from services.adapters.openclaw.chunker import chunk_markdown, chunk_markdown_v5
+from services.adapters.openclaw.hybrid import KeywordHit, VectorHit, mmr_tokens
 from services.adapters.openclaw.jsstr import sha256_hex, truncate_utf16_safe
 
 META_KEY = "memory_index_meta_v1"
@@ -82,6 +82,10 @@ class NsMatrix:
     rows: list[ChunkRow]
     matrix: np.ndarray  # (n, dim) float32 unit rows
     by_id: dict[str, ChunkRow] = field(default_factory=dict)  # built once per rebuild, not per search
+    # MMR token sets of each chunk's snippet, computed at index time (not per query) and reused across rebuilds.
+    mmr_tokens: dict[str, frozenset[str]] = field(default_factory=dict)
+    # path -> the file's first chunk (by start line, end line, id): the row a filename match returns.
+    first_chunk: dict[str, ChunkRow] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.by_id:
@@ -104,7 +108,8 @@ def chunk_evidence(line_evidence: tuple[tuple[str, ...], ...], start: int, end: 
 
 class IndexStore:
     def __init__(self, path: str | Path | None = None, chunk_tokens: int = 400, overlap_tokens: int = 80,
-                 fts_tokenizer: str = "unicode61", snippet_max_chars: int = 700):
+                 fts_tokenizer: str = "unicode61", snippet_max_chars: int = 700, chunker: str = "v1",
+                 per_entry_paths: tuple[str, ...] = (), mmr_tokenizer: str = "ascii+cjk"):
         self.path = str(path) if path else ":memory:"
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -117,6 +122,11 @@ class IndexStore:
         self.overlap_tokens = overlap_tokens
         self.fts_tokenizer = fts_tokenizer
         self.snippet_max_chars = snippet_max_chars
+        if chunker not in ("v1", "v5"):
+            raise ValueError(f"unknown chunker {chunker!r}")
+        self.chunker = chunker  # "v1": early chunkMarkdown; "v5": 2026.9.6 (per-entry MEMORY.md/USER.md)
+        self.per_entry_paths = tuple(per_entry_paths)
+        self.mmr_tokenizer = mmr_tokenizer
         self._matrices: dict[str, NsMatrix] = {}
         self._dims: dict[str, int] = {}
         self._mtimes: dict[str, dict[str, int]] = {}  # namespace → path → mtime (ms), refreshed on apply
@@ -149,6 +159,10 @@ class IndexStore:
         c.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {p}chunks_fts USING fts5(text, id UNINDEXED, path UNINDEXED,"
                   f" source UNINDEXED, model UNINDEXED, start_line UNINDEXED, end_line UNINDEXED,"
                   f" tokenize='{self.fts_tokenizer}')")
+        # 2026.9.6 indexes file paths separately (memory-schema-CkxujvZk.mjs ensureMemoryPathFtsSchema: one row
+        # per source file, `path` indexed, same tokenizer); filename search runs on it.
+        c.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {p}paths_fts USING fts5(path, source UNINDEXED,"
+                  f" tokenize='{self.fts_tokenizer}')")
 
     def drop_namespace(self, namespace: str) -> int:
         with self._lock:
@@ -160,7 +174,7 @@ class IndexStore:
                 return 0
             n = self._conn.execute(f"SELECT COUNT(*) FROM {p}chunks").fetchone()[0]
             self._conn.execute("BEGIN")
-            for t in ("chunks_fts", "chunks", "files", "meta"):
+            for t in ("chunks_fts", "paths_fts", "chunks", "files", "meta"):
                 self._conn.execute(f"DROP TABLE IF EXISTS {p}{t}")
             self._conn.execute("DELETE FROM namespaces WHERE name=?", (namespace,))
             self._conn.execute("COMMIT")
@@ -181,7 +195,7 @@ class IndexStore:
             plan.files_upsert.append(f)
             if f.path in have:
                 plan.files_reindex.append(f.path)
-            for ch in chunk_markdown(f.content, self.chunk_tokens, self.overlap_tokens):
+            for ch in self._chunk(f):
                 cid = chunk_id(f.source, f.path, ch.start_line, ch.end_line, ch.hash, model)
                 if cid in seen_ids:  # the overlap quirk can repeat a chunk exactly: same id, stored once
                     continue
@@ -192,6 +206,13 @@ class IndexStore:
                                                                                   ch.end_line)))
         plan.files_delete = sorted(set(have) - wanted)
         return plan
+
+    def _chunk(self, f: FileInput):
+        if self.chunker == "v5":
+            # prepareMemoryIndexChunks: perEntry for memory-source MEMORY.md / USER.md at the workspace root.
+            per_entry = f.source == "memory" and f.path.replace("\\", "/") in self.per_entry_paths
+            return chunk_markdown_v5(f.content, self.chunk_tokens, self.overlap_tokens, per_entry)
+        return chunk_markdown(f.content, self.chunk_tokens, self.overlap_tokens)
 
     def apply(self, plan: SyncPlan, now_ms: int) -> None:
         """Write the plan in one transaction, then rebuild the namespace's vector matrix."""
@@ -210,6 +231,7 @@ class IndexStore:
                               (path,))
                     c.execute(f"DELETE FROM {p}chunks WHERE path=?", (path,))
                     c.execute(f"DELETE FROM {p}files WHERE path=?", (path,))
+                    c.execute(f"DELETE FROM {p}paths_fts WHERE path=?", (path,))
                 dims = int(plan.vectors.shape[1]) if plan.vectors is not None and len(plan.vectors) else None
                 fts_rows = []
                 for i, ch in enumerate(plan.new_chunks):
@@ -224,6 +246,8 @@ class IndexStore:
                 c.executemany(f"INSERT INTO {p}files(path, source, hash, mtime, size) VALUES (?,?,?,?,?)",
                               [(f.path, f.source, f.hash, f.mtime_ms, len(f.content.encode('utf-8', 'replace')))
                                for f in plan.files_upsert])
+                c.executemany(f"INSERT INTO {p}paths_fts(path, source) VALUES (?,?)",
+                              [(f.path, f.source) for f in plan.files_upsert])
                 meta = {"model": plan.model, "chunkTokens": self.chunk_tokens, "chunkOverlap": self.overlap_tokens,
                         "vectorDims": dims or self._dims.get(plan.namespace, 0), "ftsTokenizer": self.fts_tokenizer}
                 c.execute(f"INSERT OR REPLACE INTO {p}meta(key, value) VALUES (?, ?)", (META_KEY, json.dumps(meta)))
@@ -246,7 +270,18 @@ class IndexStore:
             mat = np.ascontiguousarray(np.stack(vecs))
         else:
             mat = np.zeros((len(rows), 0), dtype=np.float32)
-        self._matrices[namespace] = NsMatrix(ids, rows, mat)
+        old = self._matrices.get(namespace)
+        old_tokens = old.mmr_tokens if old is not None else {}
+        tokens = {}
+        first: dict[str, ChunkRow] = {}
+        for r in rows:
+            t = old_tokens.get(r.id)
+            tokens[r.id] = t if t is not None else mmr_tokens(truncate_utf16_safe(r.text, self.snippet_max_chars),
+                                                              self.mmr_tokenizer)
+            f = first.get(r.path)
+            if f is None or (r.start_line, r.end_line, r.id) < (f.start_line, f.end_line, f.id):
+                first[r.path] = r
+        self._matrices[namespace] = NsMatrix(ids, rows, mat, mmr_tokens=tokens, first_chunk=first)
         self._mtimes[namespace] = dict(self._conn.execute(f"SELECT path, mtime FROM {p}files").fetchall())
         if mat.shape[1]:
             self._dims[namespace] = mat.shape[1]
@@ -302,6 +337,53 @@ class IndexStore:
         return [KeywordHit(cid, path, int(s), int(e), truncate_utf16_safe(text, self.snippet_max_chars),
                            rank_to_score(float(rank)), source)
                 for cid, path, source, s, e, text, rank in rows]
+
+    def search_body_rows(self, namespace: str, fts_query: str | None, limit: int
+                         ) -> list[tuple[str, str, str, int, int, str, float]]:
+        """2026.9.6 body keyword search (manager-search-Fk8GHOOd.mjs `searchKeyword`): MATCH, ORDER BY rank
+        ASC, LIMIT, with no model clause; rows carry the chunk's full text (the lexical boost reads it).
+        Returns (id, path, source, start_line, end_line, text, rank); a query FTS5 rejects yields no rows."""
+        if not fts_query or limit <= 0:
+            return []
+        with self._lock:
+            p = self._prefix(namespace, create=False)
+            if p is None:
+                return []
+            try:
+                rows = self._conn.execute(
+                    f"SELECT id, path, source, start_line, end_line, text, bm25({p}chunks_fts) AS rank"
+                    f" FROM {p}chunks_fts WHERE {p}chunks_fts MATCH ? ORDER BY rank ASC LIMIT ?",
+                    (fts_query, limit)).fetchall()
+            except sqlite3.OperationalError:
+                return []
+        return [(cid, path, source, int(s), int(e), text, float(rank)) for cid, path, source, s, e, text, rank in rows]
+
+    def search_path_rows(self, namespace: str, fts_query: str | None) -> list[tuple[str, str, float]]:
+        """Every file whose path matches the query in the path FTS index, as (path, source, rank), ordered by
+        rank ASC, path ASC, source ASC (searchPathKeyword's `retained_paths`). Files without a live chunk are
+        left out, as the upstream EXISTS clause does."""
+        if not fts_query:
+            return []
+        with self._lock:
+            p = self._prefix(namespace, create=False)
+            if p is None:
+                return []
+            try:
+                rows = self._conn.execute(
+                    f"SELECT path, source, bm25({p}paths_fts) AS rank FROM {p}paths_fts WHERE {p}paths_fts MATCH ?"
+                    " ORDER BY rank ASC, path ASC, source ASC", (fts_query,)).fetchall()
+            except sqlite3.OperationalError:
+                return []
+        first = self.first_chunks(namespace)
+        return [(path, source, float(rank)) for path, source, rank in rows if path in first]
+
+    def first_chunks(self, namespace: str) -> dict[str, ChunkRow]:
+        m = self._matrices.get(namespace)
+        return m.first_chunk if m else {}
+
+    def mmr_token_sets(self, namespace: str) -> dict[str, frozenset[str]]:
+        m = self._matrices.get(namespace)
+        return m.mmr_tokens if m else {}
 
     # ------------------------------------------------------------------ introspection
     def chunk_rows(self, namespace: str) -> dict[str, ChunkRow]:

@@ -11,7 +11,20 @@ Every number here is a fact of OpenClaw's source (reference/peers.md §1, with t
   0.7/0.3), MMR (λ 0.7, ASCII + CJK uni/bigram tokens) and decay (30-day half-life) on by default, and the
   "spare slots" final selection (`selectHybridSearchResults`, PR #92524). Knobs are hard-coded upstream
   (knob purge #111382), so the preset rejects overrides of them.
-`openclaw` means `openclaw-late`.
+- `openclaw-2026-09` — the release users run in late 2026, openclaw@2026.9.6 (npm), read off its bundled
+  dist/ (file and function names in keyword_search.py, ranking_2609.py, chunker.chunk_markdown_v5): chunking
+  version 5 (MEMORY.md and USER.md one bullet or heading per chunk; blank chunks dropped), 200 candidates per
+  leg whatever maxResults, body FTS rows boosted lexically (coverage, density, path, length), filename search
+  over separately indexed paths (exact path / basename / stem first), per-keyword fallback searches when the
+  AND query finds fewer than 200 rows, the un-normalised merge with exact-path tiers, importance multiplier
+  (neutral when absent: the rig's workspace writes no importance annotations), 30-day decay of dated
+  `YYYY-MM-DD.md` / `YYYY-MM-DD-<slug>.md` files at any depth under memory/ (MEMORY.md, USER.md and undated
+  memory/ files evergreen), MMR, keyword preservation / spare slots. Where the 2026.9.6 docs and its code
+  differ, the code is followed: the docs give the score as "hybrid relevance × recency decay × importance
+  multiplier" (docs/concepts/memory-search.md), but in the code an exact-path row scores 1 and a row whose
+  content score is 0 scores 0 whatever its decay, and the lexical boost, the per-keyword fallback legs and
+  the un-normalised merge are not documented at all.
+`openclaw` means `openclaw-2026-09` (the release users run); `openclaw-late` stays selectable.
 
 Pinned choices where the eras overlap: the dated-path regex is the one before PR #121103 (a date file directly
 under `memory/`, no subfolders, no `-slug`); the 700-character snippet is cut with `truncateUtf16Safe`.
@@ -45,6 +58,7 @@ COMMON: dict[str, Any] = {
 EARLY: dict[str, Any] = {
     **COMMON,
     "era": "2026-02",
+    "release": "openclaw 2026.2 (src/memory/*, February 2026)",
     "fts_token_regex": r"[A-Za-z0-9_]+",
     "bm25_mapping": "early",  # 1/(1+max(0,rank)) → 1.0 for every FTS5 hit
     "merge": "weighted-sum",  # vw*v + tw*t
@@ -61,6 +75,7 @@ EARLY: dict[str, Any] = {
 LATE: dict[str, Any] = {
     **COMMON,
     "era": "late-2026",
+    "release": "openclaw main of mid 2026 (extensions/memory-core, PR #92524; before 2026.9)",
     "fts_token_regex": r"[\p{L}\p{N}_]+",
     "bm25_mapping": "late",  # !finite → 1/1000; rank<0 → r/(1+r), r=-rank; else 1/(1+rank)
     "merge": "normalised",  # (vw*v + tw*t)/(vw+tw)
@@ -74,10 +89,30 @@ LATE: dict[str, Any] = {
     "knobs_configurable": (),
 }
 
+# openclaw@2026.9.6: memory-search-D3rrM8mS.mjs DEFAULT_* (same numbers as COMMON), plus the rules above.
+V2026_09: dict[str, Any] = {
+    **LATE,
+    "era": "2026.9",
+    "release": "openclaw 2026.9.6",
+    "chunker": "v5",  # MEMORY_CHUNKING_VERSION = 5
+    "per_entry_paths": ("MEMORY.md", "USER.md"),  # prepareMemoryIndexChunks perEntry
+    "candidate_universe": 200,  # SEARCH_CANDIDATE_UNIVERSE: search() asks for max(200, maxResults) candidates
+    "keyword_search": "2026.9",  # boost + filename search + per-keyword fallback (keyword_search.py)
+    "keyword_fallback_terms": 6,  # KEYWORD_FALLBACK_SEARCH_TERM_LIMIT
+    "exact_path_candidates": 200,  # EXACT_PATH_CANDIDATE_LIMIT
+    "merge": "2026.9",  # vw*v + tw*k, exact-path tiers first (ranking_2609.py)
+    "importance": "neutral-when-absent",  # importanceMultiplier(null) = 1
+    "mmr_empty_tokens": "equal-text",  # mmr.ts: two token-less snippets are similar only if equal
+    "dated_path_regex": r"(?:^|/)memory/(?:[^/]+/)*(\d{4})-(\d{2})-(\d{2})(?:-[^/]+)?\.md$",  # DATED_MEMORY_PATH_RE
+    "evergreen_paths": ("MEMORY.md", "USER.md"),  # isEvergreenMemoryPath (+ undated memory/** files)
+    "fts_only_selection": "strict-else-all",  # selectScoredResults(ranked, max, minScore, 0)
+}
+
 PRESETS: dict[str, dict[str, Any]] = {
     "openclaw-2026-02": EARLY,
     "openclaw-late": LATE,
-    "openclaw": LATE,
+    "openclaw-2026-09": V2026_09,
+    "openclaw": V2026_09,
 }
 
 
@@ -87,8 +122,10 @@ def resolve_preset(name: str) -> dict[str, Any]:
     return dict(PRESETS[name])
 
 
-def candidate_count(max_results: int, multiplier: float = 4, cap: int = 200) -> int:
-    """candidates = min(200, max(1, floor(maxResults × multiplier))) (src/memory/manager.ts)."""
+def candidate_count(max_results: int, multiplier: float = 4, cap: int = 200, universe: int = 0) -> int:
+    """candidates = min(200, max(1, floor(maxResults × multiplier))) (src/memory/manager.ts). 2026.9.6 calls
+    that with maxResults = max(200, maxResults) (`universe` = 200), which is 200 for any request."""
     import math
 
-    return min(cap, max(1, math.floor(max_results * multiplier)))
+    n = max(universe, max_results) if universe else max_results
+    return min(cap, max(1, math.floor(n * multiplier)))
