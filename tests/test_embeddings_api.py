@@ -113,3 +113,11 @@ async def test_concurrent_requests_all_answer(server):
     rs = await asyncio.gather(*(c.embeddings.create(model="hash", input=f"text {i}") for i in range(20)))
     for i, r in enumerate(rs):
         np.testing.assert_array_equal(np.array(r.data[0].embedding, np.float32), emb.encode([f"text {i}"])[0])
+
+
+async def test_two_services_in_one_process_share_the_collectors():
+    reg = CollectorRegistry()
+    runners = [await start_server(EmbeddingsConfig(models=(), preloaded={"hash": HashEmbedder(None, dim=8)}),
+                                  "127.0.0.1", 0, reg) for _ in range(2)]
+    for r, _ in runners:
+        await r.cleanup()

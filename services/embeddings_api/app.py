@@ -109,20 +109,27 @@ def encode_vectors(vecs: np.ndarray, fmt: str) -> list[Any]:
     return [[float(x) for x in v] for v in vecs]
 
 
+_METRICS: dict[int, tuple[Counter, Counter, Histogram]] = {}
+
+
+def _metrics(reg: CollectorRegistry) -> tuple[Counter, Counter, Histogram]:
+    """One set of collectors per registry: a process may start the service more than once (one per backend)."""
+    if id(reg) not in _METRICS:
+        _METRICS[id(reg)] = (
+            Counter("memrig_embeddings_requests_total", "Embedding requests", ["model", "outcome"], registry=reg),
+            Counter("memrig_embeddings_inputs_total", "Texts embedded (cache hits included)", ["model"], registry=reg),
+            Histogram("memrig_embeddings_request_duration_seconds", "Embedding request time", ["model"],
+                      buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60), registry=reg))
+    return _METRICS[id(reg)]
+
+
 class EmbeddingsService:
     def __init__(self, config: EmbeddingsConfig, registry: CollectorRegistry | None = None):
         self.config = config
         self._embedders: dict[str, Embedder] = dict(config.preloaded)
         self._load_lock = asyncio.Lock()
         self._sem = asyncio.Semaphore(config.max_concurrency)
-        reg = REGISTRY if registry is None else registry
-        self.requests = Counter("memrig_embeddings_requests_total", "Embedding requests", ["model", "outcome"],
-                                registry=reg)
-        self.inputs = Counter("memrig_embeddings_inputs_total", "Texts embedded (cache hits included)", ["model"],
-                              registry=reg)
-        self.duration = Histogram("memrig_embeddings_request_duration_seconds", "Embedding request time", ["model"],
-                                  buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
-                                  registry=reg)
+        self.requests, self.inputs, self.duration = _metrics(REGISTRY if registry is None else registry)
 
     @property
     def served(self) -> tuple[str, ...]:

@@ -35,7 +35,8 @@ DATA = Path(__file__).parent / "data" / "cortex_v1.json"
 CATEGORIES = {"A": "Specific detail", "B": "Decision/rationale", "C": "Preference/convention", "D": "Cross-session"}
 # "OpenClaw native" is OpenClaw itself (openclaw-real, 2026.9.6) when it ran; the port's presets carry their name.
 OPENCLAW_LABELS = {"openclaw-real": "OpenClaw native", "openclaw": "OpenClaw native (port)",
-                   "openclaw-late": "OpenClaw native (port, late-2026 preset)",
+                   "openclaw-2026-09": "OpenClaw native (port, 2026-09 preset)",
+                   "openclaw-late": "OpenClaw native (port, mid-2026 preset)",
                    "openclaw-2026-02": "OpenClaw native (port, 2026-02 preset)"}
 
 
