@@ -170,3 +170,33 @@ def test_port_decay_uses_reference_time():
         return {m.source: m.channel_scores["hybrid"] for m in r.memories}
     s = asyncio.run(go())
     assert s["memory/2026-01-01.md"] == pytest.approx(0.5 * s["memory/notes.md"], rel=1e-6)
+
+
+@needs_openclaw
+def test_port_preset_agrees_with_openclaw_on_the_tiny_workspace(real):
+    """The port's `openclaw` preset (= openclaw-2026-09) on the very files OpenClaw indexed: same results, same
+    order, scores within float32 noise."""
+    from services.adapters.openclaw_real.fidelity import compare, hits
+
+    b, loop = real
+    port = OpenClawBackend({"embedder": "hash", "preset": "openclaw"}, b.context)
+
+    async def go():
+        await port.start()
+        ws = b._ws["demo"]
+        await port.index_workspace("demo", ws)
+        port._ws["demo"] = ws
+        chunks = {(c.path, c.start_line, c.end_line) for c in port.index.chunk_rows("demo").values()}
+        rows = []
+        for q in ("pnpm", "billing PostgreSQL", "When do deploys go out?", "team prefers", "unrelated words"):
+            for ref in (DAY0, DAY0 + timedelta(days=45)):
+                rq = RetrieveQuery(q, 6, reference_time=ref)
+                rows.append(compare("tiny", q, q, None, hits((await port.retrieve("demo", rq)).memories),
+                                    hits((await b.retrieve("demo", rq)).memories), chunks))
+        await port.close()
+        return rows
+
+    rows = loop.run_until_complete(go())
+    assert [(r.query, r.port) for r in rows if r.cause] == []
+    assert all(r.same_order for r in rows)
+    assert max((r.max_score_diff or 0.0) for r in rows) < 1e-4
