@@ -85,6 +85,21 @@ def repair_evidence(raw: list[Any], known: set[str], counts: dict[str, int]) -> 
     return out
 
 
+def parse_categories(option: Any) -> set[str]:
+    """The category numbers an option names: "1234", 1234 (what `--option categories=1234` becomes after the
+    CLI's JSON parsing), "1,2,4" or [1, 2, 4]. Anything else is an error naming the option."""
+    items = option if isinstance(option, list | tuple) else [option]
+    out: set[str] = set()
+    for item in items:
+        for ch in re.sub(r"[\s,;]+", "", str(item)):
+            if ch not in CATEGORY_NAMES:
+                raise ValueError(f"option categories: {option!r} names category {ch!r}; expected digits 1-5")
+            out.add(ch)
+    if not out:
+        raise ValueError(f"option categories: {option!r} names no category; expected digits 1-5")
+    return out
+
+
 def session_of(dia_id: str) -> str | None:
     m = _SESSION_OF.match(dia_id)
     return f"S{m.group(1)}" if m else None
@@ -162,6 +177,7 @@ class LocomoSuite(Suite):
         counts = {"split": 0, "repaired": 0, "dropped": 0}
         audit_counts = {"evidence_replaced": 0, "answers_replaced": 0, "mismatched": 0}
         corpora, probes = {}, []
+        wanted = parse_categories(self.options["categories"])
         for conv in convs:
             sid = conv["sample_id"]
             batch, known, last = conversation_batch(conv)
@@ -169,7 +185,7 @@ class LocomoSuite(Suite):
             items = []
             for i, qa in enumerate(conv["qa"]):
                 cat = str(qa.get("category"))
-                if cat not in self.options["categories"]:
+                if cat not in wanted:
                     continue
                 gold_ev = qa.get("evidence") or []
                 answer = qa.get("answer", "Not mentioned in the conversation" if cat == "5" else "")
