@@ -42,10 +42,12 @@ def answer_conditions(backends: list[str]) -> list[Condition]:
 
 
 def by_condition(samples: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Samples per condition, conditions by name and each list by probe id: concurrent probes append to
+    samples.jsonl in any order, and nothing computed from it may depend on that order."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in samples:
         out[s["condition"]].append(s)
-    return dict(out)
+    return {c: sorted(out[c], key=lambda s: str(s.get("probe_id"))) for c in sorted(out)}
 
 
 def retrieval_of(sample: dict[str, Any], backend: str | None = None) -> dict[str, Any] | None:
@@ -173,7 +175,7 @@ def compare_all(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]]
     out: dict[str, Any] = {}
     if baseline not in per_cond:
         return out
-    for cond in per_cond:
+    for cond in sorted(per_cond):
         if cond == baseline:
             continue
         comps = []
