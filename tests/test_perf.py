@@ -141,7 +141,8 @@ def test_targets_from_results():
          "sizes": [_step(1000, 1.5, 1.0, 0.1), _step(100000, 6.0, 5.0, 1.0)]},
         {"backend": "none", "reference": True, "paths": {"grpc": "gRPC", "in_process": "in-process"},
          "sizes": [_step(1000, 0.5, 0.01, 0.1)]}],
-        "overhead": {"proxy_passthrough": {"retrieve_fast": {"direct": {"p50": 2.0}, "proxied": {"p50": 2.4}}},
+        "overhead": {"proxy_passthrough": {"retrieve_fast": {"direct": {"p50": 2.0}, "proxied": {"p50": 2.4},
+                                                             "added_p50_ms": 0.4}},
                      "coordinator": {"per_probe_overhead": {"p50": 0.05}}},
         "ann": {"sizes": [{"n": 100000, "status": "ok", "best": {"latency": {"p50": 0.2}, "recall_at_10": 0.97}},
                           {"n": 1000000, "status": "ok", "best": {"latency": {"p50": 0.4}, "recall_at_10": 0.96}}]}}
@@ -180,7 +181,8 @@ def test_tiny_run_writes_results(tmp_path):
         assert b.get("status") != "error", b
         s = b["sizes"][0]
         assert s["status"] == "ok" and s["n"] == 100
-        assert s["retrieve"][b["paths"]["grpc"]]["n"] == 5 and s["floor_p50_ms"] > 0
+        assert s["retrieve"][b["paths"]["grpc"]]["n"] == 5 * 3 and s["floor_p50_ms"] > 0  # 3 passes
+        assert s["retrieve"][b["paths"]["grpc"]]["passes"] == 3 and "under_load" in s["load"]
     oc = res["backends"][0]["sizes"][0]
     assert oc["nonempty_results"]["gRPC"] == 5 and oc["disk_bytes"] > 0
     assert res["overhead"]["proxy_passthrough"]["health"]["added_p50_ms"] is not None

@@ -55,6 +55,14 @@ register(BackendSpec(
     description="Control: a one-shot compaction summary made through the LLM client (OpenClaw /compact).",
 ))
 
+for _method, _what in (("bm25", "Okapi BM25 (k1 1.2, b 0.75)"), ("dense", "embedder cosine over \"[date] text\""),
+                       ("hybrid", "RRF (k 60) of BM25 and dense")):
+    register(BackendSpec(
+        _method, "services.adapters.ir_baselines", "services.adapters.ir_baselines.backend:IRBaselineBackend",
+        config={"method": _method},
+        description=f"Control IR baseline: {_what} over one document per message.",
+    ))
+
 
 def _optional_specs() -> None:
     """Backends whose modules may not exist yet in a partial checkout register themselves on import."""

@@ -1,9 +1,16 @@
 """Statistics for comparing systems on the same probes (seed 001 §8, §9.1), numpy-vectorised and seeded.
 
 - `bootstrap_ci`: percentile bootstrap of the mean (1000 resamples) -> 95% CI.
+- `cluster_interval`: the interval a report prints. Resamples the independent unit (a LoCoMo conversation, a
+  LongMemEval question): whole clusters are drawn with replacement and the statistic is the question-weighted
+  mean of the drawn clusters (a cluster bootstrap of the ratio estimator). Clusters and the probes inside them
+  are taken in sorted id order, so the order of samples.jsonl changes nothing. A rate whose every value is 0 (or
+  every value 1) gets the Wilson score interval over the number of independent units instead of a width-0
+  bootstrap interval.
 - `paired_permutation_test`: two-sided test on paired per-probe scores; the null is exchangeability within
   each pair, simulated by random sign flips of the differences (10,000 permutations); p = (count(|mean
-  flipped diff| >= |observed|) + 1) / (n_perm + 1), so p is never exactly 0.
+  flipped diff| >= |observed|) + 1) / (n_perm + 1), so p is never exactly 0. With clusters, whole clusters'
+  differences flip together (the unit that is exchangeable under the null).
 - `compare` / `scorecard`: per-metric winner with the seed's tie thresholds (0.005 for rates and scores,
   1.0 for tokens and milliseconds) and win/loss/tie counts.
 - `per_category`: mean and CI per category.
@@ -15,7 +22,8 @@ recomputed exactly.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -53,10 +61,85 @@ def bootstrap_ci(values: Sequence[float | None], n_resamples: int = N_BOOTSTRAP,
     return m, float(lo), float(hi)
 
 
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion successes/n (Wilson 1927): centre (p + z²/2n)/(1 + z²/n),
+    half-width z·sqrt(p(1-p)/n + z²/4n²)/(1 + z²/n). At p = 0 it is [0, z²/(n + z²)], never width 0."""
+    if n <= 0:
+        raise ValueError("wilson_interval: n must be >= 1")
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
+
+
+BOOTSTRAP_PROBE = "percentile bootstrap over questions"
+BOOTSTRAP_CLUSTER = "cluster bootstrap over {unit}s"
+WILSON = "Wilson score interval over {n} {unit}s (every value {v:g})"
+
+
+def _cluster_arrays(values: Mapping[str, float | None], clusters: Mapping[str, str] | None
+                    ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per cluster (sorted by id): the sum and count of its non-None values, probes taken in sorted id order."""
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for pid in sorted(values):
+        v = values[pid]
+        if v is None:
+            continue
+        c = clusters.get(pid, pid) if clusters is not None else pid
+        sums[c] = sums.get(c, 0.0) + float(v)
+        counts[c] = counts.get(c, 0) + 1
+    names = sorted(sums)
+    return (np.asarray([sums[c] for c in names], dtype=np.float64),
+            np.asarray([counts[c] for c in names], dtype=np.float64), names)
+
+
+def cluster_bootstrap_ci(values: Mapping[str, float | None], clusters: Mapping[str, str] | None = None,
+                         n_resamples: int = N_BOOTSTRAP, confidence: float = 0.95, seed: int = 0
+                         ) -> tuple[float | None, float | None, float | None]:
+    """(mean over probes, lower, upper): percentile bootstrap resampling whole clusters (`clusters[probe]`,
+    default: every probe its own cluster), each resample's statistic = sum of drawn values / count of drawn
+    values. Independent of the mapping's order."""
+    sums, counts, names = _cluster_arrays(values, clusters)
+    if not names:
+        return None, None, None
+    m = float(sums.sum() / counts.sum())
+    if len(names) == 1:
+        return m, m, m
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(names), size=(n_resamples, len(names)))
+    means = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+    a = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(means, [a, 1.0 - a])
+    return m, float(lo), float(hi)
+
+
+def interval(values: Mapping[str, float | None], clusters: Mapping[str, str] | None = None, seed: int = 0,
+             unit: str = "rate", cluster_unit: str = "conversation", n_resamples: int = N_BOOTSTRAP,
+             confidence: float = 0.95) -> dict[str, Any]:
+    """{n, units, mean, ci, method}: the reported interval of one metric (see the module docstring)."""
+    vals = [float(v) for v in values.values() if v is not None]
+    _, _, names = _cluster_arrays(values, clusters)
+    n_units = len(names)
+    out: dict[str, Any] = {"n": len(vals), "units": n_units}
+    if not vals:
+        return {**out, "mean": None, "ci": [None, None], "method": ""}
+    constant = vals[0] if all(v == vals[0] for v in vals) else None
+    if unit == "rate" and constant in (0.0, 1.0):
+        lo, hi = wilson_interval(constant * n_units, n_units, confidence)
+        what = cluster_unit if clusters is not None else "question"
+        return {**out, "mean": constant, "ci": [lo, hi], "method": WILSON.format(n=n_units, unit=what, v=constant)}
+    m, lo, hi = cluster_bootstrap_ci(values, clusters, n_resamples, confidence, seed)
+    method = BOOTSTRAP_CLUSTER.format(unit=cluster_unit) if clusters is not None else BOOTSTRAP_PROBE
+    return {**out, "mean": m, "ci": [lo, hi], "method": method}
+
+
 def paired_permutation_test(a: Sequence[float], b: Sequence[float], n_permutations: int = N_PERMUTATIONS,
-                            seed: int = 0) -> float:
+                            seed: int = 0, groups: Sequence[str] | None = None) -> float:
     """Two-sided p-value for mean(a - b) == 0 on paired samples by random sign flips (vectorised). Identical
-    systems give p = 1."""
+    systems give p = 1. With `groups` (one label per pair), all pairs of a group flip together."""
     xa, xb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if xa.shape != xb.shape:
         raise ValueError(f"paired samples need equal lengths ({xa.size} vs {xb.size})")
@@ -65,6 +148,15 @@ def paired_permutation_test(a: Sequence[float], b: Sequence[float], n_permutatio
         return 1.0
     observed = abs(d.mean())
     rng = np.random.default_rng(seed)
+    if groups is not None:
+        names = sorted(set(groups))
+        pos = {g: i for i, g in enumerate(names)}
+        totals = np.zeros(len(names))
+        np.add.at(totals, [pos[g] for g in groups], d)
+        signs = rng.integers(0, 2, size=(n_permutations, len(names)), dtype=np.int8) * 2 - 1
+        perm = np.abs((signs * totals).sum(axis=1) / d.size)
+        count = int(np.sum(perm >= observed - 1e-12))
+        return (count + 1) / (n_permutations + 1)
     signs = rng.integers(0, 2, size=(n_permutations, d.size), dtype=np.int8) * 2 - 1
     perm = np.abs((signs * d).mean(axis=1))
     # tolerance: floating-point sums of the same magnitudes in another order must still count as "as extreme"
@@ -96,6 +188,9 @@ class Comparison:
     higher_is_better: bool
     threshold: float
     winner: str  # a | b | tie | n/a
+    method: str = BOOTSTRAP_PROBE  # how the CIs were made
+    units: int = 0  # independent units behind them (clusters, or probes)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,17 +216,24 @@ def winner(mean_a: float | None, mean_b: float | None, higher_is_better: bool, t
 
 def compare(metric: str, a: str, b: str, values_a: Mapping[str, float | None],
             values_b: Mapping[str, float | None], higher_is_better: bool = True, unit: str = "rate",
-            seed: int = 0, n_bootstrap: int = N_BOOTSTRAP, n_permutations: int = N_PERMUTATIONS) -> Comparison:
-    """Compare system b against system a on one metric over the probes both answered (paired)."""
+            seed: int = 0, n_bootstrap: int = N_BOOTSTRAP, n_permutations: int = N_PERMUTATIONS,
+            clusters: Mapping[str, str] | None = None, cluster_unit: str = "conversation") -> Comparison:
+    """Compare system b against system a on one metric over the probes both answered (paired). With
+    `clusters`, CIs resample whole clusters and the permutation test flips whole clusters."""
     ids, xa, xb = paired(values_a, values_b)
-    ma, la, ha = bootstrap_ci(xa, n_bootstrap, seed=seed)
-    mb, lb, hb = bootstrap_ci(xb, n_bootstrap, seed=seed + 1)
-    diffs = [y - x for x, y in zip(xa, xb, strict=True)]
-    md, ld, hd = bootstrap_ci(diffs, n_bootstrap, seed=seed + 2)
-    p = paired_permutation_test(xb, xa, n_permutations, seed=seed + 3) if ids else None
+    va, vb = dict(zip(ids, xa, strict=True)), dict(zip(ids, xb, strict=True))
+    ia = interval(va, clusters, seed, unit, cluster_unit, n_bootstrap)
+    ib = interval(vb, clusters, seed + 1, unit, cluster_unit, n_bootstrap)
+    diffs = {k: y - x for k, x, y in zip(ids, xa, xb, strict=True)}
+    md, ld, hd = cluster_bootstrap_ci(diffs, clusters, n_bootstrap, seed=seed + 2)
+    groups = [clusters.get(k, k) for k in ids] if clusters is not None else None
+    p = paired_permutation_test(xb, xa, n_permutations, seed=seed + 3, groups=groups) if ids else None
     thr = tie_threshold(unit)
-    return Comparison(metric, a, b, len(ids), ma, mb, (la, ha), (lb, hb), md, (ld, hd), p, stars(p),
-                      higher_is_better, thr, winner(ma, mb, higher_is_better, thr))
+    ma, mb = ia["mean"], ib["mean"]
+    method = BOOTSTRAP_CLUSTER.format(unit=cluster_unit) if clusters is not None else BOOTSTRAP_PROBE
+    return Comparison(metric, a, b, len(ids), ma, mb, tuple(ia["ci"]), tuple(ib["ci"]), md, (ld, hd), p,
+                      stars(p), higher_is_better, thr, winner(ma, mb, higher_is_better, thr), method,
+                      ia["units"], {"method_a": ia["method"], "method_b": ib["method"]})
 
 
 def scorecard(comparisons: Sequence[Comparison]) -> dict[str, Any]:
@@ -158,3 +260,48 @@ def per_category(values: Mapping[str, float | None], categories: Mapping[str, st
         m, lo, hi = bootstrap_ci(groups[cat], n_bootstrap, seed=seed)
         out[cat] = {"n": len(groups[cat]), "mean": m, "ci": [lo, hi]}
     return out
+
+
+def held_out_check(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]], clusters: Mapping[str, str],
+                   metrics: Sequence[str], seed: int = 0, n_bootstrap: int = N_BOOTSTRAP) -> dict[str, Any]:
+    """Leave one cluster out: for each condition, metric and cluster c, the cluster-bootstrap 95% CI of the mean
+    over the other clusters and whether c's own mean lands inside it. Needs >= 3 clusters (two left to
+    resample); {} otherwise. `inside` counts clusters whose mean is within [lo, hi]; `inside_pi` those within
+    the others' 95% prediction interval for one new cluster (a CI bounds the mean over clusters like these, not
+    one cluster, so it is expected to miss single clusters more often than 5% of the time)."""
+    out: dict[str, Any] = {}
+    for cond in sorted(per_cond):
+        for metric in metrics:
+            values = per_cond[cond].get(metric)
+            if not values:
+                continue
+            sums, counts, names = _cluster_arrays(values, clusters)
+            if len(names) < 3:
+                continue
+            rows = []
+            cluster_means = sums / counts
+            for i, held in enumerate(names):
+                rest = {p: v for p, v in values.items() if clusters.get(p, p) != held}
+                _, lo, hi = cluster_bootstrap_ci(rest, clusters, n_bootstrap, seed=seed + i)
+                own = float(cluster_means[i])
+                plo, phi = prediction_interval(np.delete(cluster_means, i))
+                rows.append({"cluster": held, "mean": own, "ci": [lo, hi],
+                             "inside": lo is not None and lo - 1e-12 <= own <= hi + 1e-12,
+                             "pi": [plo, phi], "inside_pi": plo - 1e-12 <= own <= phi + 1e-12})
+            out.setdefault(cond, {})[metric] = {"inside": sum(r["inside"] for r in rows),
+                                                "inside_pi": sum(r["inside_pi"] for r in rows),
+                                                "of": len(rows), "rows": rows}
+    return out
+
+
+def prediction_interval(unit_means: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t prediction interval for one more unit's mean, from >= 2 unit means:
+    mean ± t_{(1+confidence)/2, k-1} · s · sqrt(1 + 1/k), s the sample standard deviation (ddof 1)."""
+    from scipy.stats import t as student_t
+
+    x = np.asarray(unit_means, dtype=np.float64)
+    k = x.size
+    if k < 2:
+        raise ValueError("prediction_interval: needs at least 2 unit means")
+    half = float(student_t.ppf(0.5 + confidence / 2.0, k - 1)) * float(x.std(ddof=1)) * float(np.sqrt(1 + 1 / k))
+    return float(x.mean() - half), float(x.mean() + half)

@@ -3,7 +3,9 @@ ingest throughput, retrieve latency on every path (in-process, gRPC, and for Cor
 fault proxy), RSS and disk per memory, with the numpy floor timed in the same loop over the same queries.
 
 Side by side: for every query the paths (and the floor) are timed one after the other, the order rotating
-per query, so load from the rest of the machine hits them alike. Latencies are client-observed
+per query and pass, so load from the rest of the machine hits them alike; at least three passes over the
+queries, each figure the median of the passes' figures, the floor the minimum of its passes, differences
+(gRPC hop, proxy cost) medians of paired differences, the machine's load recorded per step (passes.py). Latencies are client-observed
 (`time.perf_counter_ns` around the call, as the runner records them); percentiles are exact (stats.py).
 
 - openclaw, openclaw-2026-02, full-context, none: one backend process (through the launcher, `storage: file`
@@ -33,7 +35,15 @@ from services.common.types import RetrieveQuery
 from services.launcher import Rig
 from services.perf import synth
 from services.perf.floor import FLOOR_K, floor_topk
-from services.perf.stats import difference, loglog_slope, per_item, percentiles_ms, project_seconds, ratio
+from services.perf.passes import (
+    MIN_PASSES,
+    LoadProbe,
+    flatten,
+    floor_of_passes,
+    median_of_passes,
+    paired_difference_ms,
+)
+from services.perf.stats import loglog_slope, per_item, percentiles_ms, project_seconds, ratio
 
 NS = "perf"
 TOP_K = 6
@@ -83,46 +93,60 @@ class FloorSource:
 
 
 async def time_paths(paths: dict[str, Any], queries: list[str], floor: tuple[np.ndarray, np.ndarray] | None,
-                     warmup: int = 3) -> tuple[dict[str, list[int]], dict[str, int], dict[str, int]]:
-    """Per query, every path once (rotating order) and the floor; returns ns samples, non-empty result counts
-    and degraded counts per path."""
+                     warmup: int = 3, passes: int = MIN_PASSES
+                     ) -> tuple[dict[str, list[list[int]]], dict[str, int], dict[str, int]]:
+    """`passes` passes over the queries; in each, per query, every path once (the order rotating with the query
+    and the pass) and then the floor. Returns ns samples per path and pass (index i of every path's pass list is
+    the same query, so paths can be differenced pair by pair), and the non-empty / degraded result counts of
+    the first pass (one per query)."""
     names = list(paths)
-    lat: dict[str, list[int]] = {n: [] for n in names}
+    lat: dict[str, list[list[int]]] = {n: [[] for _ in range(passes)] for n in names}
     nonempty = dict.fromkeys(names, 0)
     degraded = dict.fromkeys(names, 0)
     if floor is not None:
-        lat["floor"] = []
+        lat["floor"] = [[] for _ in range(passes)]
     mat, qv = floor if floor is not None else (None, None)
-    for i, q in enumerate(queries[:warmup] + queries):
+    for i, q in enumerate(queries[:warmup]):
         rq = RetrieveQuery(query=q, top_k=TOP_K, reference_time=synth.REFERENCE_TIME)
-        order = names[i % len(names):] + names[: i % len(names)] if names else []
-        for name in order:
-            res, ns = await paths[name].retrieve(NS, rq)
-            if i >= warmup:
-                lat[name].append(ns)
-                nonempty[name] += bool(res.memories or res.formatted_context)
-                degraded[name] += bool(res.degraded)
+        for name in names:
+            await paths[name].retrieve(NS, rq)
         if mat is not None:
-            v = qv[(i - warmup) % len(queries)] if i >= warmup else qv[i % len(queries)]
-            t0 = time.perf_counter_ns()
-            floor_topk(mat, v, FLOOR_K)
-            if i >= warmup:
-                lat["floor"].append(time.perf_counter_ns() - t0)
+            floor_topk(mat, qv[i % len(queries)], FLOOR_K)
+    for p in range(passes):
+        for i, q in enumerate(queries):
+            rq = RetrieveQuery(query=q, top_k=TOP_K, reference_time=synth.REFERENCE_TIME)
+            r = (i + p) % len(names) if names else 0
+            for name in names[r:] + names[:r]:
+                res, ns = await paths[name].retrieve(NS, rq)
+                lat[name][p].append(ns)
+                if p == 0:
+                    nonempty[name] += bool(res.memories or res.formatted_context)
+                    degraded[name] += bool(res.degraded)
+            if mat is not None:
+                t0 = time.perf_counter_ns()
+                floor_topk(mat, qv[i], FLOOR_K)
+                lat["floor"][p].append(time.perf_counter_ns() - t0)
     return lat, nonempty, degraded
 
 
-def summarise_step(n: int, lat: dict[str, list[int]], primary_grpc: str, primary_inproc: str) -> dict[str, Any]:
-    """Percentiles per path and the ratios the report quotes."""
-    pcts = {k: percentiles_ms(v) for k, v in lat.items()}
-    floor = pcts.get("floor", {})
+def summarise_step(n: int, lat: dict[str, list[list[int]]], primary_grpc: str, primary_inproc: str
+                   ) -> dict[str, Any]:
+    """Per path the median over passes of each pass's percentiles; the floor the minimum of its passes' p50s;
+    the gRPC hop the median of paired (same query, back to back) differences; and the ratios the report quotes."""
+    pcts = {k: median_of_passes(v) for k, v in lat.items()}
+    floor_p50 = floor_of_passes(lat.get("floor", []))
     g, ip = pcts.get(primary_grpc, {}), pcts.get(primary_inproc, {})
+    both = primary_grpc in lat and primary_inproc in lat
     return {
-        "n": n, "retrieve": pcts,
-        "floor_p50_ms": floor.get("p50"),
-        "ratio_grpc_to_floor_p50": ratio(g.get("p50"), floor.get("p50")),
-        "ratio_inprocess_to_floor_p50": ratio(ip.get("p50"), floor.get("p50")),
-        "grpc_hop_p50_ms": difference(g.get("p50"), ip.get("p50")),
-        "grpc_hop_p99_ms": difference(g.get("p99"), ip.get("p99")),
+        "n": n, "retrieve": pcts, "passes": max((len(v) for v in lat.values()), default=0),
+        "floor_p50_ms": floor_p50,
+        "floor_p50_passes_ms": (pcts.get("floor") or {}).get("p50_passes"),
+        "ratio_grpc_to_floor_p50": ratio(g.get("p50"), floor_p50),
+        "ratio_inprocess_to_floor_p50": ratio(ip.get("p50"), floor_p50),
+        "grpc_hop_p50_ms": paired_difference_ms(flatten(lat[primary_grpc]), flatten(lat[primary_inproc]))
+        if both else None,
+        "grpc_hop_p99_ms": paired_difference_ms(flatten(lat[primary_grpc]), flatten(lat[primary_inproc]), 99)
+        if both else None,
         "ratio_grpc_to_inprocess_p50": ratio(g.get("p50"), ip.get("p50")),
     }
 
@@ -214,11 +238,14 @@ async def run_local(name: str, rig: Rig, texts: list[str], sizes: list[int], qse
                 floors.offer(n, idx._matrices[NS].matrix, f"{name}'s own chunk matrix (same vectors)")
             qs = qsets[n]
             floor = (floors.matrix(n), floors.query_vectors(qs))
-            log(f"{name}: {len(qs)} queries at {n:,}")
-            lat, nonempty, degraded = await time_paths({"in-process": inproc, "gRPC": grpc}, qs, floor)
+            log(f"{name}: {len(qs)} queries × {opts.get('passes', MIN_PASSES)} passes at {n:,}")
+            load = LoadProbe()
+            load.start()
+            lat, nonempty, degraded = await time_paths({"in-process": inproc, "gRPC": grpc}, qs, floor,
+                                                       passes=opts.get("passes", MIN_PASSES))
             step = summarise_step(n, lat, "gRPC", "in-process")
             step.update({
-                "status": "ok",
+                "status": "ok", "load": load.stop(),
                 "ingest": {"grpc": ig, "in_process": ii},
                 "ingest_items_per_s_grpc": ig["items_per_s"], "ingest_items_per_s_in_process": ii["items_per_s"],
                 "rss_bytes": st["rss_bytes"], "rss_per_memory_bytes": per_item(st["rss_bytes"], rss0, n),
@@ -330,20 +357,23 @@ async def run_cortex(names: list[str], rig: Rig, texts: list[str], sizes: list[i
             qs = qsets[n]
             floor = (floors.matrix(n), floors.query_vectors(qs))
             for name in names:
-                log(f"{name}: {len(qs)} queries at {n:,}")
-                lat, nonempty, degraded = await time_paths(clients[name], qs, floor)
+                log(f"{name}: {len(qs)} queries × {opts.get('passes', MIN_PASSES)} passes at {n:,}")
+                load = LoadProbe()
+                load.start()
+                lat, nonempty, degraded = await time_paths(clients[name], qs, floor,
+                                                           passes=opts.get("passes", MIN_PASSES))
                 step = summarise_step(n, lat, "gRPC via proxy", "in-process direct")
-                pc = step["retrieve"]
                 step.update({
-                    "status": "ok", "ingest": {"in_process_direct": ing},
+                    "status": "ok", "load": load.stop(), "ingest": {"in_process_direct": ing},
                     "ingest_items_per_s_grpc": None, "ingest_items_per_s_in_process": ing["items_per_s"],
                     "facts": ing["counts"].get("total_memories"),
                     "rss_bytes": rss, "rss_per_memory_bytes": per_item(rss, rss0, n),
                     "disk_bytes": disk, "disk_per_memory_bytes": disk / n if n else None,
-                    "proxy_added_p50_ms": difference(pc.get("in-process via proxy", {}).get("p50"),
-                                                     pc.get("in-process direct", {}).get("p50")),
-                    "grpc_hop_p50_ms": difference(pc.get("gRPC via proxy", {}).get("p50"),
-                                                  pc.get("in-process via proxy", {}).get("p50")),
+                    # medians of paired differences: the same query on both paths, back to back
+                    "proxy_added_p50_ms": paired_difference_ms(flatten(lat["in-process via proxy"]),
+                                                               flatten(lat["in-process direct"])),
+                    "grpc_hop_p50_ms": paired_difference_ms(flatten(lat["gRPC via proxy"]),
+                                                            flatten(lat["in-process via proxy"])),
                     "nonempty_results": nonempty, "degraded": degraded, "queries": len(qs),
                     "floor_vectors": floors.source.get(n, ""),
                 })

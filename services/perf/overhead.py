@@ -18,11 +18,13 @@ from typing import Any
 import aiohttp
 
 from services.perf import synth
-from services.perf.stats import difference, percentiles_ms, ratio
+from services.perf.passes import consecutive_passes, median_of_passes, paired_difference_ms
+from services.perf.stats import difference, ratio
 
 
 async def proxy_passthrough(direct_url: str, proxy_url: str, queries: list[str], rounds: int = 200) -> dict[str, Any]:
-    """Alternate the same request direct and through the proxy; p50/p99 of each and the difference."""
+    """Alternate the same request direct and through the proxy (which goes first alternates each round); p50/p99
+    of each (median of MIN_PASSES passes) and what the proxy adds as the median of the paired differences."""
     out: dict[str, Any] = {"rounds": rounds, "client": "aiohttp, one keep-alive session, sequential"}
     headers = {"x-api-key": "memrig-dev:perf", "Content-Type": "application/json"}
     async with aiohttp.ClientSession() as s:
@@ -50,9 +52,13 @@ async def proxy_passthrough(direct_url: str, proxy_url: str, queries: list[str],
                     continue
                 (d if first == direct_url else p).append(a)
                 (p if first == direct_url else d).append(b)
-            pd, pp = percentiles_ms(d), percentiles_ms(p)
-            out[label] = {"direct": pd, "proxied": pp, "added_p50_ms": difference(pp["p50"], pd["p50"]),
-                          "added_p99_ms": difference(pp["p99"], pd["p99"]), "ratio_p50": ratio(pp["p50"], pd["p50"])}
+            # the rounds in MIN_PASSES consecutive passes: each figure the median of the passes' figures
+            pd, pp = median_of_passes(consecutive_passes(d)), median_of_passes(consecutive_passes(p))
+            out[label] = {"direct": pd, "proxied": pp,
+                          # what the proxy adds: the median of paired (same request, back to back) differences
+                          "added_p50_ms": paired_difference_ms(p, d), "added_p99_ms": paired_difference_ms(p, d, 99),
+                          "added_p50_of_p50s_ms": difference(pp.get("p50"), pd.get("p50")),
+                          "ratio_p50": ratio(pp.get("p50"), pd.get("p50"))}
     return out
 
 
@@ -107,8 +113,12 @@ async def coordinator_per_probe(samples: int = 500) -> dict[str, Any]:
     await client.close()
     per_probe = [t - b for t, b in zip(total, backend, strict=True)]
     bookkeeping = [t - c for t, c in zip(total, client_lat, strict=True)]
-    return {"samples": len(total), "total": percentiles_ms(total), "backend_own": percentiles_ms(backend),
-            "host_and_client": percentiles_ms([c - b for c, b in zip(client_lat, backend, strict=True)]),
-            "per_probe_overhead": percentiles_ms(per_probe), "coordinator_bookkeeping": percentiles_ms(bookkeeping),
+
+    def passes(xs: list[float]) -> dict[str, Any]:
+        return median_of_passes(consecutive_passes(xs))
+
+    return {"samples": len(total), "total": passes(total), "backend_own": passes(backend),
+            "host_and_client": passes([c - b for c, b in zip(client_lat, backend, strict=True)]),
+            "per_probe_overhead": passes(per_probe), "coordinator_bookkeeping": passes(bookkeeping),
             "what": "runner.run_one + ProbeContext retrieval record + RunDir.append_sample, retrieval-only "
                     "condition, in-process `none` backend; overhead = total - backend's own time"}

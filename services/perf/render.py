@@ -90,8 +90,26 @@ def target_rows(targets: dict[str, dict[str, Any]]) -> list[str]:
             m = f"{fmt(measured, 3)} ms" if measured is not None else ""
             lim = f"{fmt(t.get('limit_ms'), 3)} ms" if t.get("limit_ms") is not None else ""
         note = f" — {t['note']}" if t.get("note") else ""
-        lines.append(f"| {name} | **{t['status']}**{note} | {m} | {lim} |")
+        status = t["status"] + (" (under load)" if t.get("under_load") else "")
+        lines.append(f"| {name} | **{status}**{note} | {m} | {lim} |")
     return lines
+
+
+def load_rows(backends: list[dict[str, Any]]) -> list[str]:
+    """Machine load per measured step; steps over the limit are flagged."""
+    rows = []
+    for b in backends:
+        for s in b.get("sizes", []):
+            ld = s.get("load")
+            if s.get("status") != "ok" or not ld:
+                continue
+            rows.append(f"| {b['backend']} | {s['n']:,} | {s.get('passes', '—')} | {ld['load1_start']} → "
+                        f"{ld['load1_end']} | {ld['load_per_core']} | {fmt(ld.get('cpu_percent'), 0)}% "
+                        f"| {'**under load**' if ld['under_load'] else 'ok'} |")
+    if not rows:
+        return []
+    return ["| backend | memories | passes | load average (1 min) start → end | per core | CPU use | verdict |",
+            "|---|---:|---:|---|---:|---:|---|", *rows]
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -114,12 +132,19 @@ def markdown(res: dict[str, Any]) -> str:
         "## Backends by memory count",
         "",
         "Floor = numpy brute-force top-24 over the same vectors, timed in the same loop over the same queries "
-        "(excludes query embedding). gRPC hop = gRPC p50 − in-process p50 (Cortex: both through the proxy). "
+        "(excludes query embedding). Every latency figure is the median over the interleaved passes of each "
+        "pass's figure; the floor is the minimum of its passes' p50s; gRPC hop = median of paired differences "
+        "gRPC − in-process for the same query back to back (Cortex: both through the proxy). "
         "RSS / memory = (RSS after − RSS after start) ÷ memories, of the backend process (Cortex: of the cortex-mock).",
         "",
         *backend_rows(res["backends"]),
         "",
     ]
+    lr = load_rows(res["backends"])
+    if lr:
+        lines += ["## Machine load per step", "",
+                  "A step whose 1-minute load average per core exceeded the limit at its start or end is flagged; "
+                  "a target judged from it says so.", "", *lr, ""]
     cp = cortex_path_rows(res["backends"])
     if cp:
         lines += ["## Cortex: direct, through the fault proxy, through gRPC", "", *cp, ""]
@@ -136,7 +161,9 @@ def markdown(res: dict[str, Any]) -> str:
     ov = res.get("overhead", {})
     pp = ov.get("proxy_passthrough") or {}
     if pp:
-        lines += ["## Rig overhead", "", "| what | direct / in-process p50 ms | through the rig p50 ms | added p50 ms "
+        lines += ["## Rig overhead", "", "Added = percentile of the paired differences (the same request direct "
+                  "and proxied, back to back), not a difference of two p50s.", "",
+                  "| what | direct / in-process p50 ms | through the rig p50 ms | added p50 ms "
                   "| added p99 ms |", "|---|---:|---:|---:|---:|"]
         for label in ("health", "retrieve_fast"):
             if label in pp:

@@ -81,11 +81,16 @@ def openclaw_target(grpc_p50_ms: float | None, floor_p50_ms: float | None, facto
 
 
 def proxy_target(proxied_p50_ms: float | None, direct_p50_ms: float | None, limit_ms: float = 1.0) -> dict:
-    """The fault proxy adds under 1 ms at p50."""
-    added = difference(proxied_p50_ms, direct_p50_ms)
-    if added is None:
+    """The fault proxy adds under 1 ms at p50, from two p50s (bench-perf itself judges the median of paired
+    differences through `added_target`)."""
+    return added_target(difference(proxied_p50_ms, direct_p50_ms), limit_ms)
+
+
+def added_target(added_ms: float | None, limit_ms: float = 1.0) -> dict:
+    """An added cost under `limit_ms` (the fault proxy's: 1 ms at p50)."""
+    if added_ms is None:
         return {"status": "not measured"}
-    return {"status": "pass" if added < limit_ms else "miss", "measured_ms": added, "limit_ms": limit_ms}
+    return {"status": "pass" if added_ms < limit_ms else "miss", "measured_ms": added_ms, "limit_ms": limit_ms}
 
 
 def overhead_target(per_probe_ms: float | None, fastest_retrieve_ms: float | None, fraction: float = 0.05) -> dict:

@@ -2,12 +2,16 @@
 
 LoCoMo's scoring (snap-research/locomo `task_eval/evaluation.py`, facts restated, code not copied):
 - normalise: drop commas, lower-case, strip ASCII punctuation, replace the words a/an/the/and by spaces,
-  collapse whitespace;
+  collapse whitespace; the word boundaries are those of the third-party `regex` module, as upstream imports it
+  (it counts combining marks as word characters and superscript digits as not, unlike `re`: "the\u0301" stays,
+  "a²" loses its "a");
 - token F1 over Porter-stemmed tokens (nltk `PorterStemmer`, no downloads) with multiset overlap;
 - category 1 (multi-hop): split prediction and gold on ',' and average, over the gold parts, the best F1
   against any prediction part; category 3: only the gold's text before the first ';'; categories 2 and 4:
   plain F1; category 5 (adversarial): 1 when the prediction contains "no information available" or
-  "not mentioned" (case-insensitive), else 0.
+  "not mentioned" (case-insensitive), else 0;
+- exact match (`exact_match_score`): the SETS of normalised whitespace tokens are equal (order and repeats
+  ignored, no stemming).
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
+import regex
+
 from services.coordinator.metrics.registry import metric
 
 _PUNCT = set(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+_ARTICLES = regex.compile(r"\b(a|an|the|and)\b")
 CAT5_PHRASES = ("no information available", "not mentioned")
 
 
@@ -90,8 +96,9 @@ def locomo_f1(prediction: object, gold: object, category: int) -> float:
 
 @metric("exact_match", higher_is_better=True, unit="rate")
 def exact_match(prediction: object, gold: object) -> float:
-    """1 if normalize_answer(prediction) == normalize_answer(gold) (LoCoMo normalisation, no stemming)."""
-    return 1.0 if normalize_answer(prediction) == normalize_answer(gold) else 0.0
+    """1 if the sets of whitespace tokens of normalize_answer(prediction) and normalize_answer(gold) are equal
+    (LoCoMo's exact_match_score: order and repeats ignored, no stemming)."""
+    return 1.0 if set(normalize_answer(prediction).split()) == set(normalize_answer(gold).split()) else 0.0
 
 
 @metric("binary_j", higher_is_better=True, unit="rate")

@@ -14,7 +14,7 @@ dropped from the mean; a query without gold is the caller's to skip (the functio
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from services.coordinator.metrics.registry import metric
 
@@ -176,18 +176,70 @@ def _lme_dcg(rel: Sequence[float], k: int) -> float:
 
 
 @metric("ndcg_any_at_k", higher_is_better=True, unit="rate")
-def ndcg_any_at_k(ranked: Sequence[str], gold: Iterable[str], k: int, n_gold_in_corpus: int | None = None
-                  ) -> float | None:
+def ndcg_any_at_k(ranked: Sequence[str], gold: Iterable[str], k: int, n_gold_in_corpus: int | None = None,
+                  corpus: Iterable[str] | None = None) -> float | None:
     """LongMemEval ndcg_any@k: DCG(binary relevance of the top k) / DCG(ideal), with DCG = rel_1 +
-    sum_{i=2..k} rel_i / log2(i) and the ideal list = min(n_gold_in_corpus, k) ones (default |gold|).
+    sum_{i=2..k} rel_i / log2(i). The ideal list holds one 1 per gold id found in the corpus (upstream sorts the
+    corpus relevances), cut to k: `corpus` given -> |gold ∩ corpus|, else `n_gold_in_corpus`, else |gold|.
+    A ranked id seen before counts 0 the second time, so the score never exceeds 1. None without gold."""
+    g = set(gold)
+    if not g:
+        return None
+    if corpus is not None:
+        n = len(g & set(corpus))
+    else:
+        n = len(g) if n_gold_in_corpus is None else n_gold_in_corpus
+    seen: set[str] = set()
+    rel = []
+    for x in ranked[:k]:
+        rel.append(1.0 if x in g and x not in seen else 0.0)
+        seen.add(x)
+    ideal = _lme_dcg([1.0] * min(max(n, int(sum(rel))), k), k)
+    return _lme_dcg(rel, k) / ideal if ideal > 0 else 0.0
+
+
+def lme_turn2session_at_k(turn_ranking: Sequence[str], gold_turns: Iterable[str], corpus_turns: Sequence[str],
+                          k: int, session_of: Callable[[str], str]) -> tuple[float, float, float] | None:
+    """LongMemEval's official turn->session figures (`evaluate_retrieval_turn2session`, restated): map the turn
+    ranking and the corpus to session ids (with repeats), grow the cut-off k' from k until the top k' turns
+    span k distinct sessions (or the ranking ends), then recall_any / recall_all over the sessions in the top k'
+    and ndcg_any over the top k' session ids WITH repeats (every turn of a gold session counts), its ideal from
+    the corpus (one 1 per corpus turn in a gold session). Turns outside the corpus or repeated are dropped from
+    the ranking first (upstream ranks each corpus turn once). None without gold."""
+    corpus = list(corpus_turns)
+    in_corpus = set(corpus)
+    gold_s = {session_of(t) for t in gold_turns}
+    if not gold_s:
+        return None
+    ranking = [session_of(t) for t in ranked_unique(t for t in turn_ranking if t in in_corpus)]
+    eff = k
+    while eff < len(ranking) and len(set(ranking[:eff])) < k:
+        eff += 1
+    top = set(ranking[:eff])
+    any_ = 1.0 if gold_s & top else 0.0
+    all_ = 1.0 if gold_s <= top else 0.0
+    rel = [1.0 if s in gold_s else 0.0 for s in ranking[:eff]]
+    n_ideal = sum(1 for t in corpus if session_of(t) in gold_s)
+    ideal = _lme_dcg([1.0] * min(n_ideal, eff), eff)
+    return any_, all_, (_lme_dcg(rel, eff) / ideal if ideal > 0 else 0.0)
+
+
+@metric("memory_recall_at_k", higher_is_better=True, unit="rate")
+def memory_recall_at_k(memory_evidence: Sequence[Sequence[str]], gold: Iterable[str], k: int,
+                       mode: str = "fraction") -> float | None:
+    """Recall at memory rank k: the gold ids cited by the first k MEMORIES, whatever their size (a 15-message
+    chunk is one rank). mode "fraction" = |gold ∩ cited| / |gold|, "any" = 1 if any, "all" = 1 if every.
     None without gold."""
     g = set(gold)
     if not g:
         return None
-    n = len(g) if n_gold_in_corpus is None else n_gold_in_corpus
-    actual = _lme_dcg([1.0 if x in g else 0.0 for x in ranked[:k]], k)
-    ideal = _lme_dcg([1.0] * min(n, k), k)
-    return actual / ideal if ideal > 0 else 0.0
+    cited = {e for ev in memory_evidence[:k] for e in ev}
+    hit = len(g & cited)
+    if mode == "any":
+        return 1.0 if hit else 0.0
+    if mode == "all":
+        return 1.0 if hit == len(g) else 0.0
+    return hit / len(g)
 
 
 @metric("evidence_mrr", higher_is_better=True, unit="rate")

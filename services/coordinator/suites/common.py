@@ -42,10 +42,12 @@ def answer_conditions(backends: list[str]) -> list[Condition]:
 
 
 def by_condition(samples: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Samples per condition, conditions by name and each list by probe id: concurrent probes append to
+    samples.jsonl in any order, and nothing computed from it may depend on that order."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in samples:
         out[s["condition"]].append(s)
-    return dict(out)
+    return {c: sorted(out[c], key=lambda s: str(s.get("probe_id"))) for c in sorted(out)}
 
 
 def retrieval_of(sample: dict[str, Any], backend: str | None = None) -> dict[str, Any] | None:
@@ -64,11 +66,21 @@ def per_probe(rows: Iterable[dict[str, Any]], fn: Callable[[dict[str, Any]], flo
     return {r["probe_id"]: fn(r) for r in rows}
 
 
-def summary(values: Mapping[str, float | None] | Iterable[float | None], seed: int = 0) -> dict[str, Any]:
-    """{n, mean, ci: [lo, hi]} with a seeded bootstrap over the non-None values."""
-    vals = list(values.values()) if isinstance(values, Mapping) else list(values)
-    m, lo, hi = stats.bootstrap_ci(vals, seed=seed)
-    return {"n": sum(1 for v in vals if v is not None), "mean": m, "ci": [lo, hi]}
+def summary(values: Mapping[str, float | None] | Iterable[float | None], seed: int = 0, unit: str | None = None,
+            clusters: Mapping[str, str] | None = None, cluster_unit: str = "conversation") -> dict[str, Any]:
+    """{n, units, mean, ci: [lo, hi], method} by stats.interval: probe-keyed values are resampled in probe-id
+    order (by cluster when `clusters` maps probe -> independent unit); unit "rate" turns an all-0 or all-1 rate's
+    interval into a Wilson interval. A plain list keeps its order (there are no ids to sort by)."""
+    if not isinstance(values, Mapping):
+        values = {f"{i:09d}": v for i, v in enumerate(values)}
+    return stats.interval(values, clusters, seed, unit or "value", cluster_unit)
+
+
+def unit_of(metric: str) -> str:
+    """The unit of a metric name for intervals: registered metrics say; token and latency names are counts;
+    everything else in the real-data suites is a rate or a score in [0, 1]."""
+    return metric_spec(metric)[2] if metric not in ("token_spend", "latency_ms") else \
+        ("tokens" if metric == "token_spend" else "ms")
 
 
 def default_data_dir() -> Path:
@@ -155,13 +167,15 @@ def metric_spec(spec: MetricSpec) -> tuple[str, bool, str]:
 
 
 def compare_all(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]], baseline: str,
-                metric_names: list[MetricSpec], seed: int = 0) -> dict[str, Any]:
+                metric_names: list[MetricSpec], seed: int = 0, clusters: Mapping[str, str] | None = None,
+                cluster_unit: str = "conversation") -> dict[str, Any]:
     """For every condition other than `baseline`: paired comparisons on each metric (bootstrap CIs, permutation
-    p, winner with the seed's tie threshold) and the win/loss/tie scorecard. `per_cond[cond][metric][probe]`."""
+    p, winner with the seed's tie threshold) and the win/loss/tie scorecard. `per_cond[cond][metric][probe]`.
+    `clusters` (probe -> independent unit) makes both the CIs and the permutation test work by cluster."""
     out: dict[str, Any] = {}
     if baseline not in per_cond:
         return out
-    for cond in per_cond:
+    for cond in sorted(per_cond):
         if cond == baseline:
             continue
         comps = []
@@ -171,7 +185,8 @@ def compare_all(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]]
             b = per_cond[cond].get(name, {})
             if not a and not b:
                 continue
-            comps.append(stats.compare(name, baseline, cond, a, b, hib, unit, seed=seed + 7919 * i))
+            comps.append(stats.compare(name, baseline, cond, a, b, hib, unit, seed=seed + 7919 * i,
+                                       clusters=clusters, cluster_unit=cluster_unit))
         out[cond] = {"baseline": baseline, "comparisons": [c.to_json() for c in comps],
                      "scorecard": stats.scorecard(comps)}
     return out
@@ -296,10 +311,14 @@ def render_comparisons(comp: Mapping[str, Any], title: str = "Scorecard") -> str
     out: list[str] = []
     for cond, c in comp.items():
         sc = c["scorecard"]
+        first = (c["comparisons"] or [{}])[0]
+        method = first.get("method", stats.BOOTSTRAP_PROBE)
+        unit = method.rsplit(" ", 1)[-1].rstrip("s") if method != stats.BOOTSTRAP_PROBE else "question"
         out += ["", f"#### {title}: {cond} vs {c['baseline']}", "",
                 f"{cond} wins {sc['wins']}, loses {sc['losses']}, ties {sc['ties']} of {sc['metrics']} metrics "
                 f"(tie thresholds: 0.005 for rates/scores, 1.0 for tokens and ms; p from a two-sided paired "
-                f"permutation test, 10,000 sign flips; 95% bootstrap CIs, 1,000 resamples).", ""]
+                f"permutation test, 10,000 sign flips of whole {unit}s; 95% CIs by {method}, 1,000 resamples, "
+                f"over {first.get('units', '?')} {unit}s; a rate at 0 or 1 gets a Wilson interval).", ""]
         rows = []
         for x in c["comparisons"]:
             d = 1 if x["threshold"] >= 1 else 3

@@ -31,7 +31,13 @@ from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.metrics.qa import exact_match, locomo_f1
-from services.coordinator.metrics.retrieval import evidence_recall_at_k, ranked_unique, recall_any_at_k
+from services.coordinator.metrics.retrieval import (
+    evidence_recall_at_k,
+    memory_recall_at_k,
+    ranked_unique,
+    recall_any_at_k,
+)
+from services.coordinator.stats import held_out_check
 from services.coordinator.suites import common as C
 from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
 from services.coordinator.suites.registry import register
@@ -41,6 +47,8 @@ UPSTREAM_ORDER = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43", "conv-4
                   "conv-49", "conv-50")
 CATEGORY_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
 KS = (1, 3, 5, 10)
+# Metrics the leave-one-conversation-out check reports (in metrics.json and report.md).
+HELD_OUT_METRICS = ("turn_recall_any@10", "turn_recall@5", "f1_cats_1_4")
 _DIA = re.compile(r"^D:?(\d+):0*(\d+)$")
 _SESSION_OF = re.compile(r"^D(\d+):")
 
@@ -83,6 +91,26 @@ def repair_evidence(raw: list[Any], known: set[str], counts: dict[str, int]) -> 
             if fixed not in out:
                 out.append(fixed)
     return out
+
+
+def parse_categories(option: Any) -> set[str]:
+    """The category numbers an option names: "1234", 1234 (what `--option categories=1234` becomes after the
+    CLI's JSON parsing), "1,2,4" or [1, 2, 4]. Anything else is an error naming the option."""
+    items = option if isinstance(option, list | tuple) else [option]
+    out: set[str] = set()
+    for item in items:
+        for ch in re.sub(r"[\s,;]+", "", str(item)):
+            if ch not in CATEGORY_NAMES:
+                raise ValueError(f"option categories: {option!r} names category {ch!r}; expected digits 1-5")
+            out.add(ch)
+    if not out:
+        raise ValueError(f"option categories: {option!r} names no category; expected digits 1-5")
+    return out
+
+
+def conversation_of(probe_id: str) -> str:
+    """The conversation a probe belongs to ("conv-26:q3" -> "conv-26"): the independent unit for statistics."""
+    return probe_id.rsplit(":q", 1)[0]
 
 
 def session_of(dia_id: str) -> str | None:
@@ -162,6 +190,7 @@ class LocomoSuite(Suite):
         counts = {"split": 0, "repaired": 0, "dropped": 0}
         audit_counts = {"evidence_replaced": 0, "answers_replaced": 0, "mismatched": 0}
         corpora, probes = {}, []
+        wanted = parse_categories(self.options["categories"])
         for conv in convs:
             sid = conv["sample_id"]
             batch, known, last = conversation_batch(conv)
@@ -169,7 +198,7 @@ class LocomoSuite(Suite):
             items = []
             for i, qa in enumerate(conv["qa"]):
                 cat = str(qa.get("category"))
-                if cat not in self.options["categories"]:
+                if cat not in wanted:
                     continue
                 gold_ev = qa.get("evidence") or []
                 answer = qa.get("answer", "Not mentioned in the conversation" if cat == "5" else "")
@@ -236,10 +265,12 @@ class LocomoSuite(Suite):
                 sess = ranked_unique(s for s in (session_of(t) for t in turns) if s)
                 gold_t = r.get("evidence_ids") or []
                 gold_s = sorted({s for s in (session_of(t) for t in gold_t) if s})
+                mem_ev = [list(m.get("evidence_ids", [])) for m in rec["memories"]]
                 for k in KS:
                     vals.setdefault(f"turn_recall@{k}", {})[pid] = evidence_recall_at_k(turns, gold_t, k)
                     vals.setdefault(f"session_recall@{k}", {})[pid] = evidence_recall_at_k(sess, gold_s, k)
                     vals.setdefault(f"turn_recall_any@{k}", {})[pid] = recall_any_at_k(turns, gold_t, k)
+                    vals.setdefault(f"memory_recall@{k}", {})[pid] = memory_recall_at_k(mem_ev, gold_t, k)
                 if "answer" in r:
                     f1 = locomo_f1(r["answer"], r.get("ground_truth", ""), int(r["category"]))
                     vals.setdefault("f1", {})[pid] = f1
@@ -255,20 +286,30 @@ class LocomoSuite(Suite):
                 toks.append(r.get("context_tokens", 0))
             per_cond[cond] = vals
             seed = C.stable_seed(self.seed, cond)
-            cond_out: dict[str, Any] = {"n": len(rows), "latency": latency_summary(lat),
-                                        "overall": {m: C.summary(v, seed) for m, v in vals.items()},
-                                        "by_category": {}}
+            clusters = {p: conversation_of(p) for p in cats}
+            cond_out: dict[str, Any] = {
+                "n": len(rows), "latency": latency_summary(lat),
+                "overall": {m: C.summary(v, seed, C.unit_of(m), clusters) for m, v in vals.items()},
+                "by_category": {}}
             for m, v in vals.items():
                 for cat in sorted(set(cats.values())):
                     sub = {p: x for p, x in v.items() if cats[p] == cat}
-                    cond_out["by_category"].setdefault(cat, {})[m] = C.summary(sub, seed)
+                    cond_out["by_category"].setdefault(cat, {})[m] = C.summary(sub, seed, C.unit_of(m), clusters)
             out["conditions"][cond] = cond_out
+        all_ids = {p for v in per_cond.values() for m in v.values() for p in m}
+        clusters = {p: conversation_of(p) for p in all_ids}
+        out["statistics"] = {"unit": "conversation", "conversations": len(set(clusters.values())),
+                             "method": "cluster bootstrap over conversations (1,000 resamples, question-weighted "
+                                       "mean); Wilson interval over conversations for a rate at 0 or 1; paired "
+                                       "permutation test flipping whole conversations"}
+        out["held_out"] = held_out_check(per_cond, clusters, HELD_OUT_METRICS, self.seed)
         baseline = _baseline(list(per_cond))
         out["baseline"] = baseline
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             ("f1_cats_1_4", True, "rate"), ("f1", True, "rate"), ("turn_recall@5", True, "rate"),
             ("session_recall@5", True, "rate"), ("binary_j", True, "rate"),
-            ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}
+            ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed,
+            clusters=clusters) if baseline else {}
         return out
 
     def render(self, metrics: dict[str, Any]) -> str:
@@ -299,6 +340,20 @@ class LocomoSuite(Suite):
             rows.append([c, *(C.fmt((o.get(f"turn_recall@{k}") or {}).get("mean")) for k in KS),
                          *(C.fmt((o.get(f"session_recall@{k}") or {}).get("mean")) for k in KS)])
         out.append(C.md_table(["backend", *(f"turn@{k}" for k in KS), *(f"session@{k}" for k in KS)], rows))
+        out += ["", "### Recall at memory rank K beside turn recall@K", "",
+                "Turn recall@K flattens every returned memory's evidence ids (`dia_id`s) and counts the first K "
+                "distinct turns, so a chunk citing 15 turns fills 15 of the K slots. Memory recall@K counts every "
+                "gold turn the first K memories cite, whatever their size: what a chunk-based backend put in front "
+                "of the model at K memories. For one-turn memories (bm25, dense, hybrid) the two are equal.", ""]
+        rows = []
+        for c in conds:
+            o = m[c]["overall"]
+            rows.append([c, *(f"{C.fmt((o.get(f'turn_recall@{k}') or {}).get('mean'))} / "
+                              f"{C.fmt((o.get(f'memory_recall@{k}') or {}).get('mean'))}" for k in KS)])
+        out.append(C.md_table(["backend (turn / memory rank)", *(f"@{k}" for k in KS)], rows))
+        out += ["", "Turn recall_any@10 (one turn = one document, as IR papers report it): "
+                + ", ".join(f"{c} {C.fmt_ci(m[c]['overall'].get('turn_recall_any@10'))}" for c in conds) + "."]
+        out += _render_statistics(metrics)
         out += ["", "Turn R@5 by category:", ""]
         out.append(C.md_table(["backend", *cats], [[c, *(C.fmt_ci(m[c]["by_category"].get(k, {}).get("turn_recall@5"))
                                                         for k in cats)] for c in conds]))
@@ -313,6 +368,39 @@ class LocomoSuite(Suite):
         if metrics.get("comparisons"):
             out.append(C.render_comparisons(metrics["comparisons"]))
         return "\n".join(out)
+
+
+def _render_statistics(metrics: dict[str, Any]) -> list[str]:
+    """The intervals' method and the leave-one-conversation-out check, as report lines."""
+    stat = metrics.get("statistics") or {}
+    out: list[str] = []
+    if stat:
+        out += ["", f"Intervals: {stat['method']}; {stat['conversations']} conversation(s) behind them. With fewer "
+                    "than about 5 conversations an interval is wide and coarse (few distinct resamples): that is "
+                    "the honest uncertainty of a small sample of conversations."]
+    held = metrics.get("held_out") or {}
+    if not held:
+        if stat:
+            out += ["", "Leave-one-conversation-out check: needs at least 3 conversations (run with "
+                        "`--option conversations=N` or `full=true`)."]
+        return out
+    out += ["", "### Leave-one-conversation-out check", "",
+            "Each conversation in turn is held out; its own mean is compared with (a) the 95% cluster-bootstrap CI "
+            "of the mean over the other conversations and (b) their 95% Student-t prediction interval for one new "
+            "conversation (mean ± t·s·√(1+1/k) over the k others' conversation means). A CI bounds the mean over "
+            "conversations like these, not one conversation, so (a) misses single conversations far more often "
+            "than 5% of the time when conversations differ; (b) is the interval a single held-out conversation "
+            "should land in.", ""]
+    rows = []
+    for cond in sorted(held):
+        for metric, h in held[cond].items():
+            worst = max(h["rows"], key=lambda r: abs(r["mean"] - (r["ci"][0] + r["ci"][1]) / 2))
+            rows.append([cond, metric, f"{h['inside']} of {h['of']}", f"{h['inside_pi']} of {h['of']}",
+                         f"{worst['cluster']} {C.fmt(worst['mean'])} vs CI [{C.fmt(worst['ci'][0])}, "
+                         f"{C.fmt(worst['ci'][1])}], PI [{C.fmt(worst['pi'][0])}, {C.fmt(worst['pi'][1])}]"])
+    out.append(C.md_table(["backend", "metric", "held-out inside CI of the mean", "inside prediction interval",
+                           "farthest conversation"], rows))
+    return out
 
 
 def _baseline(conds: list[str]) -> str | None:

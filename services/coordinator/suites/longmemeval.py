@@ -24,6 +24,8 @@ from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.metrics.retrieval import (
+    lme_turn2session_at_k,
+    memory_recall_at_k,
     ndcg_any_at_k,
     ranked_unique,
     recall_all_at_k,
@@ -149,11 +151,24 @@ class LongMemEvalSuite(Suite):
                 gold_t = r.get("evidence_ids") or []
                 gold_s = meta.get("gold_sessions") or []
                 skip = bool(meta.get("abstention")) or not gold_t
+                user_order = list(meta.get("user_turns") or [])
+                # memory rank: each memory's evidence, turns kept to user turns, sessions mapped as above
+                mem_turns = [[e for e in m.get("evidence_ids", []) if e in users] for m in rec["memories"]]
+                mem_sess = [[x for x in (e if e in known else session_of_turn(e) for e in m.get("evidence_ids", []))
+                             if x in known] for m in rec["memories"]]
                 for k in KS:
-                    for level, ranked, gold in (("session", sess, gold_s), ("turn", turns, gold_t)):
+                    for level, ranked, gold, corpus in (("session", sess, gold_s, known),
+                                                        ("turn", turns, gold_t, users)):
                         vals.setdefault(f"{level}_recall_any@{k}", {})[pid] = None if skip else recall_any_at_k(ranked, gold, k)
                         vals.setdefault(f"{level}_recall_all@{k}", {})[pid] = None if skip else recall_all_at_k(ranked, gold, k)
-                        vals.setdefault(f"{level}_ndcg_any@{k}", {})[pid] = None if skip else ndcg_any_at_k(ranked, gold, k)
+                        vals.setdefault(f"{level}_ndcg_any@{k}", {})[pid] = None if skip else ndcg_any_at_k(
+                            ranked, gold, k, corpus=corpus)
+                    off = None if skip else lme_turn2session_at_k(turns, gold_t, user_order, k, session_of_turn)
+                    for j, n in enumerate(("recall_any", "recall_all", "ndcg_any")):
+                        vals.setdefault(f"t2s_{n}@{k}", {})[pid] = None if off is None else off[j]
+                    for level, mems, gold in (("session", mem_sess, gold_s), ("turn", mem_turns, gold_t)):
+                        vals.setdefault(f"{level}_memory_recall_all@{k}", {})[pid] = None if skip else \
+                            memory_recall_at_k(mems, gold, k, "all")
                 if r.get("binary_judge"):
                     vals.setdefault("qa_accuracy", {})[pid] = 1.0 if r["binary_judge"]["correct"] else 0.0
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
@@ -163,17 +178,20 @@ class LongMemEvalSuite(Suite):
             per_cond[cond] = vals
             seed = C.stable_seed(self.seed, cond)
             co: dict[str, Any] = {"n": len(rows), "latency": latency_summary(lat),
-                                  "overall": {m: C.summary(v, seed) for m, v in vals.items()}, "by_type": {}}
+                                  "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()},
+                                  "by_type": {}}
             for cat in sorted(set(cats.values())):
                 for m in ("qa_accuracy", "session_recall_all@5", "session_ndcg_any@5", "turn_recall_all@10"):
                     if m in vals:
                         co["by_type"].setdefault(cat, {})[m] = C.summary(
-                            {p: x for p, x in vals[m].items() if cats[p] == cat}, seed)
+                            {p: x for p, x in vals[m].items() if cats[p] == cat}, seed, C.unit_of(m))
             out["conditions"][cond] = co
         from services.coordinator.suites.locomo import _baseline
 
         baseline = _baseline(list(per_cond))
         out["baseline"] = baseline
+        out["statistics"] = {"unit": "question", "method": "percentile bootstrap over questions (each question is "
+                             "its own haystack), 1,000 resamples; Wilson interval for a rate at 0 or 1"}
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             ("qa_accuracy", True, "rate"), ("session_recall_all@5", True, "rate"), ("session_ndcg_any@5", True, "rate"),
             ("turn_recall_all@10", True, "rate"), ("token_spend", False, "tokens"), ("latency_ms", False, "ms")],
@@ -202,6 +220,36 @@ class LongMemEvalSuite(Suite):
                 rows.append([c, *("/".join(C.fmt((o.get(f"{level}_{n}@{k}") or {}).get("mean"), 2)
                                            for n in ("recall_any", "recall_all", "ndcg_any")) for k in KS)])
             out.append(C.md_table(["backend (any/all/ndcg)", *(f"@{k}" for k in KS)], rows))
+        out += ["", "### Session level: memrig's figure beside the official turn→session one", "",
+                "memrig (labelled `memrig`) ranks the distinct sessions cited by all returned evidence (user and "
+                "assistant turns, session ids) and cuts at k sessions. The official figure (`official t2s`, "
+                "LongMemEval `evaluate_retrieval_turn2session`) keeps the user-turn ranking, grows the cut-off "
+                "until it spans k distinct sessions, and its NDCG counts every turn of a gold session against an "
+                "ideal taken from the corpus.", ""]
+        rows = []
+        for c in conds:
+            o = m[c]["overall"]
+            cell = lambda pre, k, o=o: "/".join(C.fmt((o.get(f"{pre}_{n}@{k}") or {}).get("mean"), 2)  # noqa: E731
+                                                 for n in ("recall_any", "recall_all", "ndcg_any"))
+            rows.append([c, *(x for k in (5, 10) for x in (cell("session", k), cell("t2s", k)))])
+        out.append(C.md_table(["backend (any/all/ndcg)", "memrig @5", "official t2s @5", "memrig @10",
+                               "official t2s @10"], rows))
+        out += ["", "### Recall at memory rank K beside evidence recall (recall_all)", "",
+                "Evidence recall@K flattens every returned memory's evidence ids and counts the first K distinct "
+                "ones, so a chunk citing 15 turns fills 15 of the K slots. Memory-rank recall@K counts everything "
+                "the first K memories cite, whatever their size: it is what a chunk-based backend actually put in "
+                "front of the model at K memories.", ""]
+        rows = []
+        for c in conds:
+            o = m[c]["overall"]
+            g = lambda key, o=o: C.fmt((o.get(key) or {}).get("mean"), 2)  # noqa: E731
+            rows.append([c, *(f"{g(f'{lv}_recall_all@{k}')} / {g(f'{lv}_memory_recall_all@{k}')}"
+                              for lv in ("turn", "session") for k in (1, 5, 10))])
+        out.append(C.md_table(["backend (evidence / memory rank)",
+                               *(f"{lv} @{k}" for lv in ("turn", "session") for k in (1, 5, 10))], rows))
+        stat = metrics.get("statistics") or {}
+        if stat:
+            out += ["", f"Intervals: {stat['method']}."]
         types = sorted({t for c in conds for t in m[c]["by_type"]})
         out += ["", "### QA accuracy by question type", ""]
         out.append(C.md_table(["backend", *types], [[c, *(C.fmt_ci(m[c]["by_type"].get(t, {}).get("qa_accuracy"))

@@ -1,0 +1,42 @@
+"""The document list every IR baseline searches: one document per ingested message (its id is the message id,
+which is also its only evidence id) and every ingested document as given.
+
+The order is fixed by content, not by arrival: sessions by (start time, id) with their messages in order, then
+documents by id. Rankings break score ties by this order, so two runs that ingest the same data in a different
+order (concurrent ingest jobs) return the same lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from services.adapters.base import SessionStore
+
+
+@dataclass(frozen=True)
+class IRDocument:
+    id: str
+    text: str
+    created_at: datetime | None
+    source: str
+    evidence_ids: tuple[str, ...]
+
+
+def documents_of(store: SessionStore, namespace: str) -> list[IRDocument]:
+    out: list[IRDocument] = []
+    for s in store.ordered_sessions(namespace):
+        for m in s.messages:
+            out.append(IRDocument(m.id, m.content, s.message_time(m), f"session:{s.session_id}", (m.id,)))
+    for d in sorted(store.ordered_documents(namespace), key=lambda d: d.id):
+        out.append(IRDocument(d.id, d.text, d.created_at, d.path or "document", tuple(d.evidence())))
+    return out
+
+
+def render(template: str, doc: IRDocument, date_format: str) -> str:
+    """The text a channel indexes: `template` with {text} and {date} (the document's time in `date_format`,
+    empty when it has none; a template starting "[{date}] " then drops the empty brackets)."""
+    date = doc.created_at.strftime(date_format) if doc.created_at else ""
+    if not date and template.startswith("[{date}] "):
+        template = template[len("[{date}] "):]
+    return template.format(text=doc.text, date=date)

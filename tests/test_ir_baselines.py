@@ -1,0 +1,143 @@
+"""The IR baseline control backends (bm25, dense, hybrid): hand-computed BM25 scores, RRF, tie-breaking by
+document order, one document per message with its id as evidence, atomic ingest and the Describe parameters."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from services.adapters.client import InProcessBackendClient
+from services.adapters.ir_baselines.backend import IRBaselineBackend
+from services.adapters.ir_baselines.ranking import ranks_of, rrf, stable_order, tokenise
+from services.adapters.registry import default_backends, get_spec
+from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session
+
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+def cats() -> IngestBatch:
+    return IngestBatch(sessions=(Session("S1", T0, (Message("D1:1", "user", "cat sat mat"),
+                                                    Message("D1:2", "assistant", "dog sat"),
+                                                    Message("D1:3", "user", "cat cat runs"))),))
+
+
+async def test_bm25_scores_match_hand_computed_okapi():
+    b = IRBaselineBackend({"method": "bm25"})
+    await b.ingest("ns", cats())
+    res = await b.retrieve("ns", RetrieveQuery("cat", top_k=10))
+    # N=3, n(cat)=2 -> idf = ln(1 + 1.5/2.5) = ln 1.6; avgdl = 8/3; k1 1.2, b 0.75
+    idf = math.log(1.6)
+    norm = lambda dl: 1.2 * (0.25 + 0.75 * dl / (8 / 3))  # noqa: E731
+    expect = {"D1:3": idf * 2 / (2 + norm(3)), "D1:1": idf * 1 / (1 + norm(3))}
+    assert [m.id for m in res.memories] == ["D1:3", "D1:1"]  # D1:2 shares no term: not a match
+    for m in res.memories:
+        assert m.score == pytest.approx(expect[m.id], rel=1e-6)  # 0.28378, 0.20324
+        assert m.evidence_ids == [m.id] and m.source == "session:S1"
+        assert m.channel_scores["bm25"] == pytest.approx(expect[m.id], rel=1e-6)
+
+
+def test_tokeniser_lowercases_drops_single_chars_and_stopwords():
+    assert tokenise("The CAT's a 2nd-hand pet, isn't it?") == ["cat", "2nd", "hand", "pet", "isn"]
+    assert tokenise("The cat", stopwords="none") == ["the", "cat"]
+
+
+def test_rrf_hand_computed():
+    # channel A ranks d0 1st, d1 2nd, d2 not at all; channel B ranks d2 1st, d0 2nd
+    fused = rrf([np.array([1, 2, 0]), np.array([2, 0, 1])], k=60)
+    assert fused.tolist() == pytest.approx([1 / 61 + 1 / 62, 1 / 62, 1 / 61])
+    assert stable_order(fused).tolist() == [0, 2, 1]
+
+
+def test_ties_keep_document_order_and_ranks_skip_unkept():
+    scores = np.array([0.5, 0.9, 0.5, 0.0, 0.9])
+    order = stable_order(scores)
+    assert order.tolist() == [1, 4, 0, 2, 3]
+    assert ranks_of(order, scores > 0).tolist() == [3, 1, 4, 0, 2]
+
+
+async def test_ties_broken_by_session_time_not_arrival():
+    later = Session("S2", T0 + timedelta(days=3), (Message("D2:1", "user", "the port is 3001"),))
+    earlier = Session("S1", T0, (Message("D1:1", "user", "the port is 3001"),))
+    for order in ((later, earlier), (earlier, later)):
+        b = IRBaselineBackend({"method": "bm25"})
+        for s in order:  # two ingests in either order
+            await b.ingest("ns", IngestBatch(sessions=(s,)))
+        res = await b.retrieve("ns", RetrieveQuery("port", top_k=5))
+        assert [m.id for m in res.memories] == ["D1:1", "D2:1"]
+        assert res.memories[0].score == res.memories[1].score
+
+
+async def test_dense_ranks_by_cosine_of_dated_text():
+    b = IRBaselineBackend({"method": "dense"})
+    await b.ingest("ns", cats())
+    res = await b.retrieve("ns", RetrieveQuery("dog", top_k=3))
+    emb = b.context.embedder
+    texts = ["[08 May 2023] cat sat mat", "[08 May 2023] dog sat", "[08 May 2023] cat cat runs"]
+    sims = emb.encode(texts).astype(np.float64) @ emb.encode(["dog"])[0].astype(np.float64)
+    want = [["D1:1", "D1:2", "D1:3"][i] for i in np.lexsort((np.arange(3), -sims))]
+    assert [m.id for m in res.memories] == want
+    assert [m.score for m in res.memories] == pytest.approx(sorted(sims, reverse=True), abs=1e-6)
+    assert "[08 May 2023] dog sat" in res.formatted_context
+
+
+async def test_hybrid_is_rrf_of_both_channels():
+    b = IRBaselineBackend({"method": "hybrid"})
+    await b.ingest("ns", cats())
+    res = await b.retrieve("ns", RetrieveQuery("cat", top_k=3))
+    by = {m.id: m for m in res.memories}
+    bm = np.array([by[i].channel_scores["bm25"] for i in ("D1:1", "D1:2", "D1:3")])
+    de = np.array([by[i].channel_scores["dense"] for i in ("D1:1", "D1:2", "D1:3")])
+    expect = rrf([ranks_of(stable_order(bm), bm > 0), ranks_of(stable_order(de), np.ones(3, bool))], 60)
+    for j, i in enumerate(("D1:1", "D1:2", "D1:3")):
+        assert by[i].score == pytest.approx(expect[j])
+    # D1:3 is BM25's first; whatever dense says it gets at least 1/61 + 1/63
+    assert by["D1:3"].score >= 1 / 61 + 1 / 63 - 1e-12
+
+
+async def test_documents_are_searched_as_given():
+    b = IRBaselineBackend({"method": "bm25"})
+    await b.ingest("ns", IngestBatch(documents=(Document("MEMORY.md", "deploy with blue green switch",
+                                                         evidence_ids=("f1", "f2")),)))
+    res = await b.retrieve("ns", RetrieveQuery("green deploy", top_k=3))
+    assert [(m.id, m.evidence_ids, m.kind) for m in res.memories] == [("MEMORY.md", ["f1", "f2"], "document")]
+
+
+async def test_failed_ingest_changes_nothing(monkeypatch):
+    b = IRBaselineBackend({"method": "dense"})
+    await b.ingest("ns", cats())
+    before = await b.retrieve("ns", RetrieveQuery("dog", top_k=5))
+
+    async def boom(texts):
+        raise RuntimeError("embedder down")
+
+    monkeypatch.setattr(b.context.embedder, "aencode", boom)
+    more = IngestBatch(sessions=(Session("S2", T0 + timedelta(days=1), (Message("D2:1", "user", "dog dog"),)),))
+    with pytest.raises(RuntimeError):
+        await b.ingest("ns", more)
+    monkeypatch.undo()
+    after = await b.retrieve("ns", RetrieveQuery("dog", top_k=5))
+    assert [m.id for m in after.memories] == [m.id for m in before.memories]
+    assert (await b.namespace_stats("ns")).messages == 3
+
+
+async def test_describe_names_every_parameter():
+    for method in ("bm25", "dense", "hybrid"):
+        spec = get_spec(method)
+        assert method in default_backends()
+        c = InProcessBackendClient.from_spec(method)
+        d = await c.describe()
+        assert d["name"] == method
+        cfg = d["config"]
+        assert cfg["k1"] == 1.2 and cfg["b"] == 0.75 and cfg["rrf_k"] == 60, cfg
+        assert "\\w\\w+" in cfg["tokeniser"] and cfg["dense_template"] == "[{date}] {text}"
+        assert spec.config == {"method": method}
+
+
+def test_bad_config_names_the_field():
+    with pytest.raises(ValueError, match="method"):
+        IRBaselineBackend({"method": "splade"})
+    with pytest.raises(ValueError, match="rrf_k"):
+        IRBaselineBackend({"method": "hybrid", "rrf_k": 0})
