@@ -129,3 +129,36 @@ def test_legend_order_and_whiskers_only_with_ci(monkeypatch):
     assert img and legends == [(["s1", "s2"], "outside right upper")]
     # s1: only group a has a CI (bar at x=-0.2); s2: only group b (bar at x=1.2)
     assert [(round(x[0], 3), c) for x, c in errorbars] == [(-0.2, 3), (1.2, 3)]
+
+
+def test_table_order_follows_report_md():
+    from services.coordinator.report_html import table_order
+
+    md = ("| backend | status |\n|---|---|\n| b | ok |\n| a | ok |\n| c | ok |\n\n"
+          "| category | c | a | b |\n|---|---|---|---|\n| x | 1 | 2 | 3 |\n")
+    assert table_order(md, ["a", "b", "c"]) == ["c", "a", "b"]  # a header holding them all wins
+    assert table_order(md.split("\n\n")[0], ["a", "b", "c"]) == ["b", "a", "c"]  # else the first column
+    assert table_order("", ["z", "y"]) == ["z", "y"]  # no table: as given
+
+
+def test_category_legend_follows_the_category_table(monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from services.coordinator import report_html
+
+    legends = []
+    real_legend = Figure.legend
+
+    def spy_legend(self, handles=None, labels=None, *a, **kw):
+        legends.append(list(labels))
+        return real_legend(self, handles, labels, *a, **kw)
+
+    monkeypatch.setattr(Figure, "legend", spy_legend)
+    m = _many_condition_metrics()
+    alphabetical = sorted(m["conditions"])
+    md = "| category | " + " | ".join(alphabetical) + " |\n|" + "---|" * 8 + "\n"
+    report_html.category_plots(m, md)
+    assert legends == [alphabetical]

@@ -104,7 +104,33 @@ def bars_with_ci(title: str, groups: list[str], series: dict[str, list[tuple[flo
     return _png(fig)
 
 
-def category_plots(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+def _md_tables(md: str) -> list[list[list[str]]]:
+    """The Markdown tables of report.md as rows of cells (separator rows dropped)."""
+    tables, cur = [], []
+    for line in md.splitlines() + [""]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= set("-: ") for c in cells):
+                cur.append(cells)
+        elif cur:
+            tables.append(cur)
+            cur = []
+    return tables
+
+
+def table_order(md: str, names: list[str]) -> list[str]:
+    """`names` in the order report.md's tables show them, so a legend reads like the table beside it: the first
+    table whose header row holds every name (conditions as columns), else the first whose first column does
+    (conditions as rows); the given order when no table holds them all."""
+    want = set(names)
+    tables = _md_tables(md)
+    for cells in [t[0] for t in tables] + [[r[0] for r in t if r] for t in tables]:
+        if want <= set(cells):
+            return [c for c in dict.fromkeys(cells) if c in want]
+    return list(names)
+
+
+def category_plots(metrics: dict[str, Any], md: str = "") -> list[tuple[str, str]]:
     """One bar chart per per-category metric found in the conditions (summaries with a CI, or plain means)."""
     conds = metrics.get("conditions") or {}
     found: dict[str, dict[str, dict[str, tuple]]] = defaultdict(lambda: defaultdict(dict))  # metric -> cat -> cond
@@ -124,11 +150,10 @@ def category_plots(metrics: dict[str, Any]) -> list[tuple[str, str]]:
                             ci = s.get("ci") or [None, None]
                             found[m][cat][cond] = (s["mean"], ci[0], ci[1])
     out = []
-    order = list(conds)  # the tables list conditions in this order; the legends follow it
     for m, cats in found.items():
         groups = sorted(cats)
         present = {c for cat in cats.values() for c in cat}
-        names = [c for c in order if c in present]
+        names = table_order(md, [c for c in conds if c in present])  # the legend reads like the table
         img = bars_with_ci(f"{m} by category", groups, {n: [cats[g].get(n) for g in groups] for n in names}, m)
         if img:
             out.append((f"{m} by category", img))
@@ -150,7 +175,7 @@ def comparison_plots(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def recall_curves(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+def recall_curves(metrics: dict[str, Any], md: str = "") -> list[tuple[str, str]]:
     fams: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
     for cond, s in _summaries(metrics).items():
         for name, v in s.items():
@@ -163,7 +188,8 @@ def recall_curves(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         if not any(len(p) > 1 for p in curves.values()):
             continue
         fig, ax = _figure(7.0)
-        for cond, pts in curves.items():  # condition order, as in the tables
+        for cond in table_order(md, list(curves)):  # the legend reads like the table
+            pts = curves[cond]
             pts.sort()
             ax.plot([k for k, _ in pts], [v for _, v in pts], marker="o", label=cond)
         ax.set_xscale("log")
@@ -267,11 +293,11 @@ def render_html(run_dir: str | Path) -> Path:
                     continue  # a torn last line from an interrupted run
     md = (run_dir / "report.md").read_text() if (run_dir / "report.md").exists() else ""
     plots: list[tuple[str, str]] = []
-    for fn in (comparison_plots, category_plots, recall_curves):
+    for fn in (comparison_plots, lambda m: category_plots(m, md), lambda m: recall_curves(m, md)):
         try:
             plots += fn(metrics)
         except (KeyError, TypeError, ValueError) as e:  # a plot must never cost the report
-            plots.append((f"{fn.__name__} failed: {e}", ""))
+            plots.append((f"{getattr(fn, '__name__', 'plot')} failed: {e}", ""))
     plots += latency_cdf([s for s in samples if s.get("status", "ok") == "ok"])
     judge = metrics.get("judge") or run.get("judge") or {}
     jl = judge.get("label") if isinstance(judge, dict) else judge
