@@ -23,6 +23,7 @@ import html
 import io
 import json
 import re
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -66,9 +67,14 @@ def _figure(width_in: float, height_in: float = FIG_H_IN):
     return plt.subplots(figsize=(min(MAX_FIG_W_IN, max(MIN_FIG_W_IN, width_in)), height_in), layout="constrained")
 
 
-def _legend_outside(fig, ax) -> None:
-    """The legend right of the axes, entries in plotting order (= the table's order)."""
+def _legend_outside(fig, ax, title: str) -> None:
+    """The legend right of the axes, entries in plotting order (= the table's order), and the title over the
+    axes, wrapped to the axes' width so it never runs under the legend (sizes: ~0.075 in per 10 pt character,
+    ~0.055 in per 7 pt legend character)."""
     handles, labels = ax.get_legend_handles_labels()
+    legend_in = (0.055 * max(len(str(x)) for x in labels) + 0.5) if labels else 0.0
+    axes_in = fig.get_figwidth() - legend_in - 0.9
+    ax.set_title(textwrap.fill(title, width=max(24, int(axes_in / 0.075))), fontsize=10)
     if handles:
         fig.legend(handles, labels, loc="outside right upper", fontsize=7, frameon=False)
 
@@ -96,11 +102,10 @@ def bars_with_ci(title: str, groups: list[str], series: dict[str, list[tuple[flo
             hi = np.array([max(0.0, v[2] - v[0]) if c else 0.0 for v, c in zip(vals, ci, strict=True)])
             ax.errorbar(xs[ci], means[ci], yerr=[lo[ci], hi[ci]], fmt="none", ecolor="#333", elinewidth=1, capsize=3)
     ax.set_xticks(x)
-    ax.set_xticklabels(groups, rotation=30 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center",
-                       fontsize=8)
-    ax.set_title(title, fontsize=10)
+    slant = len(groups) > 4 and max(len(str(g)) for g in groups) > 3  # long labels side by side would collide
+    ax.set_xticklabels(groups, rotation=30 if slant else 0, ha="right" if slant else "center", fontsize=8)
     ax.set_ylabel(ylabel)
-    _legend_outside(fig, ax)
+    _legend_outside(fig, ax, title)
     return _png(fig)
 
 
@@ -195,13 +200,12 @@ def recall_curves(metrics: dict[str, Any], md: str = "") -> list[tuple[str, str]
         ax.set_xscale("log")
         ax.set_xlabel("K")
         ax.set_ylim(0, 1.02)
-        ax.set_title(f"{fam}@K", fontsize=10)
-        _legend_outside(fig, ax)
+        _legend_outside(fig, ax, f"{fam}@K")
         out.append((f"{fam}@K", _png(fig)))
     return out
 
 
-def latency_cdf(samples: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def latency_cdf(samples: list[dict[str, Any]], md: str = "") -> list[tuple[str, str]]:
     lat: dict[str, list[float]] = defaultdict(list)
     seen: set[tuple[str, str]] = set()
     for s in samples:
@@ -216,14 +220,14 @@ def latency_cdf(samples: list[dict[str, Any]]) -> list[tuple[str, str]]:
     import numpy as np
 
     fig, ax = _figure(7.5)
-    for b, xs in lat.items():  # first-seen order of the samples
+    for b in table_order(md, list(lat)):  # the legend reads like the backends table
+        xs = lat[b]
         x = np.sort(np.asarray(xs))
         ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{b} (n={x.size})")
     ax.set_xscale("log")
     ax.set_xlabel("retrieve latency, ms (client-observed)")
     ax.set_ylabel("fraction ≤ x")
-    ax.set_title("Retrieval latency CDF", fontsize=10)
-    _legend_outside(fig, ax)
+    _legend_outside(fig, ax, "Retrieval latency CDF")
     return [("Retrieval latency CDF", _png(fig))]
 
 
@@ -298,7 +302,7 @@ def render_html(run_dir: str | Path) -> Path:
             plots += fn(metrics)
         except (KeyError, TypeError, ValueError) as e:  # a plot must never cost the report
             plots.append((f"{getattr(fn, '__name__', 'plot')} failed: {e}", ""))
-    plots += latency_cdf([s for s in samples if s.get("status", "ok") == "ok"])
+    plots += latency_cdf([s for s in samples if s.get("status", "ok") == "ok"], md)
     judge = metrics.get("judge") or run.get("judge") or {}
     jl = judge.get("label") if isinstance(judge, dict) else judge
     figs = "".join(f'<figure><img src="{src}" alt="{html.escape(t)}"><figcaption>{html.escape(t)}</figcaption></figure>'
