@@ -245,3 +245,22 @@ def test_coerce_option():
         with pytest.raises(OptionError) as ei:
             coerce_option(name, default, value)
         assert ei.value.option == name and str(ei.value).startswith(f"options.{name}:")
+
+
+async def test_runner_marks_a_backend_dead_on_failed_precondition():
+    from services.adapters.client import BackendError
+    from services.coordinator.runner import run_one
+    from services.coordinator.suites.base import Condition, Probe
+
+    class Refusing:
+        name = "t"
+
+        async def run_probe(self, ctx, probe, cond):
+            raise BackendError("openclaw", "FAILED_PRECONDITION", "openclaw needs the LLM endpoint ...")
+
+    failures: dict[str, str] = {}
+    cond = Condition("openclaw", ("backend:openclaw",))
+    first = await run_one(Refusing(), None, Probe(id="p1", question="q"), cond, failures)
+    assert first["status"] == "error" and failures["openclaw"].startswith("failed mid-run: FAILED_PRECONDITION")
+    second = await run_one(Refusing(), None, Probe(id="p2", question="q"), cond, failures)
+    assert second["error"].startswith("backend openclaw unavailable")  # not retried probe after probe
