@@ -140,7 +140,11 @@ class Rig:
         if not port:
             return ""
         path = "/__admin/metrics" if module == "services.fault_proxy" else "/metrics"
-        return str(prom_targets.write_target(key, key.split("/", 1)[0], port, pid, metrics_path=path))
+        try:
+            return str(prom_targets.write_target(key, key.split("/", 1)[0], port, pid, metrics_path=path))
+        except OSError as e:  # observability must never stop the rig from starting
+            print(f"launcher: no Prometheus target for {key}: {e}", file=sys.stderr)
+            return ""
 
     async def start_service(self, name: str, port: int = 0, extra: list[str] | None = None) -> Proc:
         spec = SERVICES.get(name)
