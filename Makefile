@@ -82,7 +82,7 @@ observe: setup
 	$(BIN)/memrig observe
 
 load: setup
-	$(BIN)/python -m loadtests.run --workers $(WORKERS) $(if $(OUT),--out $(OUT),)
+	$(BIN)/python -m loadtests.run --workers $(WORKERS) --metrics-port $(or $(METRICS_PORT),0) $(if $(OUT),--out $(OUT),)
 
 load-bench: setup
 	$(BIN)/python -m loadtests.bench --out $(if $(OUT),$(OUT),results/load-bench)

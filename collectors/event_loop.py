@@ -13,11 +13,13 @@ import time
 import numpy as np
 from prometheus_client import CollectorRegistry, Histogram
 
+from collectors.buckets import LATENCY_BUCKETS_S
 from collectors.prom import get_metric
 from collectors.samples import SampleSink
 from collectors.tasks import start_task, stop_task
 
-DELAY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Loop delays are mostly sub-millisecond; the shared bounds (collectors/buckets.py) above 1 ms, up to 10 s.
+DELAY_BUCKETS = (0.0005, *(b for b in LATENCY_BUCKETS_S if b <= 10.0))
 
 
 def window_summary(delays_s: list[float]) -> dict:

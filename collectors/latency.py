@@ -12,12 +12,13 @@ from collections.abc import Sequence
 import numpy as np
 from prometheus_client import CollectorRegistry, Histogram
 
+from collectors.buckets import LATENCY_BUCKETS_S
 from collectors.prom import get_metric
 from collectors.samples import SampleSink
 
-# A turn includes an LLM call, so buckets reach 60 s (the prometheus_client defaults stop at 10 s).
-TURN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0,
-                5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0)
+# A turn includes an LLM call, so buckets reach 60 s (the prometheus_client defaults stop at 10 s); bounds sit on
+# the rig's own delays and timeouts (collectors/buckets.py).
+TURN_BUCKETS = LATENCY_BUCKETS_S
 
 
 def percentile_summary(values_s: Sequence[float]) -> dict[str, float | int | None]:

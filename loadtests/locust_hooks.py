@@ -25,6 +25,7 @@ from locust.runners import WorkerRunner
 from loadtests.fault_timeline import FaultAdmin, load_timeline, run_timeline, timeline_to_json
 from loadtests.prom_exporter import start_exporter
 from loadtests.request_log import RequestLogWriter
+from services.common import prom_targets
 
 log = logging.getLogger("memrig.load")
 _state: dict[str, Any] = {}
@@ -79,6 +80,8 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     if opts.metrics_port >= 0:
         _server, port = start_exporter(environment, opts.metrics_port)
         _state["metrics_port"] = port
+        # A file_sd target so Prometheus finds the exporter on any port (services/common/prom_targets.py).
+        _state["target"] = prom_targets.write_target("locust", "locust", port)
         log.info("METRICS http=%d", port)
         if run_dir is not None:
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -136,6 +139,7 @@ def _on_test_stop(environment: Any, **_kw: Any) -> None:
 @events.quitting.add_listener
 def _on_quitting(environment: Any, **_kw: Any) -> None:
     _stop_timeline()
+    prom_targets.remove_target(_state.pop("target", None))
     w = _state.pop("writer", None)
     if w:
         w.close()

@@ -2,12 +2,13 @@
 
     python -m loadtests.run [--workers N] [--target cortex|grpc] [--users 10] [--spawn-rate 5] [--duration 30]
                             [--shape none|step|spike|soak] [--shape-params JSON] [--faults none|seeded:SEED|FILE]
-                            [--host URL] [--out DIR] [--metrics-port -1]
+                            [--host URL] [--out DIR] [--metrics-port 0]
 
 Without --host it starts what it targets with services/launcher.py (cortex: cortex-mock behind the fault
 proxy; grpc: the `--backend` adapter) and stops exactly those processes afterwards. With --workers N > 0 the
 master binds 127.0.0.1 on a free port and N worker processes join it with --master-host 127.0.0.1; with 0
-it is one local process. Locust's CSV/JSON/HTML, the per-request log, the fault events and a markdown summary
+it is one local process. The master serves Prometheus metrics (--metrics-port, default any free port) and
+writes a file_sd target for it, so `memrig observe` scrapes it with no configuration. Locust's CSV/JSON/HTML, the per-request log, the fault events and a markdown summary
 (`locust_summary.md`, closed model) land in the output directory.
 """
 
@@ -125,7 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--host", default="", help="target URL/address; when empty the rig starts one")
     ap.add_argument("--backend", default="full-context", help="adapter for --target grpc")
     ap.add_argument("--embedder", default="hash", help="embedder of a started cortex-mock or adapter")
-    ap.add_argument("--metrics-port", type=int, default=-1, help="Prometheus exporter on the master (-1 off, 0 any)")
+    ap.add_argument("--metrics-port", type=int, default=0,
+                    help="Prometheus exporter on the master (-1 off; default 0 = any free port, announced to "
+                    "Prometheus through a file_sd target)")
     ap.add_argument("--out", default="", help="output directory (default results/load/<utc time>)")
     a = ap.parse_args(argv)
     if a.workers < 0:
@@ -133,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(a.out or ROOT / "results" / "load" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())).resolve()
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1", MEMRIG_LOAD_SEED=str(a.seed))
+    # The master runs with cwd=ROOT: hand it the absolute targets directory this shell's rig uses.
+    from services.common.prom_targets import targets_dir
+
+    env["MEMRIG_TARGETS_DIR"] = str(targets_dir())
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), str(ROOT / "proto"), env.get("PYTHONPATH", "")) if p)
     if a.shape != "none":
         env["MEMRIG_LOAD_SHAPE"] = a.shape

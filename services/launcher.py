@@ -2,7 +2,9 @@
 
 Every service prints `READY key=port ... pid=PID` on stdout when it serves; the launcher sends stdout and
 stderr to a log file per process and waits for that line. `memrig up` records what it started in a state file
-so `memrig down` stops exactly those PIDs (SIGTERM, then SIGKILL after a grace period).
+so `memrig down` stops exactly those PIDs (SIGTERM, then SIGKILL after a grace period). Each process it starts
+gets a Prometheus file_sd target file while it runs (services/common/prom_targets.py), so Prometheus scrapes
+processes on port 0 with no hand-written config.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.registry import get_spec
+from services.common import prom_targets
 
 _READY_RE = re.compile(r"^READY((?:\s+\w+=\d+)+)\s*$", re.M)
 
@@ -60,6 +63,7 @@ class Proc:
     url: str
     log: str
     argv: list[str] = field(default_factory=list)
+    target: str = ""  # its Prometheus file_sd target file ("" when it serves no /metrics)
 
     def alive(self) -> bool:
         try:
@@ -127,9 +131,23 @@ class Rig:
                 raise LaunchError(f"{key} not ready after {timeout}s; log {log_path}:\n{text[-2000:]}")
             await asyncio.sleep(0.05)
         url = url_template.format(**ports) if url_template else ""
-        proc = Proc(key, p.pid, ports, url, str(log_path), argv)
+        proc = Proc(key, p.pid, ports, url, str(log_path), argv, target=self._write_target(key, module, ports, p.pid))
         self.procs[key] = proc
         return proc
+
+    @staticmethod
+    def _write_target(key: str, module: str, ports: dict[str, int], pid: int) -> str:
+        """gRPC processes serve /metrics on their `metrics` side port, HTTP ones on their `http` port; the fault
+        proxy under its admin prefix (every other path is forwarded upstream)."""
+        port = ports.get("metrics") or ports.get("http")
+        if not port:
+            return ""
+        path = "/__admin/metrics" if module == "services.fault_proxy" else "/metrics"
+        try:
+            return str(prom_targets.write_target(key, key.split("/", 1)[0], port, pid, metrics_path=path))
+        except OSError as e:  # observability must never stop the rig from starting
+            print(f"launcher: no Prometheus target for {key}: {e}", file=sys.stderr)
+            return ""
 
     async def start_service(self, name: str, port: int = 0, extra: list[str] | None = None) -> Proc:
         spec = SERVICES.get(name)
@@ -197,6 +215,7 @@ class Rig:
         if proc is not None:
             self._kill(proc.pid)
             self._popen.pop(key, None)
+            prom_targets.remove_target(proc.target)
 
     def stop_order(self) -> list[str]:
         """Dependents first: backends, then the proxy, then what they depended on."""

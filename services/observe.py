@@ -1,19 +1,19 @@
 """`memrig observe` (`make observe`): start Prometheus (and Grafana when installed) against a running rig.
 
-Prometheus gets a rendered copy of deploy/prometheus/prometheus.yml: the default-port jobs, plus a file_sd target
-file written from the rig's state file (`.memrig/run/state.json`, written by `memrig up`), so processes started on
-ephemeral ports (and the backend adapters' metrics ports) are scraped too. Grafana, if `grafana-server` (or
+Prometheus gets a rendered copy of deploy/prometheus/prometheus.yml whose one file_sd job reads the targets
+directory every rig process writes itself into (services/common/prom_targets.py: `memrig up`, `memrig bench`,
+the turn simulator, `make load`'s locust master), so processes on ephemeral ports are scraped with no manual
+target files. Grafana, if `grafana-server` (or
 `grafana server`) is on PATH, gets deploy/grafana/provisioning with the datasource pointed at this Prometheus and
 the dashboards path pointed at deploy/grafana/dashboards. Everything binds 127.0.0.1; the processes started here
 are stopped by PID on SIGINT/SIGTERM.
 
-    memrig observe [--prometheus-port 9090] [--grafana-port 3000] [--state .memrig/run/state.json]
+    memrig observe [--prometheus-port 9090] [--grafana-port 3000] [--targets .memrig/targets]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -22,44 +22,17 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+
+from services.common import prom_targets
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
-
-
-def targets_from_state(state: dict[str, Any]) -> list[dict[str, Any]]:
-    """file_sd groups for every process in a launcher state file: one target per HTTP/metrics port.
-
-    Which port serves /metrics: `metrics` (gRPC processes' side server) else `http`; the fault proxy's
-    metrics path is /__admin/metrics (set through the `__metrics_path__` label)."""
-    groups = []
-    for key, proc in sorted(state.items()):
-        ports = proc.get("ports", {})
-        port = ports.get("metrics") or ports.get("http")
-        if not port:
-            continue
-        labels = {"service": key.replace("/", "_"), "pid": str(proc.get("pid", ""))}
-        if key == "fault-proxy":
-            labels["__metrics_path__"] = "/__admin/metrics"
-        groups.append({"targets": [f"127.0.0.1:{port}"], "labels": labels})
-    return groups
 
 
 def render_prometheus_config(base: str, targets_dir: Path) -> str:
     """The deploy config with its file_sd path made absolute (Prometheus resolves it from the config's folder,
     which is the run directory here)."""
     return base.replace('files: ["targets/*.json"]', f'files: ["{targets_dir}/*.json"]')
-
-
-def write_targets(state_file: Path, targets_dir: Path) -> int:
-    targets_dir.mkdir(parents=True, exist_ok=True)
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
-    groups = targets_from_state(state)
-    tmp = targets_dir / "rig.json.tmp"
-    tmp.write_text(json.dumps(groups, indent=2))
-    tmp.replace(targets_dir / "rig.json")  # atomic, so Prometheus never reads half a file
-    return len(groups)
 
 
 def render_grafana_provisioning(dst: Path, prometheus_url: str) -> Path:
@@ -148,7 +121,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="memrig observe", description=__doc__.split("\n\n")[0])
     ap.add_argument("--prometheus-port", type=int, default=9090, help="Prometheus UI/API port (default 9090)")
     ap.add_argument("--grafana-port", type=int, default=3000, help="Grafana port if installed (default 3000)")
-    ap.add_argument("--state", default=".memrig/run/state.json", help="the rig's state file (from `memrig up`)")
+    ap.add_argument("--targets", default=None, help="file_sd targets directory the rig writes (default "
+                    "$MEMRIG_TARGETS_DIR, else $MEMRIG_STATE_DIR/targets, i.e. .memrig/targets)")
     ap.add_argument("--run-dir", default=".memrig/observe", help="Prometheus data, rendered configs, logs")
     ap.add_argument("--config", default=str(DEPLOY / "prometheus" / "prometheus.yml"), help="Prometheus config")
     ap.add_argument("--no-grafana", action="store_true", help="start Prometheus only")
@@ -159,9 +133,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     run_dir = Path(args.run_dir).resolve()
-    targets_dir = run_dir / "targets"
-    state_file = Path(args.state)
-    n = write_targets(state_file, targets_dir)
+    targets_dir = Path(args.targets).resolve() if args.targets else prom_targets.targets_dir()
+    targets_dir.mkdir(parents=True, exist_ok=True)
+    prom_targets.prune_dead(targets_dir)
+    n = len(list(targets_dir.glob("*.json")))
     cfg = render_prometheus_config(Path(args.config).read_text(), targets_dir)
     try:
         prom = start_prometheus(run_dir, args.prometheus_port, cfg)
@@ -170,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     prom_url = f"http://127.0.0.1:{args.prometheus_port}"
     procs = [prom]
-    print(f"prometheus {prom_url} (pid {prom.pid}); {n} rig target(s) from {state_file}", flush=True)
+    print(f"prometheus {prom_url} (pid {prom.pid}); {n} rig target(s) now in {targets_dir}", flush=True)
     graf = None if args.no_grafana else start_grafana(run_dir, args.grafana_port, prom_url)
     if graf is not None:
         procs.append(graf)
@@ -192,7 +167,6 @@ def main(argv: list[str] | None = None) -> int:
             if args.duration_s and time.monotonic() - t0 >= args.duration_s:
                 break
             time.sleep(1.0)
-            write_targets(state_file, targets_dir)  # the rig may have started or stopped processes
     finally:
         for p in reversed(procs):
             stop_process(p)

@@ -38,7 +38,7 @@ async def test_list_run_get(coordinator):
 
     opts = struct_pb2.Struct()
     opts.update({"limit": 4})
-    out = tmp / "run1"
+    out = tmp / "results" / "run1"  # RunSuite and GetRun stay inside the results root
     events = [ev async for ev in stub.RunSuite(cpb.RunSuiteRequest(
         suite="cortex-v1", backends=["none", "full-context"], out_dir=str(out), options=opts), timeout=300)]
     phases = [e.phase for e in events]

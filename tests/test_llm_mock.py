@@ -404,7 +404,7 @@ async def test_chat_response_shape_and_usage():
         ({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 2.5}, "temperature", "2.5"),
         ({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": -0.1}, "temperature", "range"),
         ({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": "hot"}, "temperature", "number"),
-        ({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True}, "stream", "Streaming"),
+        ({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": "yes"}, "stream", "boolean"),
         ({"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": 0}, "max_tokens", "max_tokens"),
     ],
 )

@@ -27,6 +27,7 @@ from loadtests.request_log import RequestLogWriter, failures_by_window, read_req
 from loadtests.stages import Stage, stages_for, stages_from_env, tick_for
 from loadtests.summary import CO_LABEL, fault_windows_wall, load_locust_run, summarise_locust_run
 from loadtests.workload import Payloads, queries
+from services.common import prom_targets
 
 
 def test_no_loadtests_module_imported_locust():
@@ -262,12 +263,16 @@ async def test_fault_window_shows_up_as_failures_inside_that_window(tmp_path):
     run = asyncio.create_task(_run_load(tmp_path, "--users", "4", "--spawn-rate", "4",
                                         "--duration", "5", "--faults", timeline, "--metrics-port", "0"))
     # While it runs: the master's Prometheus exporter serves locust's figures.
-    port_file, scraped = tmp_path / "locust_metrics_port", ""
+    port_file, scraped, targets = tmp_path / "locust_metrics_port", "", {}
     async with aiohttp.ClientSession() as http:
         for _ in range(200):
             if run.done():
                 break
             if port_file.exists() and port_file.read_text().strip():
+                # the master announced its exporter as a Prometheus file_sd target, and so did the rig's processes
+                for f in prom_targets.targets_dir().glob("*.json"):
+                    g = json.loads(f.read_text())[0]
+                    targets[g["labels"]["job"]] = g
                 async with http.get(f"http://127.0.0.1:{port_file.read_text().strip()}/metrics") as r:
                     scraped = await r.text()
                 if 'memrig_locust_requests_total{method="POST",name="/v1/retrieve [fast]"}' in scraped:
@@ -276,6 +281,9 @@ async def test_fault_window_shows_up_as_failures_inside_that_window(tmp_path):
     code, text = await run
     assert code == 0, text + _master_log(tmp_path)
     assert "memrig_locust_response_time_seconds_bucket" in scraped and "memrig_locust_users" in scraped
+    assert targets["locust"]["targets"] == [f"127.0.0.1:{port_file.read_text().strip()}"]
+    assert targets["fault-proxy"]["labels"]["__metrics_path__"] == "/__admin/metrics" and "cortex-mock" in targets
+    assert list(prom_targets.targets_dir().glob("*.json")) == []  # every process removed its target on exit
 
     events = [json.loads(x) for x in (tmp_path / "fault_events.jsonl").read_text().splitlines()]
     assert [(e["action"], e["name"], e["ok"]) for e in events] == [("apply", "down", True), ("remove", "down", True)]

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from services import observe
-from services.launcher import SERVICES
+from services.common import prom_targets
 
 REPO = Path(__file__).resolve().parents[1]
 DASHBOARDS = sorted((REPO / "deploy" / "grafana" / "dashboards").glob("*.json"))
@@ -67,30 +67,13 @@ def test_dashboards_use_the_provisioned_datasource_uid_and_stable_uids():
         assert needed in titles, needed
 
 
-def test_prometheus_config_matches_launcher_ports():
+def test_prometheus_config_has_only_the_file_sd_job():
+    # Every rig process is on a free port and announces itself in the targets directory; static jobs on the
+    # default ports were DOWN whenever the rig ran on port 0 (issue 15), so there are none.
     cfg = yaml.safe_load((REPO / "deploy/prometheus/prometheus.yml").read_text())
-    jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
-    for name in ("llm-mock", "cortex-mock", "fault-proxy"):
-        assert jobs[name]["static_configs"][0]["targets"] == [f"127.0.0.1:{SERVICES[name].default_port}"]
-    assert jobs["fault-proxy"]["metrics_path"] == "/__admin/metrics"
-    from services.turn_sim.__main__ import DEFAULT_PORT
-
-    assert jobs["turn-sim"]["static_configs"][0]["targets"] == [f"127.0.0.1:{DEFAULT_PORT}"]
-    assert jobs["coordinator"]["static_configs"][0]["targets"] == [
-        f"127.0.0.1:{SERVICES['coordinator'].default_port + 1}"]
-
-
-def test_targets_from_state_file():
-    state = {"llm-mock": {"pid": 5, "ports": {"http": 4100}},
-             "backend/openclaw": {"pid": 6, "ports": {"grpc": 4200, "metrics": 4201}},
-             "fault-proxy": {"pid": 7, "ports": {"http": 4300}},
-             "weird": {"pid": 8, "ports": {}}}
-    groups = observe.targets_from_state(state)
-    by = {g["labels"]["service"]: g for g in groups}
-    assert by["llm-mock"]["targets"] == ["127.0.0.1:4100"]
-    assert by["backend_openclaw"]["targets"] == ["127.0.0.1:4201"]
-    assert by["fault-proxy"]["labels"]["__metrics_path__"] == "/__admin/metrics"
-    assert "weird" not in by
+    assert [j["job_name"] for j in cfg["scrape_configs"]] == ["rig"]
+    assert cfg["scrape_configs"][0]["file_sd_configs"][0]["files"] == ["targets/*.json"]
+    assert not any("static_configs" in j for j in cfg["scrape_configs"])
 
 
 def test_render_prometheus_config_makes_file_sd_absolute(tmp_path):
@@ -138,6 +121,7 @@ async def test_prometheus_scrapes_a_short_run_and_every_panel_has_data(tmp_path)
     from services.turn_sim.workload import seed_history
 
     rig = Rig(tmp_path / "run")
+    sim_target = None
     metrics_runner, sim_port = await start_metrics_server(port=0, registry=REGISTRY)
     prom = None
     net = NetworkCounter("turn_sim_test")
@@ -148,14 +132,14 @@ async def test_prometheus_scrapes_a_short_run_and_every_panel_has_data(tmp_path)
         await rig.start_service("cortex-mock", extra=["--embedder", "hash"])
         proxy = await rig.start_service("fault-proxy")
         prom_port = _free_port()
-        jobs = {"llm-mock": (llm_p.ports["http"], "/metrics"),
-                "cortex-mock": (rig.procs["cortex-mock"].ports["http"], "/metrics"),
-                "fault-proxy": (proxy.ports["http"], "/__admin/metrics"),
-                "turn-sim": (sim_port, "/metrics")}
-        cfg = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-               "scrape_configs": [{"job_name": j, "metrics_path": path,
-                                   "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
-                                  for j, (port, path) in jobs.items()]}
+        # No target is configured by hand: the launcher wrote one file_sd file per process it started, this
+        # process writes the turn simulator's, and Prometheus runs the deploy config (scrape interval shortened).
+        sim_target = prom_targets.write_target("turn-sim", "turn-sim", sim_port)
+        jobs = ("llm-mock", "cortex-mock", "fault-proxy", "turn-sim")
+        cfg = yaml.safe_load(observe.render_prometheus_config(
+            (REPO / "deploy/prometheus/prometheus.yml").read_text(), prom_targets.targets_dir()))
+        cfg["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
+        cfg["scrape_configs"][0]["file_sd_configs"][0]["refresh_interval"] = "1s"
         prom = await asyncio.to_thread(observe.start_prometheus, tmp_path / "prom", prom_port, yaml.safe_dump(cfg))
         base = f"http://127.0.0.1:{prom_port}"
 
@@ -219,6 +203,7 @@ async def test_prometheus_scrapes_a_short_run_and_every_panel_has_data(tmp_path)
         if prom is not None:
             observe.stop_process(prom)
         rig.stop_all()
+        prom_targets.remove_target(sim_target)
         await metrics_runner.cleanup()
 
 

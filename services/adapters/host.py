@@ -12,6 +12,7 @@ from typing import Any
 import psutil
 from prometheus_client import Counter, Histogram
 
+from collectors.buckets import LATENCY_BUCKETS_S
 from services.adapters.base import MemoryBackend, NamespaceLocks
 from services.common.types import (
     IngestBatch,
@@ -31,7 +32,7 @@ DURATION = Histogram(
     "memrig_backend_request_duration_seconds",
     "Backend RPC handling time",
     ["backend", "method"],
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+    buckets=(0.0005, *LATENCY_BUCKETS_S),  # on the rig's delays and timeouts (collectors/buckets.py)
 )
 ITEMS = Counter("memrig_backend_ingested_items_total", "Messages and documents ingested", ["backend"])
 

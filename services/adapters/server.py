@@ -14,7 +14,8 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import grpc
 
@@ -22,10 +23,10 @@ from memrig.v1 import memory_backend_pb2 as pb
 from memrig.v1 import memory_backend_pb2_grpc as pb_grpc
 from services.adapters.base import BackendContext, MemoryBackend
 from services.adapters.host import BackendHost
+from services.common.grpc_status import status_for
 from services.common.grpc_util import graceful_stop, install_stop_signals, start_server
 from services.common.metrics_http import start_metrics_server
 from services.common.types import (
-    ValidationError,
     batch_from_pb,
     dict_to_struct,
     query_from_pb,
@@ -36,68 +37,72 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["MemoryBackendService"].full_name
 
 
 class MemoryBackendServicer(pb_grpc.MemoryBackendServiceServicer):
+    """Every RPC goes through `_serve`: bad input is INVALID_ARGUMENT naming the field, a missing dependency
+    UNAVAILABLE / FAILED_PRECONDITION naming it (services/common/grpc_status.py), never UNKNOWN."""
+
     def __init__(self, host: BackendHost):
         self.host = host
 
-    async def _invalid(self, context: grpc.aio.ServicerContext, e: ValidationError):
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+    async def _serve(self, context: grpc.aio.ServicerContext, call: Callable[[], Awaitable[Any]]) -> Any:
+        try:
+            return await call()
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - mapped to a status, never leaked as UNKNOWN
+            code, message = status_for(e, self.host.name)
+            await context.abort(code, message)
 
     async def Describe(self, request, context):
-        d = await self.host.describe()
-        return pb.DescribeResponse(
-            name=d["name"],
-            version=d["version"],
-            config=dict_to_struct(d["config"]),
-            capabilities=[pb.Capability(name=c["name"], detail=c["detail"]) for c in d["capabilities"]],
-            embedder=d["embedder"],
-            embedding_dim=d["embedding_dim"],
-        )
+        async def call():
+            d = await self.host.describe()
+            return pb.DescribeResponse(
+                name=d["name"],
+                version=d["version"],
+                config=dict_to_struct(d["config"]),
+                capabilities=[pb.Capability(name=c["name"], detail=c["detail"]) for c in d["capabilities"]],
+                embedder=d["embedder"],
+                embedding_dim=d["embedding_dim"],
+            )
+        return await self._serve(context, call)
 
     async def Reset(self, request, context):
-        try:
-            n = await self.host.reset(request.namespace)
-        except ValidationError as e:
-            await self._invalid(context, e)
-        return pb.ResetResponse(items_removed=n)
+        async def call():
+            return pb.ResetResponse(items_removed=await self.host.reset(request.namespace))
+        return await self._serve(context, call)
 
     async def Ingest(self, request, context):
-        try:
-            batch = batch_from_pb(request)
-            counts = await self.host.ingest(request.namespace, batch)
-        except ValidationError as e:
-            await self._invalid(context, e)
-        return pb.IngestResponse(batch_id=request.batch_id, **counts)
+        async def call():
+            counts = await self.host.ingest(request.namespace, batch_from_pb(request))
+            return pb.IngestResponse(batch_id=request.batch_id, **counts)
+        return await self._serve(context, call)
 
     async def Settle(self, request, context):
-        try:
+        async def call():
             r = await self.host.settle(request.namespace, request.timeout_seconds)
-        except ValidationError as e:
-            await self._invalid(context, e)
-        return pb.SettleResponse(
-            settled=r.settled, items_indexed=r.items_indexed, items_pending=r.items_pending, counts=r.counts
-        )
+            return pb.SettleResponse(
+                settled=r.settled, items_indexed=r.items_indexed, items_pending=r.items_pending, counts=r.counts
+            )
+        return await self._serve(context, call)
 
     async def Retrieve(self, request, context):
-        try:
-            q = query_from_pb(request)
-            res = await self.host.retrieve(request.namespace, q)
-        except ValidationError as e:
-            await self._invalid(context, e)
-        return result_to_pb(res)
+        async def call():
+            return result_to_pb(await self.host.retrieve(request.namespace, query_from_pb(request)))
+        return await self._serve(context, call)
 
     async def Stats(self, request, context):
-        s = await self.host.stats(request.namespace)
-        return pb.StatsResponse(
-            namespaces=[
-                pb.NamespaceStats(
-                    namespace=n.namespace, sessions=n.sessions, messages=n.messages, documents=n.documents, items=n.items
-                )
-                for n in s["namespaces"]
-            ],
-            disk_bytes=s["disk_bytes"],
-            rss_bytes=s["rss_bytes"],
-            counters=s["counters"],
-        )
+        async def call():
+            s = await self.host.stats(request.namespace)
+            return pb.StatsResponse(
+                namespaces=[
+                    pb.NamespaceStats(namespace=n.namespace, sessions=n.sessions, messages=n.messages,
+                                      documents=n.documents, items=n.items)
+                    for n in s["namespaces"]
+                ],
+                disk_bytes=s["disk_bytes"],
+                rss_bytes=s["rss_bytes"],
+                counters=s["counters"],
+            )
+        return await self._serve(context, call)
 
 
 async def serve_backend(

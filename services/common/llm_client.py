@@ -21,9 +21,13 @@ DEFAULT_MOCK_MODEL = "memrig-llm-mock"
 
 
 class LLMError(RuntimeError):
-    def __init__(self, message: str, status: int | None = None):
+    """A failed LLM call: `status` is the HTTP status (None when the endpoint was not reached), `url` the
+    endpoint called, so a server can say which dependency is missing (services/common/grpc_status.py)."""
+
+    def __init__(self, message: str, status: int | None = None, url: str | None = None):
         super().__init__(message)
         self.status = status
+        self.url = url
 
 
 @dataclass
@@ -132,11 +136,11 @@ class LLMClient:
                         if resp.status == 429 or resp.status >= 500:
                             ra = resp.headers.get("Retry-After")
                             retry_after = float(ra) if ra and ra.replace(".", "", 1).isdigit() else None
-                            err = LLMError(f"LLM call failed: {resp.status} — {text}", resp.status)
+                            err = LLMError(f"LLM call failed: {resp.status} — {text}", resp.status, url)
                         else:
-                            raise LLMError(f"LLM call failed: {resp.status} — {text}", resp.status)
+                            raise LLMError(f"LLM call failed: {resp.status} — {text}", resp.status, url)
                 except (TimeoutError, aiohttp.ClientConnectionError) as e:
-                    err = LLMError(f"LLM call to {url} failed: {type(e).__name__}: {e}")
+                    err = LLMError(f"LLM call to {url} failed: {type(e).__name__}: {e}", url=url)
                 if attempt > self.config.max_retries:
                     raise err
                 delay = retry_after if retry_after is not None else min(

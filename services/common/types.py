@@ -16,6 +16,14 @@ from memrig.v1 import memory_backend_pb2 as pb
 
 MAX_QUERY_CHARS = 2000
 MAX_TOP_K = 200
+# Ingest limits (stated in proto/memrig/v1/memory_backend.proto too). One message or document of at most 200k
+# characters (~50k tokens: a long pasted log; LongMemEval's longest turn is ~5k characters); a 4.8 MB message
+# took minutes to chunk and embed and is a client bug, not a memory.
+MAX_CONTENT_CHARS = 200_000
+MAX_ID_CHARS = 512
+MAX_BATCH_ITEMS = 100_000  # messages + documents in one Ingest
+MAX_BATCH_CHARS = 32_000_000  # all contents of one Ingest together
+MESSAGE_ROLES = ("user", "assistant", "system", "tool")
 
 
 class ValidationError(ValueError):
@@ -179,10 +187,16 @@ def validate_batch(batch: IngestBatch) -> None:
         raise ValidationError("sessions", "a batch needs at least one session or document")
     seen_sessions: set[str] = set()
     seen_ids: set[str] = set()
+    items = batch.message_count + len(batch.documents)
+    if items > MAX_BATCH_ITEMS:
+        raise ValidationError("sessions", f"a batch holds at most {MAX_BATCH_ITEMS} messages + documents "
+                              f"(got {items}); split it")
+    total_chars = 0
     for i, s in enumerate(batch.sessions):
         where = f"sessions[{i}]"
         if not s.session_id:
             raise ValidationError(f"{where}.session_id", "is required")
+        _check_id_length(f"{where}.session_id", s.session_id)
         if s.session_id in seen_sessions:
             raise ValidationError(f"{where}.session_id", f"duplicate session id {s.session_id!r} in batch")
         seen_sessions.add(s.session_id)
@@ -197,10 +211,14 @@ def validate_batch(batch: IngestBatch) -> None:
             if m.id in seen_ids:
                 raise ValidationError(f"{mw}.id", f"duplicate message id {m.id!r} in batch")
             seen_ids.add(m.id)
+            _check_id_length(f"{mw}.id", m.id)
             if not m.role:
                 raise ValidationError(f"{mw}.role", "is required")
+            if m.role not in MESSAGE_ROLES:
+                raise ValidationError(f"{mw}.role", f"must be one of {', '.join(MESSAGE_ROLES)} (got {m.role[:40]!r})")
             if not isinstance(m.content, str) or not m.content.strip():
                 raise ValidationError(f"{mw}.content", "must be non-empty text")
+            total_chars += _check_content_length(f"{mw}.content", m.content)
     for i, d in enumerate(batch.documents):
         where = f"documents[{i}]"
         if not d.id:
@@ -208,8 +226,25 @@ def validate_batch(batch: IngestBatch) -> None:
         if d.id in seen_ids:
             raise ValidationError(f"{where}.id", f"duplicate id {d.id!r} in batch")
         seen_ids.add(d.id)
+        _check_id_length(f"{where}.id", d.id)
         if not isinstance(d.text, str) or not d.text.strip():
             raise ValidationError(f"{where}.text", "must be non-empty text")
+        total_chars += _check_content_length(f"{where}.text", d.text)
+    if total_chars > MAX_BATCH_CHARS:
+        raise ValidationError("sessions", f"a batch holds at most {MAX_BATCH_CHARS} characters of content "
+                              f"(got {total_chars}); split it")
+
+
+def _check_id_length(field_name: str, value: str) -> None:
+    if len(value) > MAX_ID_CHARS:
+        raise ValidationError(field_name, f"must be at most {MAX_ID_CHARS} characters (got {len(value)})")
+
+
+def _check_content_length(field_name: str, text: str) -> int:
+    if len(text) > MAX_CONTENT_CHARS:
+        raise ValidationError(field_name, f"must be at most {MAX_CONTENT_CHARS} characters (got {len(text)}); "
+                              "split long text into several messages or documents")
+    return len(text)
 
 
 def validate_query(q: RetrieveQuery) -> None:

@@ -87,7 +87,7 @@ async def _run_costs(out: Path) -> dict[str, Any]:
     except ModuleNotFoundError as e:
         return {"state": "skipped", "reason": f"cost scenarios not available in this checkout ({e.name})"}
     try:
-        res = await run_costs(out, quick=True)
+        res = await run_costs(out, quick=True, metrics_port=0)  # /metrics + a file_sd target while it runs
         return {"state": "ok", "dir": "costs", "results": res}
     except Exception as e:  # noqa: BLE001
         return {"state": "failed", "reason": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]}

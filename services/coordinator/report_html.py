@@ -8,6 +8,11 @@ base64 PNGs made with matplotlib's Agg backend:
   summaries;
 - retrieval latency CDFs per backend, from the raw retrieval records in samples.jsonl.
 
+Figures are drawn for the page: at most `MAX_FIG_W_IN` × `DPI` = 1050 px wide (the body is 1100 px), legends
+outside the axes (constrained layout makes room, so they never cover a bar) in the order of the report's tables,
+whiskers only on bars that have a CI; the CSS scales any image down (`max-width: 100%`) instead of cutting it.
+The "Judge:" line follows the page's H1.
+
 `render_html(run_dir) -> Path` writes `<run_dir>/report.html` and returns its path.
 """
 
@@ -18,11 +23,16 @@ import html
 import io
 import json
 import re
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 _KAT = re.compile(r"^(.*?)(?:@|_at_)(\d+)$")
+DPI = 100
+MAX_FIG_W_IN = 10.5  # 1050 px: fits the 1100 px body with its padding
+MIN_FIG_W_IN = 5.0
+FIG_H_IN = 3.6
 
 
 def _plt():
@@ -36,7 +46,8 @@ def _plt():
 
 def _png(fig) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    # No bbox_inches="tight": it can grow the image past the figure size; constrained layout already fits.
+    fig.savefig(buf, format="png", dpi=DPI)
     _plt().close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
@@ -51,31 +62,80 @@ def _summaries(metrics: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
+def _figure(width_in: float, height_in: float = FIG_H_IN):
+    plt = _plt()
+    return plt.subplots(figsize=(min(MAX_FIG_W_IN, max(MIN_FIG_W_IN, width_in)), height_in), layout="constrained")
+
+
+def _legend_outside(fig, ax, title: str) -> None:
+    """The legend right of the axes, entries in plotting order (= the table's order), and the title over the
+    axes, wrapped to the axes' width so it never runs under the legend (sizes: ~0.075 in per 10 pt character,
+    ~0.055 in per 7 pt legend character)."""
+    handles, labels = ax.get_legend_handles_labels()
+    legend_in = (0.055 * max(len(str(x)) for x in labels) + 0.5) if labels else 0.0
+    axes_in = fig.get_figwidth() - legend_in - 0.9
+    ax.set_title(textwrap.fill(title, width=max(24, int(axes_in / 0.075))), fontsize=10)
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", fontsize=7, frameon=False)
+
+
 def bars_with_ci(title: str, groups: list[str], series: dict[str, list[tuple[float | None, float | None, float | None]]],
                  ylabel: str = "") -> str | None:
-    """Grouped bars: x = groups, one bar per series, whiskers from (mean, lo, hi)."""
+    """Grouped bars: x = groups, one bar per series in the given order, whiskers from (mean, lo, hi) on the bars
+    that have both CI bounds (none, and no cap, on the others; a missing mean draws no bar)."""
     if not groups or not series:
         return None
-    plt = _plt()
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(groups) * max(1, len(series)) * 0.5 + 2), 3.4))
-    width = 0.8 / max(1, len(series))
+    n = max(1, len(series))
+    longest = max(len(str(k)) for k in series)
+    fig, ax = _figure(0.28 * len(groups) * n + 0.35 * len(groups) + 1.5 + 0.06 * min(40, longest))
+    width = 0.8 / n
     x = np.arange(len(groups))
     for i, (name, vals) in enumerate(series.items()):
-        means = [v[0] if v and v[0] is not None else 0.0 for v in vals]
-        lo = [max(0.0, (v[0] or 0.0) - v[1]) if v and v[1] is not None and v[0] is not None else 0.0 for v in vals]
-        hi = [max(0.0, v[2] - (v[0] or 0.0)) if v and v[2] is not None and v[0] is not None else 0.0 for v in vals]
-        ax.bar(x + i * width - 0.4 + width / 2, means, width, yerr=[lo, hi], capsize=3, label=name)
+        xs = x + i * width - 0.4 + width / 2
+        means = np.array([v[0] if v and v[0] is not None else np.nan for v in vals], dtype=float)
+        ci = np.array([bool(v) and None not in v[:3] for v in vals])
+        ax.bar(xs, np.nan_to_num(means, nan=0.0), width, label=name)
+        if ci.any():
+            lo = np.array([max(0.0, v[0] - v[1]) if c else 0.0 for v, c in zip(vals, ci, strict=True)])
+            hi = np.array([max(0.0, v[2] - v[0]) if c else 0.0 for v, c in zip(vals, ci, strict=True)])
+            ax.errorbar(xs[ci], means[ci], yerr=[lo[ci], hi[ci]], fmt="none", ecolor="#333", elinewidth=1, capsize=3)
     ax.set_xticks(x)
-    ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
-    ax.set_title(title, fontsize=10)
+    slant = len(groups) > 4 and max(len(str(g)) for g in groups) > 3  # long labels side by side would collide
+    ax.set_xticklabels(groups, rotation=30 if slant else 0, ha="right" if slant else "center", fontsize=8)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7)
+    _legend_outside(fig, ax, title)
     return _png(fig)
 
 
-def category_plots(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+def _md_tables(md: str) -> list[list[list[str]]]:
+    """The Markdown tables of report.md as rows of cells (separator rows dropped)."""
+    tables, cur = [], []
+    for line in md.splitlines() + [""]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= set("-: ") for c in cells):
+                cur.append(cells)
+        elif cur:
+            tables.append(cur)
+            cur = []
+    return tables
+
+
+def table_order(md: str, names: list[str]) -> list[str]:
+    """`names` in the order report.md's tables show them, so a legend reads like the table beside it: the first
+    table whose header row holds every name (conditions as columns), else the first whose first column does
+    (conditions as rows); the given order when no table holds them all."""
+    want = set(names)
+    tables = _md_tables(md)
+    for cells in [t[0] for t in tables] + [[r[0] for r in t if r] for t in tables]:
+        if want <= set(cells):
+            return [c for c in dict.fromkeys(cells) if c in want]
+    return list(names)
+
+
+def category_plots(metrics: dict[str, Any], md: str = "") -> list[tuple[str, str]]:
     """One bar chart per per-category metric found in the conditions (summaries with a CI, or plain means)."""
     conds = metrics.get("conditions") or {}
     found: dict[str, dict[str, dict[str, tuple]]] = defaultdict(lambda: defaultdict(dict))  # metric -> cat -> cond
@@ -97,7 +157,8 @@ def category_plots(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for m, cats in found.items():
         groups = sorted(cats)
-        names = sorted({c for cat in cats.values() for c in cat})
+        present = {c for cat in cats.values() for c in cat}
+        names = table_order(md, [c for c in conds if c in present])  # the legend reads like the table
         img = bars_with_ci(f"{m} by category", groups, {n: [cats[g].get(n) for g in groups] for n in names}, m)
         if img:
             out.append((f"{m} by category", img))
@@ -119,7 +180,7 @@ def comparison_plots(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def recall_curves(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+def recall_curves(metrics: dict[str, Any], md: str = "") -> list[tuple[str, str]]:
     fams: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
     for cond, s in _summaries(metrics).items():
         for name, v in s.items():
@@ -128,24 +189,23 @@ def recall_curves(metrics: dict[str, Any]) -> list[tuple[str, str]]:
                                                      or "ndcg" in m.group(1)):
                 fams[m.group(1)][cond].append((int(m.group(2)), float(v["mean"])))
     out = []
-    plt = _plt()
     for fam, curves in sorted(fams.items()):
         if not any(len(p) > 1 for p in curves.values()):
             continue
-        fig, ax = plt.subplots(figsize=(5, 3.2))
-        for cond, pts in sorted(curves.items()):
+        fig, ax = _figure(7.0)
+        for cond in table_order(md, list(curves)):  # the legend reads like the table
+            pts = curves[cond]
             pts.sort()
             ax.plot([k for k, _ in pts], [v for _, v in pts], marker="o", label=cond)
         ax.set_xscale("log")
         ax.set_xlabel("K")
         ax.set_ylim(0, 1.02)
-        ax.set_title(f"{fam}@K", fontsize=10)
-        ax.legend(fontsize=7)
+        _legend_outside(fig, ax, f"{fam}@K")
         out.append((f"{fam}@K", _png(fig)))
     return out
 
 
-def latency_cdf(samples: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def latency_cdf(samples: list[dict[str, Any]], md: str = "") -> list[tuple[str, str]]:
     lat: dict[str, list[float]] = defaultdict(list)
     seen: set[tuple[str, str]] = set()
     for s in samples:
@@ -159,16 +219,15 @@ def latency_cdf(samples: list[dict[str, Any]]) -> list[tuple[str, str]]:
         return []
     import numpy as np
 
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
-    for b, xs in sorted(lat.items()):
+    fig, ax = _figure(7.5)
+    for b in table_order(md, list(lat)):  # the legend reads like the backends table
+        xs = lat[b]
         x = np.sort(np.asarray(xs))
         ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{b} (n={x.size})")
     ax.set_xscale("log")
     ax.set_xlabel("retrieve latency, ms (client-observed)")
     ax.set_ylabel("fraction ≤ x")
-    ax.set_title("Retrieval latency CDF", fontsize=10)
-    ax.legend(fontsize=7)
+    _legend_outside(fig, ax, "Retrieval latency CDF")
     return [("Retrieval latency CDF", _png(fig))]
 
 
@@ -219,8 +278,8 @@ def markdown_to_html(md: str) -> str:
 CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
        "table{border-collapse:collapse;margin:.6em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px}"
        "th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}blockquote{border-left:4px solid #d33;"
-       "margin:0;padding:.3em 1em;background:#fff4f4}figure{display:inline-block;margin:.5em}"
-       "figcaption{font-size:12px;color:#555}")
+       "margin:0;padding:.3em 1em;background:#fff4f4}figure{display:inline-block;margin:.5em 0;max-width:100%}"
+       "img{max-width:100%;height:auto}figcaption{font-size:12px;color:#555}")
 
 
 def render_html(run_dir: str | Path) -> Path:
@@ -238,21 +297,25 @@ def render_html(run_dir: str | Path) -> Path:
                     continue  # a torn last line from an interrupted run
     md = (run_dir / "report.md").read_text() if (run_dir / "report.md").exists() else ""
     plots: list[tuple[str, str]] = []
-    for fn in (comparison_plots, category_plots, recall_curves):
+    for fn in (comparison_plots, lambda m: category_plots(m, md), lambda m: recall_curves(m, md)):
         try:
             plots += fn(metrics)
         except (KeyError, TypeError, ValueError) as e:  # a plot must never cost the report
-            plots.append((f"{fn.__name__} failed: {e}", ""))
-    plots += latency_cdf([s for s in samples if s.get("status", "ok") == "ok"])
+            plots.append((f"{getattr(fn, '__name__', 'plot')} failed: {e}", ""))
+    plots += latency_cdf([s for s in samples if s.get("status", "ok") == "ok"], md)
     judge = metrics.get("judge") or run.get("judge") or {}
     jl = judge.get("label") if isinstance(judge, dict) else judge
     figs = "".join(f'<figure><img src="{src}" alt="{html.escape(t)}"><figcaption>{html.escape(t)}</figcaption></figure>'
                    if src else f"<p><i>{html.escape(t)}</i></p>" for t, src in plots)
     title = f"memrig report: {run.get('suite', metrics.get('suite', ''))} ({run.get('run_id', run_dir.name)})"
+    body = markdown_to_html(md) if md else ""
+    if not body.lstrip().startswith("<h1>"):
+        body = f"<h1>{html.escape(title)}</h1>\n" + body
+    if jl:  # right below the H1, so the page opens with what it is about
+        end = body.index("</h1>") + len("</h1>")
+        body = body[:end] + f"\n<p><b>Judge:</b> {html.escape(str(jl))}</p>" + body[end:]
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-           f"<style>{CSS}</style></head><body>"
-           + (f"<p><b>Judge:</b> {html.escape(str(jl))}</p>" if jl else "")
-           + (markdown_to_html(md) if md else f"<h1>{html.escape(title)}</h1>")
+           f"<style>{CSS}</style></head><body>" + body
            + ("<h2>Plots</h2>" + figs if figs else "") + "</body></html>")
     path = run_dir / "report.html"
     path.write_text(doc)

@@ -283,7 +283,8 @@ async def run_one(suite: Suite, ctx: ProbeContext, probe: Probe, cond: Condition
         body = await suite.run_probe(ctx, probe, cond)
         return {**base, **body, "status": "ok", "duration_ms": (time.perf_counter() - t0) * 1000}
     except BackendError as e:
-        if e.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "UNKNOWN", "INTERNAL"):
+        # FAILED_PRECONDITION: a dependency refuses for good (services/common/grpc_status.py); no probe will pass
+        if e.code in ("UNAVAILABLE", "FAILED_PRECONDITION", "DEADLINE_EXCEEDED", "CANCELLED", "UNKNOWN", "INTERNAL"):
             failures.setdefault(e.backend, f"failed mid-run: {e.code}: {str(e)[:300]}")
         return {**base, "status": "error", "error": str(e)[:500]}
     except (TimeoutError, ValidationError, ValueError, RuntimeError, OSError) as e:

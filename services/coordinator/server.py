@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from services.common.metrics_http import start_metrics_server
 from services.common.types import dict_to_struct, struct_to_dict
 from services.coordinator.results import RESULTS_ROOT, RunDir
 from services.coordinator.runner import RunConfig, run_suite
+from services.coordinator.suites.base import OptionError
 from services.coordinator.suites.registry import all_suites
 from services.launcher import Rig
 
@@ -51,9 +53,20 @@ class CoordinatorServicer(cpb_grpc.CoordinatorServiceServicer):
         if not request.backends or unknown:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 f"backends: {'unknown ' + ', '.join(unknown) if unknown else 'at least one is required'}")
+        options = struct_to_dict(request.options)
+        try:  # options are checked (names and types) before the stream starts, not reported as a FAILED event
+            all_suites()[request.suite](options, seed=request.seed)
+        except OptionError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        out_dir = None
+        if request.out_dir:
+            out_dir = self._confined(request.out_dir)
+            if out_dir is None:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                    f"out_dir: {request.out_dir!r} is outside the results root {self.results_root}")
         queue: asyncio.Queue = asyncio.Queue()
-        cfg = RunConfig(suite=request.suite, backends=list(request.backends), out_dir=request.out_dir or None,
-                        seed=request.seed, options=struct_to_dict(request.options), resume=request.resume)
+        cfg = RunConfig(suite=request.suite, backends=list(request.backends), out_dir=str(out_dir) if out_dir else None,
+                        seed=request.seed, options=options, resume=request.resume)
 
         async def go():
             async with self._run_lock:
@@ -77,16 +90,25 @@ class CoordinatorServicer(cpb_grpc.CoordinatorServiceServicer):
             if not task.done():
                 task.cancel()
 
+    def _confined(self, name: str) -> Path | None:
+        """`name` (a run id, or a path relative to or inside the results root) resolved under the results root;
+        None when it points elsewhere (an absolute path outside, `..`, a symlink out)."""
+        root = self.results_root.resolve()
+        path = Path(name)
+        path = (path if path.is_absolute() else root / path).resolve()
+        return path if path == root or root in path.parents else None
+
     async def GetRun(self, request, context):
-        path = Path(request.run)
-        if not path.is_dir():
-            path = self.results_root / request.run
-        rd = RunDir.__new__(RunDir)
-        rd.path = path
+        if not request.run:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "run: a run id or run directory is required")
+        path = self._confined(request.run)
+        if path is None or path == self.results_root.resolve():
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"run: {request.run!r} is not a run under the results root {self.results_root}")
         if not (path / "run.json").exists():
             await context.abort(grpc.StatusCode.NOT_FOUND, f"run: no run.json under {path}")
-        import json
-
+        rd = RunDir.__new__(RunDir)
+        rd.path = path
         metrics = json.loads((path / "metrics.json").read_text()) if (path / "metrics.json").exists() else {}
         report = (path / "report.md").read_text() if (path / "report.md").exists() else ""
         return cpb.GetRunResponse(run_id=path.name, state=_STATES.get(metrics.get("state", "running")),

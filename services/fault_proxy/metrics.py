@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
-_SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+from collectors.buckets import LATENCY_BUCKETS_S
+
+_SECONDS = (*LATENCY_BUCKETS_S, 120.0)  # bounds on the rig's delays and timeouts (collectors/buckets.py)
 
 REQUESTS = Counter(
     "memrig_proxy_requests_total",
     "Requests handled by the fault proxy, by outcome "
-    "(forwarded, injected, aborted, modified, upstream_error, client_gone)",
+    "(forwarded, delayed, injected, aborted, modified, upstream_error, client_gone)",
     ["outcome"],
 )
 FAULTS_INJECTED = Counter(

@@ -35,12 +35,15 @@ def parse_args(argv: Sequence[str] | None = None) -> MockConfig:
     ap.add_argument("--error-status", type=int, default=500,
                     help="HTTP status of injected failures: 500 (default), 502, 503, 504 or 429")
     ap.add_argument("--model", default=MockConfig.model, help=f"model id listed by /v1/models (default {MockConfig.model})")
+    ap.add_argument("--model-alias", action="append", default=[], metavar="ID",
+                    help="also answer (and list) model ID; repeatable; '*' accepts any model id. Without it an "
+                    "unknown model is 404 model_not_found, as the OpenAI API answers")
     args = ap.parse_args(argv)
     cfg = MockConfig(
         host=args.host, port=args.port, latency_ms=args.latency_ms, latency_jitter_ms=args.latency_jitter_ms,
         seed=args.seed, prompt_tokens_override=args.prompt_tokens_override,
         completion_tokens_override=args.completion_tokens_override, error_rate=args.error_rate,
-        error_status=args.error_status, model=args.model,
+        error_status=args.error_status, model=args.model, model_aliases=tuple(args.model_alias),
     )
     try:
         return cfg.validate()

@@ -8,7 +8,10 @@ Per valid chat request: sleep `latency_ms` + a seeded uniform draw in [0, `laten
 loop stays free), then with probability `error_rate` (a second seeded stream) answer `error_status` with an
 OpenAI-style `server_error`; otherwise reply with the task's text (services/llm_mock/tasks.py). The text
 depends only on the messages, so the same body always gets the same text; the random draws only decide
-timing and injected failures, in request order from `seed`. Usage counts cl100k tokens
+timing and injected failures, in request order from `seed`. `response_format` json_object / json_schema turns
+that text into JSON (services/llm_mock/json_mode.py); `stream: true` sends it as SSE chunks
+(services/llm_mock/streaming.py). A `model` other than the configured one and its aliases is 404
+`model_not_found`, on chat completions and `/v1/models/{id}` alike. Usage counts cl100k tokens
 (services.common.tokens) unless an override is configured; `max_tokens` cuts the text and sets
 finish_reason "length" as the real API does.
 """
@@ -30,8 +33,11 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 from services.common import prompts
 from services.common.tokens import count_messages_tokens, count_tokens, tokenizer_name, truncate_to_tokens
 from services.llm_mock import BEHAVIOUR_VERSION
+from services.llm_mock.body_checks import lone_surrogate_path, nesting_error, surrogate_error
 from services.llm_mock.config import MockConfig
+from services.llm_mock.json_mode import as_json_object, as_schema_instance
 from services.llm_mock.metrics import MockMetrics, metrics_for
+from services.llm_mock.streaming import send_stream
 from services.llm_mock.tasks import detect_task, respond
 from services.llm_mock.validation import ChatRequest, RequestError, validate_chat
 
@@ -91,7 +97,7 @@ def _bad_request(e: RequestError) -> web.Response:
     return web.json_response(e.body(), status=400)
 
 
-async def chat_completions(request: web.Request) -> web.Response:
+async def chat_completions(request: web.Request) -> web.StreamResponse:
     st = _state(request)
     t0 = time.perf_counter()
     task = "invalid"
@@ -111,11 +117,20 @@ async def chat_completions(request: web.Request) -> web.Response:
                            "invalid_request_error", None, "invalid_json"),
                 status=400,
             )
+        except RecursionError:
+            status = 400
+            return _bad_request(nesting_error(raw))
         try:
+            bad_text = lone_surrogate_path(raw, body)
+            if bad_text is not None:
+                raise surrogate_error(bad_text)
             req = validate_chat(body)
         except RequestError as e:
             status = 400
             return _bad_request(e)
+        if not st.config.serves_model(req.model):
+            status = 404
+            return _model_not_found(req.model)
         task = detect_task(req.messages)
         st.requests += 1
         delay = st.next_delay_s()
@@ -135,12 +150,33 @@ async def chat_completions(request: web.Request) -> web.Response:
             text, counted = await asyncio.to_thread(st.compute, task, req.messages)
         else:
             text, counted = st.compute(task, req.messages)
+        text = _formatted(req, text)
         payload = build_response(st, req, task, text, counted, raw)
         status = 200
+        if req.stream:
+            return await send_stream(request, payload, req.include_usage)
         return web.json_response(payload)
     finally:
         st.metrics.requests.labels(task, str(status)).inc()
         st.metrics.latency.labels(task).observe(time.perf_counter() - t0)
+
+
+def _formatted(req: ChatRequest, text: str) -> str:
+    if req.response_format == "json_object":
+        return as_json_object(text)
+    if req.response_format == "json_schema":
+        return as_schema_instance(text, req.json_schema or {})
+    return text
+
+
+def _model_not_found(model: str) -> web.Response:
+    # The OpenAI API's answer for an unknown model: 404, code model_not_found (param named here for clarity).
+    return web.json_response(
+        error_body(f"The model '{model}' does not exist or you do not have access to it. This llm-mock serves "
+                   "the models GET /v1/models lists (configure more with --model-alias).",
+                   "invalid_request_error", "model", "model_not_found"),
+        status=404,
+    )
 
 
 def build_response(st: MockState, req: ChatRequest, task: str, text: str, counted: int, raw: bytes) -> dict:
@@ -183,16 +219,14 @@ def _model_obj(model: str) -> dict[str, Any]:
 
 
 async def list_models(request: web.Request) -> web.Response:
-    return web.json_response({"object": "list", "data": [_model_obj(_state(request).config.model)]})
+    cfg = _state(request).config
+    return web.json_response({"object": "list", "data": [_model_obj(m) for m in cfg.listed_models()]})
 
 
 async def get_model(request: web.Request) -> web.Response:
     model = request.match_info["model"]
-    if model != _state(request).config.model:
-        return web.json_response(
-            error_body(f"The model '{model}' does not exist.", "invalid_request_error", "model", "model_not_found"),
-            status=404,
-        )
+    if not _state(request).config.serves_model(model):
+        return _model_not_found(model)
     return web.json_response(_model_obj(model))
 
 

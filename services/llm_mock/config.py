@@ -19,6 +19,8 @@ class MockConfig:
     error_rate: float = 0.0  # probability of an injected error per valid chat request
     error_status: int = 500  # status of injected errors (500, 502, 503 or 429)
     model: str = DEFAULT_MOCK_MODEL  # the id /v1/models lists
+    # More model ids answered the same way (listed too); "*" accepts any id, for clients with a fixed model name.
+    model_aliases: tuple[str, ...] = ()
     cache_size: int = 2048  # responses remembered by request content (they are deterministic anyway)
     max_body_bytes: int = 64 * 1024 * 1024
 
@@ -37,4 +39,12 @@ class MockConfig:
                 raise ValueError(f"{name} must be >= 0")
         if self.cache_size < 0:
             raise ValueError("cache_size must be >= 0")
+        if any(not a or not a.strip() for a in self.model_aliases):
+            raise ValueError("model_aliases must be non-empty strings")
         return self
+
+    def serves_model(self, model: str) -> bool:
+        return model == self.model or model in self.model_aliases or "*" in self.model_aliases
+
+    def listed_models(self) -> list[str]:
+        return [self.model] + [a for a in dict.fromkeys(self.model_aliases) if a not in ("*", self.model)]

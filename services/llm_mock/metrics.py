@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
-# LLM calls can be slow on a real endpoint and the mock can be told to be: buckets reach 60 s.
-LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+from collectors.buckets import LATENCY_BUCKETS_S
+
+# LLM calls can be slow on a real endpoint and the mock can be told to be: buckets reach 60 s, with bounds on
+# the rig's injected delays (collectors/buckets.py), so `--latency-ms 100` reads as 100 ms on the dashboard.
+LATENCY_BUCKETS = LATENCY_BUCKETS_S
 
 
 class MockMetrics:

@@ -4,14 +4,21 @@ Every problem raises `RequestError(param, message)`, rendered as HTTP 400
 `{"error": {"message", "type": "invalid_request_error", "param", "code"}}` where `param` names the field
 (`messages[2].role`, `temperature`, ...). Unknown extra fields are ignored, as clients send many.
 Message content may be a string or a list of `{"type": "text", "text": ...}` parts (joined with newlines).
+`stream` / `stream_options.include_usage` and `response_format` (`text`, `json_object`, `json_schema`) are
+checked the way the OpenAI API checks them (json_object needs the word "json" in the messages; stream_options
+needs stream).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+# The OpenAI API's rule for json_schema.name (platform.openai.com API reference, "response_format").
+SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class RequestError(ValueError):
@@ -34,6 +41,10 @@ class ChatRequest:
     max_tokens: int | None = None
     n: int = 1
     seed: int | None = None
+    stream: bool = False
+    include_usage: bool = False  # stream_options.include_usage: a last chunk carrying usage
+    response_format: str = "text"
+    json_schema: dict[str, Any] | None = None  # response_format.json_schema.schema when type is json_schema
 
 
 def _is_number(v: Any) -> bool:
@@ -119,11 +130,11 @@ def validate_chat(body: Any) -> ChatRequest:
             raise RequestError(f"messages[{i}].role", f"Invalid value: {role!r}. Supported values are: "
                                + ", ".join(repr(r) for r in ROLES) + ".")
         norm.append({"role": role, "content": _content_text(i, m)})
-    if body.get("stream") not in (None, False):
-        if body.get("stream") is True:
-            raise RequestError("stream", "Streaming is not supported by the memrig llm-mock; send 'stream': "
-                               "false (or omit it).", "unsupported_value")
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
         raise RequestError("stream", "Invalid type for 'stream': expected a boolean.", "invalid_type")
+    include_usage = _stream_options(body, bool(stream))
+    fmt, schema = _response_format(body, norm)
     temperature = _number(body, "temperature", 0.0, 2.0)
     _number(body, "top_p", 0.0, 1.0)
     _number(body, "presence_penalty", -2.0, 2.0)
@@ -139,4 +150,72 @@ def validate_chat(body: Any) -> ChatRequest:
         max_tokens=max_completion if max_completion is not None else max_tokens,
         n=n or 1,
         seed=seed,
+        stream=bool(stream),
+        include_usage=include_usage,
+        response_format=fmt,
+        json_schema=schema,
     )
+
+
+def _stream_options(body: dict[str, Any], stream: bool) -> bool:
+    opts = body.get("stream_options")
+    if opts is None:
+        return False
+    if not stream:
+        raise RequestError("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is "
+                           "enabled.")
+    if not isinstance(opts, dict):
+        raise RequestError("stream_options", "Invalid type for 'stream_options': expected an object.",
+                           "invalid_type")
+    usage = opts.get("include_usage")
+    if usage is not None and not isinstance(usage, bool):
+        raise RequestError("stream_options.include_usage",
+                           "Invalid type for 'stream_options.include_usage': expected a boolean.", "invalid_type")
+    return bool(usage)
+
+
+def _response_format(body: dict[str, Any], messages: list[dict[str, str]]) -> tuple[str, dict[str, Any] | None]:
+    rf = body.get("response_format")
+    if rf is None:
+        return "text", None
+    if not isinstance(rf, dict):
+        raise RequestError("response_format", "Invalid type for 'response_format': expected an object.",
+                           "invalid_type")
+    kind = rf.get("type")
+    if kind is None:
+        raise RequestError("response_format.type", "Missing required parameter: 'response_format.type'.",
+                           "missing_required_parameter")
+    if kind not in RESPONSE_FORMATS:
+        raise RequestError("response_format.type", f"Invalid value: {kind!r}. Supported values are: "
+                           + ", ".join(repr(f) for f in RESPONSE_FORMATS) + ".")
+    if kind == "json_object":
+        if not any("json" in m["content"].lower() for m in messages):
+            raise RequestError("messages", "'messages' must contain the word 'json' in some form, to use "
+                               "'response_format' of type 'json_object'.")
+        return kind, None
+    if kind == "text":
+        return kind, None
+    js = rf.get("json_schema")
+    if js is None:
+        raise RequestError("response_format.json_schema", "Missing required parameter: "
+                           "'response_format.json_schema'.", "missing_required_parameter")
+    if not isinstance(js, dict):
+        raise RequestError("response_format.json_schema", "Invalid type for 'response_format.json_schema': "
+                           "expected an object.", "invalid_type")
+    name = js.get("name")
+    if name is None:
+        raise RequestError("response_format.json_schema.name", "Missing required parameter: "
+                           "'response_format.json_schema.name'.", "missing_required_parameter")
+    if not isinstance(name, str) or not SCHEMA_NAME.match(name):
+        raise RequestError("response_format.json_schema.name", "Invalid 'response_format.json_schema.name': "
+                           "expected 1-64 characters from a-z, A-Z, 0-9, '_' and '-'.")
+    schema = js.get("schema", {})
+    if not isinstance(schema, dict):
+        raise RequestError("response_format.json_schema.schema", "Invalid type for "
+                           "'response_format.json_schema.schema': expected an object (a JSON Schema).",
+                           "invalid_type")
+    strict = js.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise RequestError("response_format.json_schema.strict", "Invalid type for "
+                           "'response_format.json_schema.strict': expected a boolean.", "invalid_type")
+    return kind, schema

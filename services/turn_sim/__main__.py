@@ -38,10 +38,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 async def amain(args: argparse.Namespace) -> int:
     from prometheus_client import REGISTRY
 
+    from services.common import prom_targets
     from services.common.metrics_http import start_metrics_server
     from services.turn_sim.bench import CostsConfig, render_costs_markdown, run_costs
 
     runner, port = await start_metrics_server(args.host, args.port, REGISTRY)
+    # Found by Prometheus through file_sd whatever the port (services/common/prom_targets.py).
+    target = prom_targets.write_target("turn-sim", "turn-sim", port)
     print(f"READY http={port} pid={os.getpid()}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -75,6 +78,7 @@ async def amain(args: argparse.Namespace) -> int:
             await task
         rc = 130
     waiter.cancel()
+    prom_targets.remove_target(target)
     await runner.cleanup()
     return rc
 

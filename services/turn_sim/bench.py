@@ -119,12 +119,14 @@ async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | Non
                                "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
                                "tokenizer": tokenizer_name(), "notes": []}
     t_start = time.perf_counter()
-    metrics_runner = None
+    metrics_runner, target = None, None
     if metrics_port is not None:
+        from services.common import prom_targets
         from services.common.metrics_http import start_metrics_server
 
         metrics_runner, bound = await start_metrics_server(port=metrics_port)
         results["metrics_port"] = bound
+        target = prom_targets.write_target("turn-sim", "turn-sim", bound)  # scraped through file_sd
     rig = Rig(out_dir / ".run")
     latency = TurnLatencyCollector(sink)
     tokens = TokenOverheadCollector(cfg.context_window, sink)
@@ -254,6 +256,9 @@ async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | Non
             await llm.close()
         rig.stop_all()
         if metrics_runner is not None:
+            from services.common import prom_targets
+
+            prom_targets.remove_target(target)
             await metrics_runner.cleanup()
         sink.close()
     results["wall_s"] = time.perf_counter() - t_start

@@ -19,6 +19,62 @@ if TYPE_CHECKING:
     from services.coordinator.context import ProbeContext
 
 
+class OptionError(ValueError):
+    """A suite option that is unknown or of the wrong type; `option` names it (the gRPC edge answers
+    INVALID_ARGUMENT with it before a run starts)."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__(f"options.{option}: {message}")
+        self.option = option
+
+
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def coerce_option(name: str, default: Any, value: Any) -> Any:
+    """`value` converted to the type of the option's default (CLI values arrive as JSON or text, gRPC Struct
+    numbers as floats), or OptionError naming the option. A default of None accepts anything."""
+    if default is None or value is None:
+        return value
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+            return value.strip().lower() in _TRUE
+        raise OptionError(name, f"expected true or false, got {value!r}")
+    if isinstance(default, int):
+        if isinstance(value, bool):
+            raise OptionError(name, f"expected an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise OptionError(name, f"expected an integer, got {value!r}")
+    if isinstance(default, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                pass
+        raise OptionError(name, f"expected a number, got {value!r}")
+    if isinstance(default, str):
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            return str(value)  # `categories=12` parses as JSON 12 on the command line; it means "12"
+        raise OptionError(name, f"expected a string, got {value!r}")
+    if isinstance(default, (list, dict)) and not isinstance(value, type(default)):
+        raise OptionError(name, f"expected a {type(default).__name__}, got {value!r}")
+    return value
+
+
 class SuiteUnavailable(RuntimeError):
     """Raised by `load` when a suite cannot run here (e.g. its real data set is absent); bench-all skips it
     and the report says why."""
@@ -70,8 +126,10 @@ class Suite(abc.ABC):
     def __init__(self, options: dict[str, Any] | None = None, seed: int = 0):
         unknown = sorted(set(options or {}) - set(self.defaults))
         if unknown:
-            raise ValueError(f"suite {self.name}: unknown option(s) {unknown}; known: {sorted(self.defaults)}")
-        self.options = {**self.defaults, **(options or {})}
+            raise OptionError(unknown[0], f"suite {self.name}: unknown option(s) {unknown}; known: "
+                              f"{sorted(self.defaults)}")
+        given = {k: coerce_option(k, self.defaults[k], v) for k, v in (options or {}).items()}
+        self.options = {**self.defaults, **given}
         self.seed = seed
 
     @abc.abstractmethod
