@@ -48,8 +48,9 @@ def render_peer_pairs(metrics: dict[str, Any]) -> str:
                 blocks.append(f"**{cb}** beside **{ca}**\n\n" + _md_table(["metric", ca, cb, "Δ"], rows))
     if not blocks:
         return ""
-    return "\n\n".join(["## Real peers beside their re-implementations", "",
-                        "Means over the same probes (the suite's own tables above give CIs and tests).", *blocks])
+    return "\n\n".join(["## Real peers beside their re-implementations",
+                        "Means over the same probes (the suite's own tables above give CIs and tests; the configuration "
+                        "section below says how each was set up, e.g. whether Mem0 extracted facts).", *blocks])
 
 
 def render_configs(run: dict[str, Any]) -> str:
