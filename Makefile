@@ -20,7 +20,8 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "torch==$(TORCH_VERSION)"
-	$(BIN)/python -m pip install -q -e ".[dev,ann]"
+	$(BIN)/python -m pip install -q -e ".[dev,ann,mem0-oss]"
+	$(BIN)/python -m pip install -q --no-deps "mem0ai==2.2.1"  # declares protobuf<7; runs on 7 (tests/test_adapter_mem0_oss.py)
 	@touch $(STAMP)
 
 # openclaw-real's Node side: OpenClaw 2026.9.6 and its pinned npm packages (sidecar/package-lock.json), ~1 min once.

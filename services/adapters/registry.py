@@ -69,7 +69,9 @@ def _optional_specs() -> None:
     for mod in ("services.adapters.openclaw.registry_entry", "services.adapters.openclaw_real.registry_entry",
                 "services.adapters.cortex.registry_entry",
                 "services.adapters.quaid.registry_entry", "services.adapters.mem0.registry_entry",
-                "services.adapters.memory_hook.registry_entry"):
+                "services.adapters.memory_hook.registry_entry",
+                "services.adapters.http.registry_entry", "services.adapters.mem0_oss.registry_entry",
+                "services.adapters.octybot.registry_entry"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

@@ -28,6 +28,10 @@ SERVER_OPTIONS = [
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.so_reuseport", 0),
+    # Accept the clients' keepalive pings (every 30 s, CLIENT_OPTIONS) during a long call: grpc's defaults (one
+    # ping per 5 min, 2 strikes) answered a ~6 min mem0-oss Ingest with GOAWAY "too_many_pings" (UNAVAILABLE).
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+    ("grpc.http2.max_ping_strikes", 0),
 ]
 DEFAULT_MAX_IN_FLIGHT = 64
 REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"

@@ -1,10 +1,12 @@
-"""report.md for one run: provenance header, the suite's own tables, and what failed and why."""
+"""report.md for one run: provenance header, the suite's own tables, real peers beside their re-implementations,
+what failed and why, and every backend's configuration."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
+from services.coordinator.report_peers import render_configs, render_peer_pairs
 from services.coordinator.suites.base import Suite
 
 
@@ -79,7 +81,6 @@ def render_failures(errors: list[dict[str, Any]], failures: dict[str, str]) -> s
 def render_report(run: dict[str, Any], metrics: dict[str, Any], suite: Suite, errors: list[dict[str, Any]],
                   failures: dict[str, str]) -> str:
     parts = [render_header(run), "", suite.render(metrics)]
-    f = render_failures(errors, failures)
-    if f:
-        parts += ["", f]
+    sections = (render_peer_pairs(metrics), render_failures(errors, failures), render_configs(run))
+    parts += [x for sec in sections if sec for x in ("", sec)]
     return "\n".join(parts).rstrip() + "\n"

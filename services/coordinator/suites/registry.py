@@ -18,6 +18,7 @@ SUITE_MODULES = (
     "services.coordinator.suites.longmemeval",
     "services.coordinator.suites.madial",
     "services.coordinator.suites.poisoned_memory",
+    "services.coordinator.suites.nextjs_docs",
 )
 
 

@@ -1,0 +1,1 @@
+"""`octybot`: an Octybot-like graph memory reference backend (see backend.py)."""
