@@ -11,8 +11,10 @@ import pytest
 
 from tests.mutation.run import (
     ModuleResult,
+    annotation_spans,
     cosmic_ray_config,
     equivalent_keys,
+    in_spans,
     load_plan,
     render,
     select,
@@ -47,22 +49,36 @@ def test_tally_kill_rate_timeouts_equivalents_and_pending():
     assert r.kill_rate == pytest.approx(2 / 3)  # killed / (killed + survived)
     assert [s["line"] for s in r.survivors] == [14] and r.equivalents[0]["reason"] == "multiplying or dividing by 1"
     md = render([r], 0.9, 120.0)
-    assert "| m.py | 6 | 2 | 1 | 1 | 1 | 1 | 0 | 66.7% |" in md
+    assert "| m.py | 6 | 2 | 1 | 1 | 1 | 1 | 0 | 0 | 66.7% |" in md
     assert "+    if n <= 3:" in md and "Total 2.0 min" in md
 
 
 def test_no_scored_mutant_has_no_rate_and_errors_are_not_measured():
     assert ModuleResult("m.py", []).kill_rate is None
     r = ModuleResult("m.py", ["t"], error="baseline failed", baseline_ok=False)
-    assert "| m.py | 0 | 0 | 0 | 0 | 0 | 0 | 0 | not measured |" in render([r], 0.9, 1.0)
+    assert "| m.py | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | not measured |" in render([r], 0.9, 1.0)
+
+
+def test_annotation_spans_only_under_pep_563():
+    src = ("from __future__ import annotations\n"
+           "def f(x: int | None, y=1) -> float | None:\n"
+           "    z: dict[str, int | None] = {}\n"
+           "    return x | y\n")
+    spans = annotation_spans(src)
+    assert in_spans((2, 11), spans)  # the '|' in x's annotation
+    assert in_spans((2, 35), spans)  # the return annotation's '|'
+    assert in_spans((3, 19), spans)  # the local variable's annotation
+    assert not in_spans((4, 13), spans)  # `x | y` is code, evaluated
+    assert annotation_spans(src.replace("from __future__ import annotations\n", "")) == []
 
 
 def test_operator_filtered_mutants_are_skipped_not_scored():
     r = ModuleResult("m.py", ["t"])
     item = _row(1, "core/ReplaceBinaryOperator_Add_BitOr", None)[0]
     tally(r, [[item, {"worker_outcome": "skipped", "test_outcome": None, "output": "Filtered operator"}],
+              [item, {"worker_outcome": "skipped", "test_outcome": None, "output": "annotation (not evaluated)"}],
               _row(2, "core/NumberReplacer", "KILLED")], {})
-    assert (r.mutants, r.skipped, r.killed, r.kill_rate) == (2, 1, 1, 1.0)
+    assert (r.mutants, r.skipped, r.annotations, r.killed, r.kill_rate) == (3, 1, 1, 1, 1.0)
 
 
 def test_plan_lists_existing_modules_and_tests_and_selects_by_substring():

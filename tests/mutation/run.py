@@ -21,6 +21,7 @@ the target kill rate (modules.toml, 90%) or a baseline failed.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import shlex
@@ -48,6 +49,7 @@ class ModuleResult:
     survived: int = 0
     incompetent: int = 0  # the runner itself failed; neither killed nor survived
     skipped: int = 0  # operator excluded by the plan (exclude-operators)
+    annotations: int = 0  # inside a never-evaluated annotation: equivalent by construction, not run
     equivalent: int = 0
     pending: int = 0
     seconds: float = 0.0
@@ -119,6 +121,49 @@ def cosmic_ray_config(module: str, test_command: str, timeout: float, exclude_op
     ])
 
 
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(start, end) positions (line 1-based, column 0-based) of every annotation in a module that has
+    `from __future__ import annotations`: there annotations are strings never evaluated at run time (PEP 563),
+    so a mutant inside one (`float | None` -> `float - None`) is equivalent. Empty for other modules."""
+    tree = ast.parse(source)
+    future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
+                 any(a.name == "annotations" for a in n.names) for n in tree.body)
+    if not future:
+        return []
+    nodes: list[ast.expr] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.returns is not None:
+            nodes.append(n.returns)
+        elif isinstance(n, ast.arg) and n.annotation is not None:
+            nodes.append(n.annotation)
+        elif isinstance(n, ast.AnnAssign):
+            nodes.append(n.annotation)
+    return [((a.lineno, a.col_offset), (a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in nodes]
+
+
+def in_spans(pos: tuple[int, int], spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> bool:
+    return any(lo <= tuple(pos) < hi for lo, hi in spans)
+
+
+def skip_annotation_mutants(db_path: Path, source: str) -> int:
+    """Mark the session's mutants inside annotations as skipped (cosmic-ray's own filters do the same with
+    WorkerOutcome.SKIPPED); returns how many."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    spans = annotation_spans(source)
+    if not spans:
+        return 0
+    n = 0
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            if all(in_spans(m.start_pos, spans) for m in item.mutations):
+                db.set_result(item.job_id, WorkResult(output="annotation (not evaluated, PEP 563)",
+                                                      worker_outcome=WorkerOutcome.SKIPPED))
+                n += 1
+    return n
+
+
 def _diff_key(module: str, operator: str, diff: str) -> tuple[str, str, str]:
     """Identifies a mutant across code moves: module, operator and the changed lines without positions."""
     changed = [ln[1:].strip() for ln in (diff or "").splitlines()
@@ -139,7 +184,10 @@ def tally(res: ModuleResult, rows: list[list[Any]], equivalents: dict[tuple[str,
             res.pending += 1
             continue
         if str(result.get("worker_outcome", "")).lower() == "skipped":
-            res.skipped += 1
+            if (result.get("output") or "").startswith("annotation"):
+                res.annotations += 1
+            else:
+                res.skipped += 1
             continue
         where = {"operator": mut["operator_name"], "occurrence": mut["occurrence"], "line": mut["start_pos"][0],
                  "function": mut.get("definition_name"), "diff": result.get("diff") or ""}
@@ -184,6 +232,7 @@ def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
             subprocess.run([str(Path(cr[0]).with_name("cr-filter-operators")) if len(cr) == 1 else sys.executable,
                             *([] if len(cr) == 1 else ["-m", "cosmic_ray.tools.filters.operators_filter"]),
                             str(db), str(cfg)], cwd=scratch, env=env, check=True, capture_output=True)
+        skip_annotation_mutants(db, (scratch / m["path"]).read_text())
         base = subprocess.run([*cr, "baseline", str(cfg)], cwd=scratch, env=env, capture_output=True, text=True)
         if base.returncode != 0:
             res.baseline_ok = False
@@ -206,13 +255,15 @@ def render(results: list[ModuleResult], target: float, total_s: float) -> str:
            f"Kill rate = killed / (killed + survived); a timeout counts as killed; equivalent mutants "
            f"(tests/mutation/modules.toml, with reasons) are left out. Target ≥ {target:.0%}. "
            f"Total {total_s / 60:.1f} min.", "",
-           "| module | mutants | killed | (timeouts) | survived | equivalent | incompetent | skipped | kill rate | "
-           "time s | tests |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "Not run: `skipped` (operators the plan excludes) and `annot.` (mutants inside annotations, which "
+           "`from __future__ import annotations` never evaluates).", "",
+           "| module | mutants | killed | (timeouts) | survived | equivalent | incompetent | skipped | annot. | "
+           "kill rate | time s | tests |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         rate = "not measured" if r.error else ("—" if r.kill_rate is None else f"{r.kill_rate:.1%}")
         out.append(f"| {r.path} | {r.mutants} | {r.killed} | {r.timeouts} | {r.survived} | {r.equivalent} | "
-                   f"{r.incompetent} | {r.skipped} | {rate} | {r.seconds:.0f} | {', '.join(Path(t).name for t in r.tests)} |")
+                   f"{r.incompetent} | {r.skipped} | {r.annotations} | {rate} | {r.seconds:.0f} | {', '.join(Path(t).name for t in r.tests)} |")
     for r in results:
         if r.error:
             out += ["", f"## {r.path}: not measured", "", "```", r.error, "```"]
@@ -255,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mutation: {m['path']} ...", flush=True)
             r = run_module(scratch, m, defaults, eq_keys, a.all_operators)
             rate = "not measured" if r.error else (f"{r.kill_rate:.1%}" if r.kill_rate is not None else "—")
-            print(f"mutation: {m['path']}: {r.mutants} mutants ({r.skipped} skipped by operator), {r.killed} killed, "
+            print(f"mutation: {m['path']}: {r.mutants} mutants ({r.skipped} skipped by operator, {r.annotations} in "
+                  f"annotations), {r.killed} killed, "
                   f"{r.survived} survived, {r.equivalent} equivalent, kill rate {rate}, {r.seconds:.0f} s", flush=True)
             results.append(r)
             total = time.perf_counter() - t0
