@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-openclaw openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean
+.PHONY: setup setup-openclaw openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation
 
 setup: $(STAMP)
 
@@ -87,6 +87,12 @@ load: setup
 
 load-bench: setup
 	$(BIN)/python -m loadtests.bench --out $(if $(OUT),$(OUT),results/load-bench)
+
+# Mutation testing (cosmic-ray) over the modules behind quoted numbers: kill rate per module + survivors in
+# results/mutation/report.md. CPU-heavy (see README); MODULES=a.py,b.py limits it. Not part of `make test`.
+mutation: | $(BIN)/python
+	nice -n 19 $(BIN)/python -m tests.mutation.run $(if $(MODULES),--modules $(MODULES),) \
+		--out $(or $(OUT),results/mutation)
 
 clean:
 	rm -rf results/.tmp build *.egg-info

@@ -12,7 +12,7 @@ import math
 import os
 import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -118,21 +118,26 @@ class ResourceSampler:
 
     Heap numbers come from tracemalloc and exist only for this process (pid=None); for another pid only RSS is
     sampled. tracemalloc is started here if it is not running and stopped again by `stop()`.
+    `rss_reader` and `clock` replace psutil and time.monotonic (seconds) for tests and simulations, so the
+    leak slope's unit (bytes per second of `clock`) can be checked against a synthetic series.
     """
 
     def __init__(self, component: str = "turn_sim", interval_s: float = 5.0, sink: SampleSink | None = None,
-                 registry: CollectorRegistry | None = None, pid: int | None = None, trace_heap: bool = True):
+                 registry: CollectorRegistry | None = None, pid: int | None = None, trace_heap: bool = True,
+                 rss_reader: Callable[[], int] | None = None, clock: Callable[[], float] = time.monotonic):
         self.component = component
         self.interval_s = interval_s
         self.sink = sink
         self.pid = pid
         self.proc = psutil.Process(pid or os.getpid())
+        self.read_rss = rss_reader or (lambda: self.proc.memory_info().rss)
+        self.clock = clock
         self.trace_heap = trace_heap and pid is None
         self.phase = "idle"
         self.samples: list[dict] = []
         self._task: asyncio.Task | None = None
         self._started_tracemalloc = False
-        self._t0 = time.monotonic()
+        self._t0 = clock()
         self.rss = get_metric(Gauge, "memrig_process_rss_bytes", "Resident set size of a measured process",
                               ("component",), registry)
         self.heap = get_metric(Gauge, "memrig_heap_current_bytes", "Python heap traced by tracemalloc (current)",
@@ -148,11 +153,11 @@ class ResourceSampler:
         self.phase_gauge.labels(self.component, phase).set(1)
 
     def sample(self) -> dict:
-        rss = self.proc.memory_info().rss
+        rss = int(self.read_rss())
         cur = peak = None
         if self.trace_heap and tracemalloc.is_tracing():
             cur, peak = tracemalloc.get_traced_memory()
-        row = {"t_s": time.monotonic() - self._t0, "phase": self.phase, "rss_bytes": rss,
+        row = {"t_s": self.clock() - self._t0, "phase": self.phase, "rss_bytes": rss,
                "heap_current_bytes": cur, "heap_peak_bytes": peak}
         self.samples.append(row)
         self.rss.labels(self.component).set(rss)
@@ -172,7 +177,7 @@ class ResourceSampler:
         if self.trace_heap and not tracemalloc.is_tracing():
             tracemalloc.start()
             self._started_tracemalloc = True
-        self._t0 = time.monotonic()
+        self._t0 = self.clock()
         self.set_phase(self.phase)
         self._task = start_task(self._task, self._run, f"resources-{self.component}")
 

@@ -117,25 +117,34 @@ async def test_blocking_callback_shows_in_event_loop_delay():
 
 async def test_deliberate_leak_shows_in_rss_slope():
     reg = CollectorRegistry()
-    s = ResourceSampler("leaky", interval_s=3600, registry=reg)  # background sampling idle; sample by hand
+    clock = [0.0]  # a simulated clock: 2 s between samples, so bytes/s and bytes/sample differ by 2x
+
+    def tick() -> float:
+        return clock[0]
+
+    s = ResourceSampler("leaky", interval_s=3600, registry=reg, clock=tick)  # sample by hand
     await s.start()
     leak = []
     s.set_phase("sustained")
     for _ in range(12):
         leak.append(b"x" * (8 * 1024 * 1024))  # 8 MiB written, kept alive
+        clock[0] += 2.0
         await asyncio.sleep(0.01)
         s.sample()
     check = s.leak_check("sustained")
-    assert check["verdict"] == "leak" and check["slope"] > 0
+    mib = 1024 * 1024
+    # 8 MiB every 2 s = 4 MiB/s (allocator slack aside); a per-sample slope would read 8 MiB
+    assert check["verdict"] == "leak" and 3 * mib <= check["slope"] <= 5 * mib
     assert s.summary("sustained")["heap_peak_mb"] >= 90
     leak.clear()
     gc.collect()
     s.set_phase("flat")
     for _ in range(12):
+        clock[0] += 2.0
         await asyncio.sleep(0.01)
         s.sample()
-    # Flat phase: the RSS is whatever it is, but it does not grow by 8 MiB a step.
-    flat = s.leak_check("flat", tolerance_bytes_per_s=50 * 1024 * 1024)
+    # Flat phase: the RSS is whatever it is, but it does not grow by more than 1 MiB per 2 s step.
+    flat = s.leak_check("flat", tolerance_bytes_per_s=0.5 * mib)
     assert flat["verdict"] == "stable"
     await s.stop()
     text = generate_latest(reg).decode()

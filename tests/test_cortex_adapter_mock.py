@@ -8,14 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-pytest.importorskip("services.cortex_mock.app", reason="cortex-mock not built yet")
-
-from services.adapters.cortex.backend import CortexBackend  # noqa: E402
-from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session  # noqa: E402
-from services.cortex_mock.app import make_app  # noqa: E402
-from services.cortex_mock.config import MockConfig  # noqa: E402
-from services.fault_proxy.admin_client import FaultProxyAdmin  # noqa: E402
-from services.fault_proxy.testing import running_proxy, serve_app  # noqa: E402
+from services.adapters.cortex.backend import CortexBackend
+from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session
+from services.cortex_mock.app import make_app
+from services.cortex_mock.config import MockConfig
+from services.fault_proxy.admin_client import FaultProxyAdmin
+from services.fault_proxy.testing import running_proxy, serve_app
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 

@@ -170,11 +170,16 @@ async def test_drill_fails_against_misconfigured_adapter(drill_env, name):
     assert r.details["overrides"] == BROKEN[name]
 
 
-async def test_api_down_drill_passes_and_reports_figures(drill_env):
+async def test_api_down_drill_reports_figures(drill_env):
+    """Through the real proxy, without timing claims: the gate stops API calls and nothing escapes. Whether the
+    gated turns cost ≈0 ms is a wall-clock figure (the slow pass test and `make bench-perf` check it; the
+    criterion itself is shown failing on a simulated clock in tests/test_drills_criteria.py)."""
     ctx = drill_env()
     await seed_memories(ctx)
     r = await DRILLS["api_down"](ctx)
-    assert r.passed, r.measured
+    crit = r.details["criteria"]
+    assert crit["api_calls_after_gate"] and crit["no_error_reaches_agent"], r.measured
+    assert set(crit) == {"api_calls_after_gate", "overhead", "no_error_reaches_agent"}
     assert r.details["api_calls_after_gate"] == 0
     assert "p95 overhead after gate" in r.measured
     assert r.details["drill_config"]["gate_failures"] == 3

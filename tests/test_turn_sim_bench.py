@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from collectors.resources import SlopeEstimate, leak_verdict
 from collectors.samples import read_samples
 from services.turn_sim.bench import CostsConfig, render_costs_markdown, run_costs
 from services.turn_sim.states import STATES
@@ -24,7 +25,12 @@ async def test_run_costs_tiny(tmp_path):
     assert res["tokens"]["5"]["tokens_injected_p50"] > res["tokens"]["1"]["tokens_injected_p50"] > 0
     assert res["continuity"]["none"]["redundant_questions"] == res["continuity"]["none"]["probes"]
     assert res["network"]["total"] > 0
-    assert res["leak_check"]["verdict"] in ("leak", "stable", "unknown")
+    # the verdict follows from the reported interval and the configured tolerance (bytes/s)
+    lc = res["leak_check"]
+    assert lc["tolerance_bytes_per_s"] == pytest.approx(cfg.leak_tolerance_mb_per_min * 2 ** 20 / 60)
+    est = SlopeEstimate(lc["slope"], lc["lo"], lc["hi"], lc["n"], lc["method"], lc["confidence"])
+    assert lc["verdict"] == leak_verdict(est, lc["tolerance_bytes_per_s"])
+    assert lc["n"] >= 3 and lc["verdict"] != "unknown"
     kinds = {r["kind"] for r in read_samples(tmp_path / "samples.jsonl")}
     assert {"turn", "resources", "event_loop", "tokens", "continuity", "network_summary"} <= kinds
     assert json.loads((tmp_path / "costs.json").read_text())["backend"] == "cortex"

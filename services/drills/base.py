@@ -4,10 +4,16 @@ The memory plugin's failure policy (recall timeout budget, cold-start gate, Retr
 adapter under test; a drill configures it through `AdapterKnobs` (config key names) and reads the retry-queue
 depth through the backend's counters. `overrides` lets a test mis-configure the adapter on purpose (gate off,
 huge timeout budget, no queue cap) to show that each drill's pass condition can fail.
+
+Time, sleeping, RSS and the plugin are injectable (`clock`, `sleep`, `rss_reader`, `plugin_factory`): a real run
+uses the wall clock, asyncio.sleep, psutil and the host's MemoryPlugin; a test drives every criterion of every
+drill to failure on a simulated clock in milliseconds, so no test asserts anything about wall-clock speed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -51,8 +57,8 @@ class DrillResult:
     expectation: str
     measured: str
     value: float | None
-    passed: bool
-    details: dict[str, Any] = field(default_factory=dict)
+    passed: bool  # every criterion held
+    details: dict[str, Any] = field(default_factory=dict)  # details["criteria"]: criterion -> held
     wall_s: float = 0.0
     error: str = ""
 
@@ -73,6 +79,11 @@ class DrillContext:
     overrides: dict[str, Any] = field(default_factory=dict)  # applied last: deliberate mis-configuration
     seed: int = 0
     sink: Any = None  # collectors.samples.SampleSink
+    clock: Callable[[], float] = time.perf_counter  # seconds; turn overhead and outage timing
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+    rss_reader: Callable[[], int] | None = None  # None: this process's RSS (psutil)
+    # (client, namespace, services.turn_sim.plugin.PluginConfig) -> the plugin under test; None: MemoryPlugin
+    plugin_factory: Callable[..., Any] | None = None
 
     def client(self, **extra: Any) -> Any:
         cfg = {**self.knobs.config(self.config), **extra, **self.overrides}
@@ -85,6 +96,15 @@ class DrillContext:
             return None
         v = counters.get(self.knobs.queue_depth_counter)
         return int(v) if v is not None else None
+
+
+def verdict(criteria: dict[str, bool]) -> tuple[bool, dict[str, bool]]:
+    """A drill passes when every criterion it claims held; the criteria go into the result's details."""
+    return all(criteria.values()), dict(criteria)
+
+
+def failed_criteria(result: DrillResult) -> set[str]:
+    return {k for k, ok in (result.details.get("criteria") or {}).items() if not ok}
 
 
 DrillFn = Callable[[DrillContext], Awaitable[DrillResult]]

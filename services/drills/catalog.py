@@ -9,18 +9,20 @@ then checks its expectation. Timelines are seeded (`admin.reset(seed)`) so a run
 | recovery | outage (configurable, seed: 30 s) | recall works on the first turn after the outage ends |
 | error_bursts | bursts of 5xx and 3 s stalls | no error reaches the agent; overhead ≤ budget; recall back after |
 | rate_limit_storm | 429 + Retry-After on everything | no error reaches the agent; overhead ≤ budget; queue ≤ 100 |
+
+Each drill names its criteria (`details["criteria"]`, criterion -> held) and passes when all of them held, so a
+test can show every claimed criterion failing on its own (tests/test_drills_criteria.py). Time is read from
+`ctx.clock` and waits go through `ctx.sleep`, so the drills also run on a simulated clock.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 
 import numpy as np
 
 from collectors.resources import ResourceSampler, slope_ci
-from services.drills.base import DrillContext, DrillFn, DrillResult
+from services.drills.base import DrillContext, DrillFn, DrillResult, verdict
 from services.turn_sim.plugin import MemoryPlugin, PluginConfig
 from services.turn_sim.workload import FACTS
 
@@ -42,7 +44,8 @@ class _Turns:
 
     def __init__(self, ctx: DrillContext, client, name: str):
         self.ctx = ctx
-        self.plugin = MemoryPlugin(client, ctx.namespace, PluginConfig(recall_mode="fast", top_k=5))
+        make = ctx.plugin_factory or MemoryPlugin
+        self.plugin = make(client, ctx.namespace, PluginConfig(recall_mode="fast", top_k=5))
         self.name = name
         self.rows: list[dict] = []
         self.n = 0
@@ -50,15 +53,17 @@ class _Turns:
     async def recall(self, tag: str = "") -> dict:
         prompt = PROBES[self.n % len(PROBES)]
         self.n += 1
-        t0 = time.perf_counter()
+        clock = self.ctx.clock
+        t0 = clock()
         raised = ""
         try:
             out = await self.plugin.before_agent_start(prompt)
             mems, degraded = out.memories, out.degraded
         except Exception as e:  # the plugin must never let this happen
             mems, degraded, raised = 0, True, f"{type(e).__name__}: {e}"[:200]
-        row = {"turn": self.n, "tag": tag, "overhead_ms": (time.perf_counter() - t0) * 1000.0, "memories": mems,
-               "degraded": degraded, "raised": raised, "t": time.monotonic()}
+        t1 = clock()
+        row = {"turn": self.n, "tag": tag, "overhead_ms": (t1 - t0) * 1000.0, "memories": mems,
+               "degraded": degraded, "raised": raised, "t": t1}
         self.rows.append(row)
         if self.ctx.sink is not None:
             self.ctx.sink.write("drill_turn", drill=self.name, **row)
@@ -98,11 +103,13 @@ async def api_down(ctx: DrillContext) -> DrillResult:
     oh = [r["overhead_ms"] for r in after]
     p95 = _p(oh, 95)
     raised = sum(1 for r in turns.rows if r["raised"])
-    passed = calls_after == 0 and p95 is not None and p95 <= c.near_zero_ms and raised == 0
+    passed, crit = verdict({"api_calls_after_gate": calls_after == 0,
+                            "overhead": p95 is not None and p95 <= c.near_zero_ms, "no_error_reaches_agent": raised == 0})
     return DrillResult("api_down", f"≈0 ms overhead (p95 ≤ {c.near_zero_ms:g} ms) and no API call once the gate "
                        f"opened after {c.gate_failures} failures",
                        f"p95 overhead after gate {p95:.2f} ms; API calls after gate {calls_after}", p95, passed,
-                       {"overhead_ms_after_gate": oh, "api_calls_after_gate": calls_after, "raised": raised,
+                       {"criteria": crit, "overhead_ms_after_gate": oh, "api_calls_after_gate": calls_after,
+                        "raised": raised,
                         "opening_overhead_ms": [r["overhead_ms"] for r in turns.rows[:c.gate_failures]], **_cfg(ctx)})
 
 
@@ -119,17 +126,20 @@ async def slow_api(ctx: DrillContext) -> DrillResult:
     worst = max(r["overhead_ms"] for r in rows)
     limit = c.recall_timeout_ms + c.slack_ms
     raised = sum(1 for r in rows if r["raised"])
+    passed, crit = verdict({"overhead": worst <= limit, "no_error_reaches_agent": raised == 0})
     return DrillResult("slow_api", f"turn overhead capped at recallTimeoutMs = {c.recall_timeout_ms} ms "
                        f"(+{c.slack_ms:g} ms slack) with the API {c.slow_api_ms} ms slow",
-                       f"max overhead {worst:.0f} ms", worst, worst <= limit and raised == 0,
-                       {"overhead_ms": [r["overhead_ms"] for r in rows], "raised": raised, **_cfg(ctx)})
+                       f"max overhead {worst:.0f} ms", worst, passed,
+                       {"criteria": crit, "overhead_ms": [r["overhead_ms"] for r in rows], "raised": raised,
+                        **_cfg(ctx)})
 
 
 async def sustained_failures(ctx: DrillContext) -> DrillResult:
     c = ctx.config
     client = ctx.client()
     turns = _Turns(ctx, client, "sustained_failures")
-    sampler = ResourceSampler("drill_sustained", interval_s=3600, sink=ctx.sink, trace_heap=False)
+    sampler = ResourceSampler("drill_sustained", interval_s=3600, sink=ctx.sink, trace_heap=False,
+                              rss_reader=ctx.rss_reader, clock=ctx.clock)
     sampler.set_phase("sustained_failures")
     depths: list[int] = []
     try:
@@ -145,7 +155,7 @@ async def sustained_failures(ctx: DrillContext) -> DrillResult:
                     depths.append(d)
                 sampler.sample()
         await turns.plugin.drain(timeout_s=5.0)
-        await asyncio.sleep(0.2)
+        await ctx.sleep(0.2)
         d = await ctx.queue_depth(client)
         if d is not None:
             depths.append(d)
@@ -155,15 +165,16 @@ async def sustained_failures(ctx: DrillContext) -> DrillResult:
         await turns.close()
     rss = [s["rss_bytes"] for s in sampler.samples]
     growth_mb = (rss[-1] - rss[0]) / 2 ** 20
-    est = slope_ci(list(range(len(rss))), rss)
+    est = slope_ci([s["t_s"] for s in sampler.samples], rss)  # bytes per second of ctx.clock
     qmax = max(depths) if depths else None
-    passed = qmax is not None and qmax <= c.queue_cap and growth_mb <= c.rss_growth_limit_mb
+    passed, crit = verdict({"queue_cap": qmax is not None and qmax <= c.queue_cap,
+                            "rss_growth": growth_mb <= c.rss_growth_limit_mb})
     return DrillResult("sustained_failures", f"{c.failed_captures} failed captures: RetryQueue ≤ {c.queue_cap}, "
                        f"RSS stable (growth ≤ {c.rss_growth_limit_mb:g} MB)",
                        f"max queue {qmax if qmax is not None else 'n/a'}; RSS growth {growth_mb:+.1f} MB",
                        float(qmax) if qmax is not None else None, passed,
-                       {"queue_depths": depths, "rss_mb": [r / 2 ** 20 for r in rss], "rss_growth_mb": growth_mb,
-                        "rss_slope_bytes_per_step": est.to_json(), "captures_failed": turns.plugin.captures_failed,
+                       {"criteria": crit, "queue_depths": depths, "rss_mb": [r / 2 ** 20 for r in rss],
+                        "rss_growth_mb": growth_mb, "rss_slope_bytes_per_s": est.to_json(), "captures_failed": turns.plugin.captures_failed,
                         "queue_depth_observable": qmax is not None, **_cfg(ctx)})
 
 
@@ -173,22 +184,25 @@ async def recovery(ctx: DrillContext) -> DrillResult:
     try:
         await ctx.admin.add_fault("outage", "outage", attributes={"duration_s": c.outage_s, "mode": "error",
                                                                    "status": 503})
-        t_start = time.monotonic()
+        t_start = ctx.clock()
         for _ in range(c.gate_failures + 1):  # trip the gate, then one gated turn
             await turns.recall("outage")
-        await asyncio.sleep(max(0.0, t_start + c.outage_s + 0.05 - time.monotonic()))
+        await ctx.sleep(max(0.0, t_start + c.outage_s + 0.05 - ctx.clock()))
         first = await turns.recall("after")
         since_end_s = first["t"] - (t_start + c.outage_s)
     finally:
         await ctx.admin.remove("outage", missing_ok=True)
         await turns.close()
-    passed = first["memories"] > 0 and not first["degraded"] and not first["raised"]
+    raised = sum(1 for r in turns.rows if r["raised"])
+    passed, crit = verdict({"recall_after_outage": first["memories"] > 0 and not first["degraded"],
+                            "no_error_reaches_agent": raised == 0})
     return DrillResult("recovery", f"recall works on the first turn after a {c.outage_s:g} s outage ends "
                        f"(gate cooldown {c.cooldown_s:g} s; seed: 30 s / 30 s)",
                        f"first turn after the outage: {first['memories']} memories"
                        f"{' (degraded)' if first['degraded'] else ''}, {first['overhead_ms']:.0f} ms",
                        float(first["memories"]), passed,
-                       {"first_turn": first, "seconds_after_outage_end": since_end_s,
+                       {"criteria": crit, "first_turn": first, "seconds_after_outage_end": since_end_s,
+                        "raised": raised,
                         "outage_turns": turns.rows[:-1], **_cfg(ctx)})
 
 
@@ -210,7 +224,7 @@ async def error_bursts(ctx: DrillContext) -> DrillResult:
                     await ctx.admin.populate(phase)
                 burst.append(await turns.recall(phase[0]["name"] if phase else "clean"))
         await ctx.admin.reset(seed=ctx.seed)
-        await asyncio.sleep(c.cooldown_s + 0.05)  # let a gate opened by the burst close again
+        await ctx.sleep(c.cooldown_s + 0.05)  # let a gate opened by the burst close again
         after = await turns.recall("after")
     finally:
         await ctx.admin.reset(seed=ctx.seed)
@@ -219,12 +233,14 @@ async def error_bursts(ctx: DrillContext) -> DrillResult:
     p95 = _p(oh, 95)
     raised = sum(1 for r in turns.rows if r["raised"])
     limit = c.recall_timeout_ms + c.slack_ms
-    passed = raised == 0 and p95 is not None and p95 <= limit and after["memories"] > 0
+    passed, crit = verdict({"no_error_reaches_agent": raised == 0, "overhead": p95 is not None and p95 <= limit,
+                            "recall_after_bursts": after["memories"] > 0 and not after["degraded"]})
     return DrillResult("error_bursts", f"bursts of 5xx and {c.slow_api_ms} ms stalls: no error reaches the agent, "
                        f"p95 overhead ≤ {c.recall_timeout_ms} ms (+slack), recall back after the bursts",
                        f"p95 overhead {p95:.0f} ms; {sum(r['degraded'] for r in burst)}/{len(burst)} degraded; "
                        f"errors raised {raised}; after the bursts {after['memories']} memories", p95, passed,
-                       {"overhead_ms": oh, "tags": [r["tag"] for r in burst], "raised": raised, "after": after,
+                       {"criteria": crit, "overhead_ms": oh, "tags": [r["tag"] for r in burst], "raised": raised,
+                        "after": after,
                         **_cfg(ctx)})
 
 
@@ -254,12 +270,14 @@ async def rate_limit_storm(ctx: DrillContext) -> DrillResult:
     qmax = max(depths) if depths else None
     raised = sum(1 for r in rows if r["raised"])
     limit = c.recall_timeout_ms + c.slack_ms
-    passed = raised == 0 and p95 is not None and p95 <= limit and (qmax is None or qmax <= c.queue_cap)
+    passed, crit = verdict({"no_error_reaches_agent": raised == 0, "overhead": p95 is not None and p95 <= limit,
+                            "queue_cap": qmax is None or qmax <= c.queue_cap})
     return DrillResult("rate_limit_storm", f"429 + Retry-After on every call: no error reaches the agent, p95 "
                        f"overhead ≤ {c.recall_timeout_ms} ms (+slack), RetryQueue ≤ {c.queue_cap}",
                        f"p95 overhead {p95:.0f} ms; max queue {qmax if qmax is not None else 'n/a'}; "
                        f"errors raised {raised}", p95, passed,
-                       {"overhead_ms": oh, "queue_depths": depths, "raised": raised, **_cfg(ctx)})
+                       {"criteria": crit, "overhead_ms": oh, "queue_depths": depths, "raised": raised,
+                        **_cfg(ctx)})
 
 
 DRILLS: dict[str, DrillFn] = {

@@ -1,0 +1,329 @@
+"""`make mutation`: mutation testing (cosmic-ray 8.7, a maintained tool) over the modules whose numbers memrig
+quotes, listed with the tests that must kill their mutants in tests/mutation/modules.toml.
+
+Why cosmic-ray: every mutant runs the module's test command in a fresh subprocess, so asyncio, gRPC and forked
+servers in the tests need no special care, and a hanging mutant is killed by its timeout (and counted killed).
+The working tree is never mutated: the tracked (and untracked, not ignored) files are copied to a scratch
+directory and cosmic-ray edits the copy. Per module: `cosmic-ray init`, `baseline` (the tests must pass on the
+unmutated copy, else the module is reported as not measured), `exec`, then `dump` is read back.
+
+Operators: by default the plan excludes binary-operator replacements into FloorDiv, Mod, Pow, shifts and
+bitwise operators (on this float/str code they raise at once: killed, but each costs a full test run; they
+were ~60% of all mutants); `--all-operators` keeps them.
+
+Output (`--out`, default results/mutation): report.md (kill rate per module, surviving mutants with their
+diffs, equivalent mutants with reasons, timing) and report.json. Exit status 1 when a measured module is below
+the target kill rate (modules.toml, 90%) or a baseline failed.
+
+    python -m tests.mutation.run [--modules collectors/resources.py,loadtests/open_loop.py] [--out DIR] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAN = Path(__file__).with_name("modules.toml")
+
+
+@dataclass
+class ModuleResult:
+    path: str
+    tests: list[str]
+    mutants: int = 0
+    killed: int = 0
+    timeouts: int = 0  # counted as killed (the mutant made the tests hang)
+    survived: int = 0
+    incompetent: int = 0  # the runner itself failed; neither killed nor survived
+    skipped: int = 0  # operator excluded by the plan (exclude-operators)
+    annotations: int = 0  # inside a never-evaluated annotation: equivalent by construction, not run
+    equivalent: int = 0
+    pending: int = 0
+    seconds: float = 0.0
+    baseline_ok: bool = True
+    error: str = ""
+    survivors: list[dict[str, Any]] = field(default_factory=list)
+    equivalents: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def kill_rate(self) -> float | None:
+        """killed / (killed + survived): equivalent, incompetent and unfinished mutants are left out."""
+        scored = self.killed + self.survived
+        return self.killed / scored if scored else None
+
+
+def load_plan(path: Path = PLAN) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    plan = tomllib.loads(path.read_text())
+    defaults = plan.get("defaults", {})
+    modules = plan.get("module", [])
+    for m in modules:
+        if not (ROOT / m["path"]).is_file():
+            raise SystemExit(f"modules.toml: path {m['path']!r} does not exist")
+        for t in m["tests"]:
+            if not (ROOT / t).exists():
+                raise SystemExit(f"modules.toml: test {t!r} (module {m['path']}) does not exist")
+    return defaults, modules, plan.get("equivalent", [])
+
+
+def select(modules: list[dict[str, Any]], wanted: str | None) -> list[dict[str, Any]]:
+    if not wanted:
+        return modules
+    keys = [w.strip() for w in wanted.split(",") if w.strip()]
+    out = [m for m in modules if any(k == m["path"] or k in m["path"] for k in keys)]
+    if not out:
+        raise SystemExit(f"--modules {wanted!r} matches none of: {', '.join(m['path'] for m in modules)}")
+    return out
+
+
+def scratch_copy(dest: Path) -> None:
+    """The working-tree version of every tracked file and every untracked, non-ignored one."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if not src.is_file():
+            continue  # deleted in the working tree
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest / rel)
+
+
+def _toml_str(s: str) -> str:
+    return json.dumps(s)  # a JSON string literal is a valid TOML basic string
+
+
+def cosmic_ray_config(module: str, test_command: str, timeout: float, exclude_operators: list[str] = ()) -> str:
+    return "\n".join([
+        "[cosmic-ray]",
+        f"module-path = {_toml_str(module)}",
+        f"timeout = {float(timeout)}",
+        "excluded-modules = []",
+        f"test-command = {_toml_str(test_command)}",
+        "",
+        "[cosmic-ray.distributor]",
+        'name = "local"',
+        "",
+        "[cosmic-ray.filters.operators-filter]",
+        f"exclude-operators = [{', '.join(_toml_str(e) for e in exclude_operators)}]",
+        "",
+    ])
+
+
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(start, end) positions (line 1-based, column 0-based) of every annotation in a module that has
+    `from __future__ import annotations`: there annotations are strings never evaluated at run time (PEP 563),
+    so a mutant inside one (`float | None` -> `float - None`) is equivalent. Empty for other modules."""
+    tree = ast.parse(source)
+    future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
+                 any(a.name == "annotations" for a in n.names) for n in tree.body)
+    if not future:
+        return []
+    nodes: list[ast.expr] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.returns is not None:
+            nodes.append(n.returns)
+        elif isinstance(n, ast.arg) and n.annotation is not None:
+            nodes.append(n.annotation)
+        elif isinstance(n, ast.AnnAssign):
+            nodes.append(n.annotation)
+    return [((a.lineno, a.col_offset), (a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in nodes]
+
+
+def in_spans(pos: tuple[int, int], spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> bool:
+    return any(lo <= tuple(pos) < hi for lo, hi in spans)
+
+
+def skip_annotation_mutants(db_path: Path, source: str) -> int:
+    """Mark the session's mutants inside annotations as skipped (cosmic-ray's own filters do the same with
+    WorkerOutcome.SKIPPED); returns how many."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    spans = annotation_spans(source)
+    if not spans:
+        return 0
+    n = 0
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            if all(in_spans(m.start_pos, spans) for m in item.mutations):
+                db.set_result(item.job_id, WorkResult(output="annotation (not evaluated, PEP 563)",
+                                                      worker_outcome=WorkerOutcome.SKIPPED))
+                n += 1
+    return n
+
+
+def _diff_key(module: str, operator: str, diff: str) -> tuple[str, str, str]:
+    """Identifies a mutant across code moves: module, operator and the changed lines without positions."""
+    changed = [ln[1:].strip() for ln in (diff or "").splitlines()
+               if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    return module, operator, "\n".join(changed)
+
+
+def equivalent_keys(equivalents: list[dict[str, Any]]) -> dict[tuple[str, str, str], str]:
+    return {(e["module"], e["operator"], e["changed"].strip()): e["reason"] for e in equivalents}
+
+
+def tally(res: ModuleResult, rows: list[list[Any]], equivalents: dict[tuple[str, str, str], str]) -> None:
+    """Count the dump rows ([work item, result or null]) of one module into `res`."""
+    for item, result in rows:
+        mut = item["mutations"][0]
+        res.mutants += 1
+        if result is None:
+            res.pending += 1
+            continue
+        if str(result.get("worker_outcome", "")).lower() == "skipped":
+            if (result.get("output") or "").startswith("annotation"):
+                res.annotations += 1
+            else:
+                res.skipped += 1
+            continue
+        where = {"operator": mut["operator_name"], "occurrence": mut["occurrence"], "line": mut["start_pos"][0],
+                 "function": mut.get("definition_name"), "diff": result.get("diff") or ""}
+        reason = equivalents.get(_diff_key(res.path, mut["operator_name"], result.get("diff") or ""))
+        outcome = str(result.get("test_outcome") or "").lower()
+        if reason is not None and outcome == "survived":
+            res.equivalent += 1
+            res.equivalents.append({**where, "reason": reason})
+        elif outcome == "killed":
+            res.killed += 1
+            res.timeouts += int((result.get("output") or "").strip() == "timeout")
+        elif outcome == "survived":
+            res.survived += 1
+            res.survivors.append(where)
+        else:
+            res.incompetent += 1
+
+
+def cosmic_ray_bin() -> list[str]:
+    exe = Path(sys.executable).with_name("cosmic-ray")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "cosmic_ray.cli"]
+
+
+def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
+               equivalents: dict[tuple[str, str, str], str], all_operators: bool = False) -> ModuleResult:
+    res = ModuleResult(m["path"], list(m["tests"]))
+    work = scratch / ".mutation"
+    work.mkdir(exist_ok=True)
+    slug = m["path"].replace("/", "_").removesuffix(".py")
+    cfg, db = work / f"{slug}.toml", work / f"{slug}.sqlite"
+    args = list(m.get("args", defaults.get("args", [])))
+    test_cmd = shlex.join([sys.executable, "-m", "pytest", *args, *m["tests"]])
+    excluded = [] if all_operators else list(m.get("exclude-operators", defaults.get("exclude-operators", [])))
+    cfg.write_text(cosmic_ray_config(m["path"], test_cmd, float(m.get("timeout", defaults.get("timeout", 120))),
+                                     excluded))
+    env = {**os.environ, "PYTHONPATH": f"{scratch}{os.pathsep}{scratch / 'proto'}"}
+    cr = cosmic_ray_bin()
+    t0 = time.perf_counter()
+    try:
+        subprocess.run([*cr, "init", str(cfg), str(db)], cwd=scratch, env=env, check=True, capture_output=True)
+        if excluded:
+            subprocess.run([str(Path(cr[0]).with_name("cr-filter-operators")) if len(cr) == 1 else sys.executable,
+                            *([] if len(cr) == 1 else ["-m", "cosmic_ray.tools.filters.operators_filter"]),
+                            str(db), str(cfg)], cwd=scratch, env=env, check=True, capture_output=True)
+        skip_annotation_mutants(db, (scratch / m["path"]).read_text())
+        base = subprocess.run([*cr, "baseline", str(cfg)], cwd=scratch, env=env, capture_output=True, text=True)
+        if base.returncode != 0:
+            res.baseline_ok = False
+            res.error = f"baseline failed (the tests fail on unmutated code): {base.stderr[-800:]}"
+            return res
+        subprocess.run([*cr, "exec", str(cfg), str(db)], cwd=scratch, env=env, check=True, capture_output=True)
+        dump = subprocess.run([*cr, "dump", str(db)], cwd=scratch, env=env, check=True, capture_output=True,
+                              text=True).stdout
+    except subprocess.CalledProcessError as e:
+        res.error = f"{' '.join(e.cmd[:3])} exited {e.returncode}: {(e.stderr or b'')[-800:]!r}"
+        return res
+    finally:
+        res.seconds = round(time.perf_counter() - t0, 1)
+    tally(res, [json.loads(line) for line in dump.splitlines() if line.strip()], equivalents)
+    return res
+
+
+def render(results: list[ModuleResult], target: float, total_s: float) -> str:
+    out = ["# Mutation testing (cosmic-ray)", "",
+           f"Kill rate = killed / (killed + survived); a timeout counts as killed; equivalent mutants "
+           f"(tests/mutation/modules.toml, with reasons) are left out. Target ≥ {target:.0%}. "
+           f"Total {total_s / 60:.1f} min.", "",
+           "Not run: `skipped` (operators the plan excludes) and `annot.` (mutants inside annotations, which "
+           "`from __future__ import annotations` never evaluates).", "",
+           "| module | mutants | killed | (timeouts) | survived | equivalent | incompetent | skipped | annot. | "
+           "kill rate | time s | tests |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        rate = "not measured" if r.error else ("—" if r.kill_rate is None else f"{r.kill_rate:.1%}")
+        out.append(f"| {r.path} | {r.mutants} | {r.killed} | {r.timeouts} | {r.survived} | {r.equivalent} | "
+                   f"{r.incompetent} | {r.skipped} | {r.annotations} | {rate} | {r.seconds:.0f} | {', '.join(Path(t).name for t in r.tests)} |")
+    for r in results:
+        if r.error:
+            out += ["", f"## {r.path}: not measured", "", "```", r.error, "```"]
+        if r.survivors:
+            out += ["", f"## Surviving mutants: {r.path} ({len(r.survivors)})", ""]
+            for s in r.survivors:
+                out += [f"- line {s['line']} in `{s['function']}`: {s['operator']} #{s['occurrence']}", "",
+                        "```diff", s["diff"].strip(), "```"]
+        if r.equivalents:
+            out += ["", f"## Equivalent mutants: {r.path}", ""]
+            out += [f"- line {e['line']} `{e['operator']}`: {e['reason']}" for e in r.equivalents]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--modules", help="comma-separated module paths (or substrings) from modules.toml; default all")
+    ap.add_argument("--out", default=str(ROOT / "results" / "mutation"))
+    ap.add_argument("--keep", action="store_true", help="keep the scratch copy (its path is printed)")
+    ap.add_argument("--list", action="store_true", help="list the modules and their tests, run nothing")
+    ap.add_argument("--all-operators", action="store_true",
+                    help="ignore the plan's exclude-operators (every cosmic-ray operator; several times slower)")
+    a = ap.parse_args(argv)
+    defaults, modules, eq = load_plan()
+    modules = select(modules, a.modules)
+    if a.list:
+        for m in modules:
+            print(f"{m['path']}: {' '.join(m['tests'])}")
+        return 0
+    target = float(defaults.get("target", 0.9))
+    eq_keys = equivalent_keys(eq)
+    scratch = Path(tempfile.mkdtemp(prefix="memrig-mutation-"))
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    results: list[ModuleResult] = []
+    try:
+        scratch_copy(scratch)
+        for m in modules:
+            print(f"mutation: {m['path']} ...", flush=True)
+            r = run_module(scratch, m, defaults, eq_keys, a.all_operators)
+            rate = "not measured" if r.error else (f"{r.kill_rate:.1%}" if r.kill_rate is not None else "—")
+            print(f"mutation: {m['path']}: {r.mutants} mutants ({r.skipped} skipped by operator, {r.annotations} in "
+                  f"annotations), {r.killed} killed, "
+                  f"{r.survived} survived, {r.equivalent} equivalent, kill rate {rate}, {r.seconds:.0f} s", flush=True)
+            results.append(r)
+            total = time.perf_counter() - t0
+            (out / "report.md").write_text(render(results, target, total))
+            (out / "report.json").write_text(json.dumps(
+                {"tool": "cosmic-ray", "target": target, "seconds": round(total, 1),
+                 "modules": [{**asdict(r), "kill_rate": r.kill_rate} for r in results]}, indent=1))
+    finally:
+        if a.keep:
+            print(f"mutation: scratch copy kept at {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    print(f"mutation: report in {out / 'report.md'}")
+    bad = [r for r in results if r.error or (r.kill_rate is not None and r.kill_rate < target)]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
