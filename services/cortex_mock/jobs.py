@@ -10,7 +10,8 @@ RedisJobs: a reliable queue in Redis served by worker processes (`python -m serv
   each job in its processing list back to the queue (attempts < max) or marks it failed with the reason.
 - completion: the job hash gets the result, then LREM from the processing list. An ingest that committed
   before its worker died is recorded in the tenant DB (`applied_jobs`), so the retry returns that result
-  instead of ingesting twice.
+  instead of ingesting twice; and when no attempt is left (`--max-attempts 1`) and the reaper marks such a job
+  failed, `GET /v1/jobs/{id}` reads `applied_jobs` and reports it completed (the commit is the truth).
 Job status lives in Redis in that mode; the server reads it from there.
 """
 
@@ -247,31 +248,43 @@ class RedisJobs:
 
     # -- worker side ------------------------------------------------------------------------------------
     async def serve(self, engine, concurrency: int = 1, stop: asyncio.Event | None = None,
-                    worker_id: str | None = None) -> None:
-        """Run a worker until `stop` is set: heartbeat, reaper and `concurrency` claim loops."""
+                    worker_id: str | None = None, stop_grace_s: float = 10.0) -> None:
+        """Run a worker until `stop` is set: heartbeat, reaper and `concurrency` claim loops.
+
+        Shutdown is bounded: the claim loops get `stop_grace_s` to finish or be cancelled (a cancel that a
+        Redis command swallows cannot hold it longer: `asyncio.wait` does not wait past its timeout), then
+        the lease is deleted and this worker's unfinished jobs are handed back by one reap, each step with a
+        2 s budget. Total: at most stop_grace_s + 4 s."""
         stop = stop or asyncio.Event()
         wid = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.worker_id = wid
         await self.r.set(self.lease_key(wid), str(os.getpid()), px=self.lease_ms)
         await self.r.sadd(f"{self.p}:workers", wid)
-        hb = asyncio.create_task(self._heartbeat(wid))
+        hb = asyncio.create_task(self._heartbeat(wid, stop))
         reaper = asyncio.create_task(self._reaper_loop())
         loops = [asyncio.create_task(self._claim_loop(engine, wid, stop)) for _ in range(max(1, concurrency))]
         try:
             await stop.wait()
         finally:
+            stop.set()
             for t in loops:
                 t.cancel()
-            await asyncio.gather(*loops, return_exceptions=True)
+            _, stuck = await asyncio.wait(loops, timeout=stop_grace_s)
+            if stuck:
+                log.warning("%d claim loop(s) did not stop within %.1fs; abandoning them", len(stuck), stop_grace_s)
             for t in (hb, reaper):
                 t.cancel()
-            await asyncio.gather(hb, reaper, return_exceptions=True)
+            await asyncio.wait([hb, reaper], timeout=1.0)
             # Graceful stop: hand unfinished jobs back right away instead of waiting for the lease to expire.
-            await self.r.delete(self.lease_key(wid))
-            await self.reap_once()
+            for step in (self.r.delete(self.lease_key(wid)), self.reap_once()):
+                try:
+                    await asyncio.wait_for(step, 2.0)
+                except (TimeoutError, Exception):  # Redis gone: the reaper of another worker does it later
+                    log.warning("shutdown step failed; the lease expiry will release the jobs", exc_info=True)
 
-    async def _heartbeat(self, wid: str) -> None:
-        while True:
+    async def _heartbeat(self, wid: str, stop: asyncio.Event | None = None) -> None:
+        """Refresh the lease until stopped (checking `stop`, so a stopping worker stops claiming liveness)."""
+        while stop is None or not stop.is_set():
             await self.r.set(self.lease_key(wid), str(os.getpid()), px=self.lease_ms)
             await asyncio.sleep(self.lease_ms / 3000.0)
 
