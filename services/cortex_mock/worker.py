@@ -36,7 +36,7 @@ async def run(argv: list[str] | None = None) -> None:
     engine = CortexEngine(cfg)
     jobs = RedisJobs(cfg.redis_url, cfg.redis_prefix, cfg.lease_ms, cfg.max_attempts)
     await jobs.r.ping()
-    await asyncio.to_thread(lambda: engine.embedder.encode(["warm up"]))
+    await asyncio.to_thread(_warm, engine)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
@@ -57,6 +57,15 @@ async def run(argv: list[str] | None = None) -> None:
     finally:
         await jobs.r.aclose()
         await engine.close()
+
+
+def _warm(engine: CortexEngine) -> None:
+    """Load the embedder and the tokenizer (token counts are stored at ingest) before claiming: loading them
+    mid-job holds the GIL long enough to starve the heartbeat past a short lease."""
+    from services.common.tokens import count_tokens
+
+    engine.embedder.encode(["warm up"])
+    count_tokens("warm up")
 
 
 def _hard_exit() -> None:
