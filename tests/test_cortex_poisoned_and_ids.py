@@ -115,3 +115,15 @@ async def test_roles_other_than_user_assistant_are_refused_before_sending(mock_u
         assert b.client.requests == 0 and b.namespaces() == []  # nothing sent, nothing recorded
     finally:
         await b.close()
+
+
+async def test_settle_refuses_nan_instead_of_hanging(mock_url):
+    b = CortexBackend({"base_url": mock_url, "settle_poll_ms": 20})
+    try:
+        for bad in (float("nan"), -1.0):
+            with pytest.raises(ValidationError) as e:
+                await b.settle("ns", bad)
+            assert e.value.field == "timeout_seconds"
+        assert (await b.settle("ns", float("inf"))).items_pending == 0  # inf = capped at settle_timeout_s
+    finally:
+        await b.close()

@@ -322,6 +322,8 @@ class CortexBackend(MemoryBackend):
                 log.warning("cortex ingest job %s failed: %s", job_id, res.get("error"))
 
     async def settle(self, namespace: str, timeout_s: float) -> SettleResult:
+        if timeout_s != timeout_s or timeout_s < 0:  # NaN made the deadline unreachable: settle never ended
+            raise ValidationError("timeout_seconds", f"must be a number >= 0 (0 = the default), got {timeout_s!r}")
         budget = min(timeout_s, self.config["settle_timeout_s"]) if timeout_s else self.config["settle_timeout_s"]
         deadline = time.monotonic() + budget
         poll = self.config["settle_poll_ms"] / 1000.0
