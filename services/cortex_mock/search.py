@@ -136,7 +136,8 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
     t0 = time.perf_counter()
     qs = np.full(n, -1.0)
     if idx.q_owner.size:
-        np.maximum.at(qs, idx.q_owner, idx.q_emb @ qvec)
+        order, owners, starts = idx.question_groups()
+        qs[owners] = np.maximum.reduceat((idx.q_emb @ qvec)[order], starts)
     channels["question"] = ranking.top_ranked(_masked(qs, mask), CHANNEL_DEPTH, QUESTION_MIN, tie)
     chan_scores["question"] = qs
     t["question"] = time.perf_counter() - t0
