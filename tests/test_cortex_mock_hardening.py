@@ -291,3 +291,16 @@ async def test_job_marked_failed_after_its_commit_reports_completed(make_client)
     c.server.app[JOBS_KEY].jobs["never-ran"] = {**rec, "job_id": "never-ran", "status": "failed", "error": "lost"}
     body = await (await c.get("/v1/jobs/never-ran", headers=A)).json()
     assert body["status"] == "failed" and body["error"] == "lost"
+
+
+def test_question_groups_give_the_best_question_per_fact():
+    import numpy as np
+
+    from services.cortex_mock.store import TenantIndex
+
+    idx = TenantIndex(rev=1, q_owner=np.array([2, 0, 2, 2, 5], dtype=np.int64))
+    order, owners, starts = idx.question_groups()
+    scores = np.array([0.1, 0.7, 0.9, 0.3, 0.2])  # per question
+    best = np.full(6, -1.0)
+    best[owners] = np.maximum.reduceat(scores[order], starts)
+    assert best.tolist() == [0.7, -1.0, 0.9, -1.0, -1.0, 0.2]  # by hand: fact 2 has 0.1, 0.9, 0.3

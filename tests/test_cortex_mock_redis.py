@@ -246,3 +246,45 @@ async def test_sigterm_mid_job_is_bounded_and_releases_the_job(tmp_path, redis_u
         procs.append(w2)
         done = await poll_job(s, base, job["job_id"])
         assert done["status"] == "completed" and done["attempts"] == 2
+
+
+@pytest.mark.slow
+async def test_processes_share_the_port_the_data_and_the_job_table(tmp_path, procs):
+    server, ports = start("services.cortex_mock", ["--port", "0", "--processes", "2", "--embedder", "hash",
+                                                   "--data-dir", str(tmp_path / "data")])
+    procs.append(server)
+    base = f"http://127.0.0.1:{ports['http']}"
+    pids = set()
+    for _ in range(200):  # a fresh connection each time: the kernel spreads them over both sockets
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as s:
+            async with s.get(f"{base}/health") as r:
+                pids.add((await r.json())["pid"])
+        if len(pids) == 2:
+            break
+    assert len(pids) == 2 and server.pid in pids
+    sibling = (pids - {server.pid}).pop()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as s:
+        async with s.post(f"{base}/v1/jobs/ingest/conversation", json=CONV, headers=KEY) as r:
+            job = await r.json()
+        for _ in range(40):  # whichever process answers knows the job
+            async with s.get(f"{base}/v1/jobs/{job['job_id']}", headers=KEY) as r:
+                assert r.status == 200
+                body = await r.json()
+            if body["status"] == "completed":
+                break
+            await asyncio.sleep(0.05)
+        assert body["status"] == "completed"
+        for _ in range(20):  # and every process sees the memory (one data dir)
+            async with s.post(f"{base}/v1/retrieve", json={"query": "staging database"}, headers=KEY) as r:
+                assert (await r.json())["results"][0]["metadata"]["message_ids"] == ["m1"]
+    os.kill(server.pid, signal.SIGTERM)
+    assert server.wait(timeout=30) == 0
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            os.kill(sibling, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"sibling {sibling} still running after the first process stopped")

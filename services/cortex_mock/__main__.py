@@ -44,6 +44,9 @@ def build_parser(prog: str = "python -m services.cortex_mock", worker: bool = Fa
                              "MEMRIG_CORTEX_API_KEYS_FILE, else MEMRIG_CORTEX_API_KEYS)")
         ap.add_argument("--reuse-port", action="store_true",
                         help="SO_REUSEPORT: several server processes share the port (and the data dir)")
+        ap.add_argument("--processes", type=int, default=1,
+                        help="server processes on the port (SO_REUSEPORT), sharing the data dir and the job table")
+        ap.add_argument("--shared-jobs", action="store_true", help=argparse.SUPPRESS)  # set for --processes children
         ap.add_argument("--max-open-tenants", type=int, default=64, help="tenants kept open (LRU beyond)")
         ap.add_argument("--tenant-idle-s", type=float, default=600.0, help="close a tenant idle this long")
         ap.add_argument("--workers", type=int, default=2,
@@ -70,11 +73,14 @@ def config_from_args(a: argparse.Namespace) -> MockConfig:
     cfg = MockConfig.from_env()
     for k in ("data_dir", "settle_delay_ms", "embedder", "extractor", "job_delay_ms", "redis_prefix", "lease_ms",
               "max_attempts", "host", "port", "workers", "latency_fast_ms", "latency_full_ms", "latency_sigma",
-              "seed", "token_budget", "reuse_port", "max_open_tenants", "tenant_idle_s"):
+              "seed", "token_budget", "reuse_port", "max_open_tenants", "tenant_idle_s", "processes",
+              "shared_jobs"):
         if hasattr(a, k):
             setattr(cfg, k, getattr(a, k))
     if a.redis_url:
         cfg.redis_url = a.redis_url
+    if cfg.processes > 1:
+        cfg.shared_jobs = True
     if getattr(a, "api_keys_file", None):
         cfg.api_keys = read_keys_file(a.api_keys_file)
     elif getattr(a, "api_keys", None) is not None:
@@ -88,6 +94,26 @@ def worker_argv(cfg: MockConfig, data_dir: str) -> list[str]:
             "--settle-delay-ms", str(cfg.settle_delay_ms), "--extractor", cfg.extractor,
             "--job-delay-ms", str(cfg.job_delay_ms), "--lease-ms", str(cfg.lease_ms),
             "--max-attempts", str(cfg.max_attempts)]
+    if cfg.embedder:
+        argv += ["--embedder", cfg.embedder]
+    return argv
+
+
+def sibling_argv(cfg: MockConfig, data_dir: str, port: int) -> list[str]:
+    """A further server process on the same port and data dir (keys travel in the environment, not argv;
+    Redis workers are spawned by the first process only)."""
+    argv = [sys.executable, "-m", "services.cortex_mock", "--host", cfg.host, "--port", str(port), "--reuse-port",
+            "--processes", "1", "--shared-jobs", "--data-dir", data_dir,
+            "--workers", "0" if cfg.redis_url else str(cfg.workers),
+            "--settle-delay-ms", str(cfg.settle_delay_ms), "--extractor", cfg.extractor,
+            "--job-delay-ms", str(cfg.job_delay_ms), "--latency-fast-ms", str(cfg.latency_fast_ms),
+            "--latency-full-ms", str(cfg.latency_full_ms), "--latency-sigma", str(cfg.latency_sigma),
+            "--seed", str(cfg.seed), "--token-budget", str(cfg.token_budget),
+            "--max-open-tenants", str(cfg.max_open_tenants), "--tenant-idle-s", str(cfg.tenant_idle_s),
+            "--lease-ms", str(cfg.lease_ms), "--max-attempts", str(cfg.max_attempts),
+            "--redis-prefix", cfg.redis_prefix]
+    if cfg.redis_url:
+        argv += ["--redis-url", cfg.redis_url]
     if cfg.embedder:
         argv += ["--embedder", cfg.embedder]
     return argv
@@ -112,31 +138,47 @@ async def serve(cfg: MockConfig) -> None:
         log.warning("%s", warning)
         print(warning, file=sys.stderr, flush=True)
     sup: WorkerSupervisor | None = None
-    watch: asyncio.Task | None = None
+    siblings: WorkerSupervisor | None = None
+    tasks: list[asyncio.Task] = []
     if cfg.redis_url and cfg.workers > 0:
         sup = WorkerSupervisor(lambda: worker_argv(cfg, str(engine.data_dir)), cfg.workers)
         await asyncio.to_thread(sup.start)
         app[WORKERS_KEY] = sup
-        watch = asyncio.create_task(sup.watch(), name="cortex-worker-supervisor")
+        tasks.append(asyncio.create_task(sup.watch(), name="cortex-worker-supervisor"))
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     try:
         await runner.setup()
-        site = web.TCPSite(runner, cfg.host, cfg.port, reuse_port=cfg.reuse_port or None)
+        site = web.TCPSite(runner, cfg.host, cfg.port, reuse_port=(cfg.reuse_port or cfg.processes > 1) or None)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        print(f"READY http={port} pid={os.getpid()}", flush=True)
+        if cfg.processes > 1:
+            # The kernel spreads connections over every socket bound with SO_REUSEPORT; the siblings are
+            # supervised like Redis workers (respawned if they die) and stopped by PID with this process.
+            env = dict(os.environ, MEMRIG_CORTEX_API_KEYS=",".join(cfg.api_keys))
+            env.pop("MEMRIG_CORTEX_API_KEYS_FILE", None)
+            siblings = WorkerSupervisor(lambda: sibling_argv(cfg, str(engine.data_dir), port), cfg.processes - 1,
+                                        env=env)
+            await asyncio.to_thread(siblings.start)
+            tasks.append(asyncio.create_task(siblings.watch(), name="cortex-sibling-supervisor"))
+        print(f"READY http={port} pid={os.getpid()}"
+              + (f" processes={cfg.processes} siblings={','.join(map(str, siblings.pids()))}" if siblings else ""),
+              flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
     finally:
+        for x in (sup, siblings):
+            if x is not None:
+                x._stopping = True
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if siblings is not None:
+            await asyncio.to_thread(siblings.stop)
         await runner.cleanup()
         if sup is not None:
-            sup._stopping = True
-            if watch is not None:
-                watch.cancel()
-                await asyncio.gather(watch, return_exceptions=True)
             await asyncio.to_thread(sup.stop)
 
 

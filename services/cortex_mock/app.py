@@ -10,6 +10,7 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 import time
 from typing import Any
 
@@ -19,7 +20,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 
 from services.cortex_mock.config import MockConfig
 from services.cortex_mock.engine import CortexEngine, encode_payload
-from services.cortex_mock.jobs import InProcessJobs, RedisJobs, public_view
+from services.cortex_mock.jobs import InProcessJobs, RedisJobs, SharedJobTable, public_view
 from services.cortex_mock.metrics import MockMetrics
 from services.cortex_mock.search import SearchParams
 from services.cortex_mock.store import tenant_id_for_key
@@ -178,7 +179,8 @@ async def errors_mw(request: web.Request, handler):
 async def health(request: web.Request) -> web.Response:
     app = request.app
     workers = app[WORKERS_KEY]
-    body: dict[str, Any] = {"status": "ok", "service": "cortex-mock", "jobs_backend": app[JOBS_KEY].backend,
+    body: dict[str, Any] = {"status": "ok", "service": "cortex-mock", "pid": os.getpid(),
+                            "jobs_backend": app[JOBS_KEY].backend,
                             "worker_pids": workers.pids() if workers is not None else []}
     if workers is not None:  # real worker health: alive processes, respawns, the last exit
         body["workers"] = workers.health()
@@ -420,7 +422,8 @@ def make_app(config: MockConfig | None = None, clock=None) -> web.Application:
     if config.redis_url:
         app[JOBS_KEY] = RedisJobs(config.redis_url, config.redis_prefix, config.lease_ms, config.max_attempts)
     else:
-        app[JOBS_KEY] = InProcessJobs(engine, config.workers)
+        shared = SharedJobTable(str(engine.data_dir / "jobs.sqlite")) if config.shared_jobs else None
+        app[JOBS_KEY] = InProcessJobs(engine, config.workers, shared)
     app[METRICS_KEY] = MockMetrics(lambda: app[JOBS_KEY].counts.counts)
 
     async def on_startup(app: web.Application) -> None:

@@ -42,6 +42,8 @@ class MockConfig:
     max_open_tenants: int = 64  # least recently used tenants beyond this are closed (reopened on demand)
     tenant_idle_s: float = 600.0  # a tenant unused this long is closed at the next request
     reuse_port: bool = False  # SO_REUSEPORT, so `--processes N` servers share one port
+    processes: int = 1  # server processes on the port (the first starts and supervises the others)
+    shared_jobs: bool = False  # in-process job records mirrored to <data_dir>/jobs.sqlite (any process answers)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> MockConfig:

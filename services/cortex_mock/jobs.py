@@ -68,16 +68,51 @@ class JobCounts:
         self.counts[status] = self.counts.get(status, 0.0) + n
 
 
+class SharedJobTable:
+    """Job records in `<data_dir>/jobs.sqlite`, so with `--processes N` (no Redis) whichever server process a
+    `GET /v1/jobs/{id}` lands on can answer for a job another process runs. Blocking: call via to_thread."""
+
+    def __init__(self, path: str) -> None:
+        import sqlite3
+        import threading
+
+        self._lock = threading.Lock()
+        self.conn = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA busy_timeout=30000")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS jobs (job_id TEXT PRIMARY KEY, record TEXT NOT NULL,"
+                          " updated_at REAL NOT NULL)")
+
+    def put(self, rec: dict[str, Any]) -> None:
+        with self._lock:
+            self.conn.execute("INSERT OR REPLACE INTO jobs(job_id, record, updated_at) VALUES (?,?,?)",
+                              (rec["job_id"], json.dumps(rec, default=str), time.time()))
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self.conn.execute("SELECT record FROM jobs WHERE job_id=?", (job_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+
 class InProcessJobs:
     backend = "inprocess"
 
-    def __init__(self, engine, workers: int = 2):
+    def __init__(self, engine, workers: int = 2, shared: SharedJobTable | None = None):
         self.engine = engine
         self.n_workers = max(1, workers)
         self.queue: asyncio.Queue[str] = asyncio.Queue()
         self.jobs: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.counts = JobCounts()
         self._tasks: list[asyncio.Task] = []
+        self.shared = shared
+
+    async def _publish(self, rec: dict[str, Any]) -> None:
+        if self.shared is not None:
+            await asyncio.to_thread(self.shared.put, dict(rec))
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(self._worker(i), name=f"cortex-job-worker-{i}")
@@ -88,6 +123,8 @@ class InProcessJobs:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        if self.shared is not None:
+            self.shared.close()
 
     async def submit(self, tenant_id: str, kind: str, payload: str) -> dict[str, Any]:
         rec = {"job_id": new_job_id(), "tenant_id": tenant_id, "kind": kind, "payload": payload,
@@ -96,11 +133,15 @@ class InProcessJobs:
         while len(self.jobs) > MAX_INPROCESS_JOBS:
             self.jobs.popitem(last=False)
         self.counts.inc("pending")
+        await self._publish(rec)
         await self.queue.put(rec["job_id"])
         return rec
 
     async def get(self, job_id: str) -> dict[str, Any] | None:
-        return self.jobs.get(job_id)
+        rec = self.jobs.get(job_id)
+        if rec is None and self.shared is not None:  # submitted to another server process on the port
+            rec = await asyncio.to_thread(self.shared.get, job_id)
+        return rec
 
     async def depth(self) -> int:
         return self.queue.qsize()
@@ -116,17 +157,21 @@ class InProcessJobs:
                 continue
             rec.update(status="running", started_at=time.time(), attempts=rec["attempts"] + 1, worker=f"task-{i}")
             self.counts.inc("running")
+            await self._publish(rec)
             try:
                 res = await self.engine.run_job(rec)
                 rec.update(status="completed", result=res, finished_at=time.time())
                 self.counts.inc("completed")
             except asyncio.CancelledError:
                 rec.update(status="failed", error="server stopped while the job was running", finished_at=time.time())
+                if self.shared is not None:
+                    self.shared.put(dict(rec))  # cancelled: no await; one small write
                 raise
             except Exception as e:  # a failing job must not kill the worker
                 log.exception("job %s failed", job_id)
                 rec.update(status="failed", error=f"{type(e).__name__}: {e}", finished_at=time.time())
                 self.counts.inc("failed")
+            await self._publish(rec)
 
 
 # KEYS: processing list, queue, counts hash. ARGV: job key prefix, max attempts, reason.

@@ -42,8 +42,10 @@ class WorkerSlot:
 class WorkerSupervisor:
     def __init__(self, argv: Callable[[], list[str]] | list[str], n: int, ready_timeout_s: float = 120.0,
                  backoff_base_s: float = 0.5, backoff_max_s: float = 30.0, stable_s: float = 60.0,
-                 poll_s: float = 0.5, clock: Callable[[], float] = time.monotonic):
+                 poll_s: float = 0.5, clock: Callable[[], float] = time.monotonic,
+                 env: dict[str, str] | None = None):
         self._argv = argv if callable(argv) else (lambda: list(argv))
+        self.env = env
         self.slots = [WorkerSlot(i) for i in range(n)]
         self.ready_timeout_s = ready_timeout_s
         self.backoff_base_s, self.backoff_max_s, self.stable_s = backoff_base_s, backoff_max_s, stable_s
@@ -53,7 +55,7 @@ class WorkerSupervisor:
 
     # -- spawning (blocking: call through asyncio.to_thread) ------------------------------------------
     def _spawn(self, slot: WorkerSlot) -> None:
-        p = subprocess.Popen(self._argv(), stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen(self._argv(), stdout=subprocess.PIPE, text=True, env=self.env)
         deadline = time.monotonic() + self.ready_timeout_s
         line = ""
         while time.monotonic() < deadline:
