@@ -160,13 +160,18 @@ async def serve(cfg: MockConfig) -> None:
                                         env=env)
             await asyncio.to_thread(siblings.start)
             tasks.append(asyncio.create_task(siblings.watch(), name="cortex-sibling-supervisor"))
-        print(f"READY http={port} pid={os.getpid()}"
-              + (f" processes={cfg.processes} siblings={','.join(map(str, siblings.pids()))}" if siblings else ""),
+        if siblings is not None:
+            print(f"cortex-mock: {cfg.processes} processes on port {port}; siblings {siblings.pids()}",
+                  file=sys.stderr, flush=True)
+        # `key=<digits>` pairs only: the launcher's READY pattern (services/launcher.py)
+        print(f"READY http={port} pid={os.getpid()}" + (f" processes={cfg.processes}" if siblings else ""),
               flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        if cfg.shared_jobs and cfg.processes == 1:  # a sibling: stop with the first process, even if SIGKILLed
+            tasks.append(asyncio.create_task(_stop_when_orphaned(os.getppid(), stop)))
         await stop.wait()
     finally:
         for x in (sup, siblings):
@@ -180,6 +185,13 @@ async def serve(cfg: MockConfig) -> None:
         await runner.cleanup()
         if sup is not None:
             await asyncio.to_thread(sup.stop)
+
+
+async def _stop_when_orphaned(parent: int, stop: asyncio.Event) -> None:
+    while os.getppid() == parent:
+        await asyncio.sleep(1.0)
+    log.warning("the first cortex-mock process (pid %d) is gone; stopping", parent)
+    stop.set()
 
 
 def main(argv: list[str] | None = None) -> None:
