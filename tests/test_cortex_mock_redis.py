@@ -288,3 +288,30 @@ async def test_processes_share_the_port_the_data_and_the_job_table(tmp_path, pro
         time.sleep(0.05)
     else:
         pytest.fail(f"sibling {sibling} still running after the first process stopped")
+
+
+async def test_lease_expiry_follows_the_injected_clock(redis_url):
+    from services.cortex_mock.jobs import RedisJobs
+
+    class Clock:
+        t = 1_000.0
+
+        def __call__(self) -> float:
+            return self.t
+
+    clock = Clock()
+    jobs = RedisJobs(redis_url, "leasetest", lease_ms=1000, max_attempts=2, clock=clock)
+    try:
+        rec = await jobs.submit("tenant", "ingest", "{}")
+        assert await jobs.r.lmove(jobs.queue_key, jobs.processing_key("w1"), "RIGHT", "LEFT") == rec["job_id"]
+        await jobs.r.hincrby(jobs.job_key(rec["job_id"]), "attempts", 1)
+        await jobs.r.sadd("leasetest:workers", "w1")
+        await jobs.renew_lease("w1")  # expires at t = 1001.0
+        clock.t = 1_000.9
+        assert await jobs.reap_once() == 0 and await jobs.lease_alive("w1")
+        clock.t = 1_001.1  # no sleeping: the lease is past its expiry on the injected clock
+        assert await jobs.reap_once() == 1
+        assert (await jobs.get(rec["job_id"]))["status"] == "pending" and await jobs.depth() == 1
+    finally:
+        await jobs.r.flushdb()
+        await jobs.r.aclose()

@@ -412,7 +412,8 @@ def _metrics_handler(app: web.Application):
 
 
 def make_app(config: MockConfig | None = None, clock=None) -> web.Application:
-    """`clock` (wall-clock seconds) is the engine's: the settle delay and idle-tenant eviction follow it."""
+    """`clock` (wall-clock seconds) drives the settle delay, idle-tenant eviction, job timestamps and (Redis)
+    lease expiry in the server's reaper."""
     config = config or MockConfig.from_env()
     engine = CortexEngine(config, clock=clock)
     app = web.Application(middlewares=[metrics_mw, errors_mw], client_max_size=32 * 1024 * 1024)
@@ -420,10 +421,11 @@ def make_app(config: MockConfig | None = None, clock=None) -> web.Application:
     app[ENGINE_KEY] = engine
     app[WORKERS_KEY] = None
     if config.redis_url:
-        app[JOBS_KEY] = RedisJobs(config.redis_url, config.redis_prefix, config.lease_ms, config.max_attempts)
+        app[JOBS_KEY] = RedisJobs(config.redis_url, config.redis_prefix, config.lease_ms, config.max_attempts,
+                                  clock=engine.clock)
     else:
         shared = SharedJobTable(str(engine.data_dir / "jobs.sqlite")) if config.shared_jobs else None
-        app[JOBS_KEY] = InProcessJobs(engine, config.workers, shared)
+        app[JOBS_KEY] = InProcessJobs(engine, config.workers, shared, clock=engine.clock)
     app[METRICS_KEY] = MockMetrics(lambda: app[JOBS_KEY].counts.counts)
 
     async def on_startup(app: web.Application) -> None:

@@ -25,6 +25,7 @@ import socket
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("cortex_mock.jobs")
@@ -101,8 +102,10 @@ class SharedJobTable:
 class InProcessJobs:
     backend = "inprocess"
 
-    def __init__(self, engine, workers: int = 2, shared: SharedJobTable | None = None):
+    def __init__(self, engine, workers: int = 2, shared: SharedJobTable | None = None,
+                 clock: Callable[[], float] = time.time):
         self.engine = engine
+        self.clock = clock
         self.n_workers = max(1, workers)
         self.queue: asyncio.Queue[str] = asyncio.Queue()
         self.jobs: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -128,7 +131,7 @@ class InProcessJobs:
 
     async def submit(self, tenant_id: str, kind: str, payload: str) -> dict[str, Any]:
         rec = {"job_id": new_job_id(), "tenant_id": tenant_id, "kind": kind, "payload": payload,
-               "status": "pending", "attempts": 0, "created_at": time.time()}
+               "status": "pending", "attempts": 0, "created_at": self.clock()}
         self.jobs[rec["job_id"]] = rec
         while len(self.jobs) > MAX_INPROCESS_JOBS:
             self.jobs.popitem(last=False)
@@ -155,21 +158,21 @@ class InProcessJobs:
             rec = self.jobs.get(job_id)
             if rec is None:
                 continue
-            rec.update(status="running", started_at=time.time(), attempts=rec["attempts"] + 1, worker=f"task-{i}")
+            rec.update(status="running", started_at=self.clock(), attempts=rec["attempts"] + 1, worker=f"task-{i}")
             self.counts.inc("running")
             await self._publish(rec)
             try:
                 res = await self.engine.run_job(rec)
-                rec.update(status="completed", result=res, finished_at=time.time())
+                rec.update(status="completed", result=res, finished_at=self.clock())
                 self.counts.inc("completed")
             except asyncio.CancelledError:
-                rec.update(status="failed", error="server stopped while the job was running", finished_at=time.time())
+                rec.update(status="failed", error="server stopped while the job was running", finished_at=self.clock())
                 if self.shared is not None:
                     self.shared.put(dict(rec))  # cancelled: no await; one small write
                 raise
             except Exception as e:  # a failing job must not kill the worker
                 log.exception("job %s failed", job_id)
-                rec.update(status="failed", error=f"{type(e).__name__}: {e}", finished_at=time.time())
+                rec.update(status="failed", error=f"{type(e).__name__}: {e}", finished_at=self.clock())
                 self.counts.inc("failed")
             await self._publish(rec)
 
@@ -201,9 +204,14 @@ return n
 class RedisJobs:
     backend = "redis"
 
-    def __init__(self, url: str, prefix: str = "cortexmock", lease_ms: float = 10_000, max_attempts: int = 3):
+    def __init__(self, url: str, prefix: str = "cortexmock", lease_ms: float = 10_000, max_attempts: int = 3,
+                 clock: Callable[[], float] = time.time):
+        """`clock` (epoch seconds) stamps the jobs and decides when a lease has expired: a lease is the
+        expiry time written by the worker's heartbeat, compared with this clock by the reaper (Redis's own
+        key TTL, 3 leases long, only collects the keys of workers gone for good). Tests inject a fake one."""
         import redis.asyncio as aioredis
 
+        self.clock = clock
         self.r = aioredis.from_url(url, decode_responses=True)
         self.p = prefix
         self.lease_ms = int(lease_ms)
@@ -239,7 +247,7 @@ class RedisJobs:
 
     async def submit(self, tenant_id: str, kind: str, payload: str) -> dict[str, Any]:
         rec = {"job_id": new_job_id(), "tenant_id": tenant_id, "kind": kind, "payload": payload,
-               "status": "pending", "attempts": 0, "created_at": time.time()}
+               "status": "pending", "attempts": 0, "created_at": self.clock()}
         async with self.r.pipeline(transaction=True) as pipe:
             pipe.hset(self.job_key(rec["job_id"]), mapping={k: str(v) for k, v in rec.items()})
             pipe.expire(self.job_key(rec["job_id"]), JOB_TTL_S)
@@ -269,16 +277,26 @@ class RedisJobs:
         """Requeue jobs of workers whose lease expired. Returns the number of jobs moved."""
         moved = 0
         for wid in await self.r.smembers(f"{self.p}:workers"):
-            if await self.r.exists(self.lease_key(wid)):
+            if await self.lease_alive(wid):
                 continue
             moved += int(await self._reap(
                 keys=[self.processing_key(wid), self.queue_key, f"{self.p}:counts"],
-                args=[f"{self.p}:job:", self.max_attempts, f"worker {wid} lost mid-job (lease expired)", time.time()]))
+                args=[f"{self.p}:job:", self.max_attempts, f"worker {wid} lost mid-job (lease expired)", self.clock()]))
             if not await self.r.llen(self.processing_key(wid)):
                 await self.r.srem(f"{self.p}:workers", wid)
             if moved:
                 log.warning("reaper: requeued/failed %d job(s) of dead worker %s", moved, wid)
         return moved
+
+    async def renew_lease(self, wid: str) -> None:
+        await self.r.set(self.lease_key(wid), repr(self.clock() + self.lease_ms / 1000.0), px=3 * self.lease_ms)
+
+    async def lease_alive(self, wid: str) -> bool:
+        v = await self.r.get(self.lease_key(wid))
+        try:
+            return v is not None and float(v) > self.clock()
+        except ValueError:  # a lease written by an older worker (its pid): alive while the key lives
+            return v is not None
 
     async def _reaper_loop(self) -> None:
         interval = max(0.05, self.lease_ms / 2000.0)
@@ -303,7 +321,7 @@ class RedisJobs:
         stop = stop or asyncio.Event()
         wid = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.worker_id = wid
-        await self.r.set(self.lease_key(wid), str(os.getpid()), px=self.lease_ms)
+        await self.renew_lease(wid)
         await self.r.sadd(f"{self.p}:workers", wid)
         hb = asyncio.create_task(self._heartbeat(wid, stop))
         reaper = asyncio.create_task(self._reaper_loop())
@@ -330,7 +348,7 @@ class RedisJobs:
     async def _heartbeat(self, wid: str, stop: asyncio.Event | None = None) -> None:
         """Refresh the lease until stopped (checking `stop`, so a stopping worker stops claiming liveness)."""
         while stop is None or not stop.is_set():
-            await self.r.set(self.lease_key(wid), str(os.getpid()), px=self.lease_ms)
+            await self.renew_lease(wid)
             await asyncio.sleep(self.lease_ms / 3000.0)
 
     async def _claim_loop(self, engine, wid: str, stop: asyncio.Event) -> None:
@@ -351,18 +369,18 @@ class RedisJobs:
                 await self.r.lrem(self.processing_key(wid), 1, job_id)
                 continue
             attempts = await self.r.hincrby(jk, "attempts", 1)
-            await self.r.hset(jk, mapping={"status": "running", "started_at": time.time(), "worker": wid})
+            await self.r.hset(jk, mapping={"status": "running", "started_at": self.clock(), "worker": wid})
             await self.r.hincrby(f"{self.p}:counts", "running", 1)
             rec["attempts"] = attempts
             try:
                 res = await engine.run_job(rec)
-                fields = {"status": "completed", "result": json.dumps(res), "finished_at": time.time(), "error": ""}
+                fields = {"status": "completed", "result": json.dumps(res), "finished_at": self.clock(), "error": ""}
                 counter = "completed"
             except asyncio.CancelledError:
                 raise  # stopping: the job stays in the processing list and is handed back
             except Exception as e:
                 log.exception("job %s failed", job_id)
-                fields = {"status": "failed", "error": f"{type(e).__name__}: {e}", "finished_at": time.time()}
+                fields = {"status": "failed", "error": f"{type(e).__name__}: {e}", "finished_at": self.clock()}
                 counter = "failed"
             async with self.r.pipeline(transaction=True) as pipe:
                 pipe.hset(jk, mapping=fields)
