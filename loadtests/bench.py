@@ -1,8 +1,10 @@
 """`make load-bench`: the highest sustained retrieve rate of cortex-mock with 10k memories at p99 < 250 ms,
-and the fault proxy's added latency against a direct call, measured in the same run (open loop).
+beside the load generator's own ceiling on this machine, the engine's single-thread cost, the scaling over
+1/2/4 server processes, and the fault proxy's added latency against a direct call, all in one run (open loop).
 
     python -m loadtests.bench --out DIR [--memories 10000] [--embedder minilm] [--slo-p99-ms 250]
                               [--start-rate 25] [--factor 1.5] [--step-s 10] [--refine 2] [--proxy-rounds 3]
+                              [--processes 1,2,4] [--scale-step-s 5] [--gen-start-rate 200]
 
 1. Start cortex-mock and the fault proxy in front of it (services/launcher.py; stopped by PID at the end).
 2. Seed N distinct one-sentence memories through the mock's ingest API (`/v1/ingest/conversation`, 250
@@ -13,6 +15,17 @@ and the fault proxy's added latency against a direct call, measured in the same 
    the climb; `refine` bisection steps between the last pass and the first failure sharpen the answer.
 4. Proxy overhead: at a fixed rate (a quarter of the sustained rate, at most 50/s) alternate direct and proxied runs
    (`proxy_rounds` each, same schedule) and report the p50/p99 differences and ratios, per round and pooled.
+
+5. Engine single-thread cost: the mock's engine in this process over the seeded data dir, `retrieve` called
+   back to back on one thread (no HTTP, no event loop): mean/median ms per request and the rate one core
+   could give at that cost.
+6. Scaling: the mock restarted with `--processes P` (SO_REUSEPORT, same data dir) for each P of
+   --processes; a rate search each (steps of --scale-step-s).
+7. Generator ceiling: the same driver and climb against a trivial aiohttp server (loadtests/trivial_target.py,
+   its own process): the most this generator can drive here. The headline is the best sustained mock rate
+   and its ratio to that ceiling.
+Every climb says which rule ended it: schedule lag (the generator fell behind: the run is invalid), dropped
+or unfinished arrivals, failed requests, the p99 SLO, or --max-rate.
 
 Absolute numbers depend on the machine (2 shared cores here; generator, mock and proxy share them); the
 proxied-vs-direct comparison is side by side in one run, which is the figure to trust (DESIGN "Measurement rules").
@@ -128,6 +141,21 @@ def step_passes(res: dict[str, Any], slo_p99_ms: float) -> tuple[bool, str]:
     return True, "ok"
 
 
+def stop_rule(why: str) -> str:
+    """The rule a failing step broke, from `step_passes`'s reason."""
+    if why.startswith("invalid"):
+        if "schedule lag" in why:
+            return "schedule lag"
+        if "dropped" in why:
+            return "dropped arrivals"
+        return "unfinished requests"
+    if "failed requests" in why:
+        return "failed requests"
+    if "p99" in why:
+        return "p99"
+    return "other"
+
+
 def _brief(res: dict[str, Any]) -> dict[str, Any]:
     return {"rate": res["rate"], "scheduled": res["scheduled"], "ok": res["ok"], "failed": res["failed"],
             "dropped": res["dropped"], "achieved_rps": res["achieved_rps"], "valid": res["valid"],
@@ -137,12 +165,15 @@ def _brief(res: dict[str, Any]) -> dict[str, Any]:
 
 
 async def rate_search(target: HttpRetrieveTarget, a: argparse.Namespace, cfg: DriverConfig,
-                      baseline_ms: float) -> dict[str, Any]:
+                      baseline_ms: float, start_rate: float | None = None, step_s: float | None = None,
+                      max_rate: float | None = None) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     best, worst = None, None
-    rate, k = a.start_rate, 0
-    while rate <= a.max_rate:
-        res = await open_loop_step(target, rate, a.step_s, a.seed + k, cfg, a.arrival)
+    step_s = step_s or a.step_s
+    max_rate = max_rate or a.max_rate
+    rate, k = start_rate or a.start_rate, 0
+    while rate <= max_rate:
+        res = await open_loop_step(target, rate, step_s, a.seed + k, cfg, a.arrival)
         ok, why = step_passes(res, a.slo_p99_ms)
         steps.append({**_brief(res), "phase": "climb", "pass": ok, "why": why,
                       "drain_s": await drain(target, baseline_ms)})
@@ -159,15 +190,18 @@ async def rate_search(target: HttpRetrieveTarget, a: argparse.Namespace, cfg: Dr
         if mid - best < 1 or worst - mid < 1:
             break
         await asyncio.sleep(a.pause_s)
-        res = await open_loop_step(target, mid, a.step_s, a.seed + k, cfg, a.arrival)
+        res = await open_loop_step(target, mid, step_s, a.seed + k, cfg, a.arrival)
         ok, why = step_passes(res, a.slo_p99_ms)
         steps.append({**_brief(res), "phase": "refine", "pass": ok, "why": why,
                       "drain_s": await drain(target, baseline_ms)})
         _progress(steps[-1])
         k += 1
         best, worst = (mid, worst) if ok else (best, mid)
+    failing = [st for st in steps if not st["pass"]]
+    ended_by = stop_rule(failing[0]["why"]) if failing else "max rate"
     return {"max_sustained_rps": best, "first_failing_rps": worst, "steps": steps,
-            "hit_max_rate": worst is None and best is not None}
+            "hit_max_rate": worst is None and best is not None, "ended_by": ended_by,
+            "ended_by_detail": failing[0]["why"] if failing else f"reached --max-rate {max_rate:g}"}
 
 
 def _progress(step: dict[str, Any]) -> None:
@@ -222,6 +256,110 @@ async def proxy_overhead(direct: HttpRetrieveTarget, proxied: HttpRetrieveTarget
     p50_diffs = sorted(x["service_diff"].get("added_p50_ms", 0.0) for x in rounds)
     return {"rate": rate, "rounds": rounds, "pooled": pooled,
             "median_round_added_p50_ms": p50_diffs[len(p50_diffs) // 2] if p50_diffs else None}
+
+
+# ------------------------------------------------------------------------------------------------- context
+def engine_cost(data_dir: str, embedder: str, queries: Sequence[str], n: int, top_k: int, mode: str,
+                api_key: str = API_KEY) -> dict[str, Any]:
+    """The mock's engine in this process over the seeded data dir: `n` retrieves back to back on one thread
+    (no HTTP, no event loop, no hand-off), after one warm pass over the queries. Blocking."""
+    from services.cortex_mock.config import MockConfig
+    from services.cortex_mock.engine import CortexEngine
+    from services.cortex_mock.search import SearchParams
+    from services.cortex_mock.store import tenant_id_for_key
+
+    engine = CortexEngine(MockConfig(data_dir=data_dir, embedder=embedder))
+    tenant = tenant_id_for_key(api_key)
+    try:
+        for q in queries:  # warm: the snapshot, the query-embedding cache, the derived per-snapshot lookups
+            engine.retrieve_sync(tenant, SearchParams(query=q, top_k=top_k, mode=mode))
+        times = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            engine.retrieve_sync(tenant, SearchParams(query=queries[i % len(queries)], top_k=top_k, mode=mode))
+            times.append((time.perf_counter() - t0) * 1000.0)
+        facts = len(engine.store(tenant).index(engine.embedder).facts)
+    finally:
+        for st in engine.open_tenants().values():
+            st.close()
+    times.sort()
+    mean = sum(times) / len(times)
+    return {"calls": n, "facts": facts, "mean_ms": round(mean, 3), "p50_ms": round(times[len(times) // 2], 3),
+            "p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))], 3),
+            "one_core_rps": round(1000.0 / mean, 1) if mean > 0 else None}
+
+
+def engine_cost_in_subprocess(args: list[Any], blas_threads: int) -> dict[str, Any]:
+    """`engine_cost` in a fresh interpreter with the services' BLAS thread setting (this process imported
+    numpy before it could be set), so the figure is the engine's own single-thread cost. Blocking."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "proto"),
+                                                        os.environ.get("PYTHONPATH", "")]))
+    n = str(blas_threads) if blas_threads > 0 else os.environ.get("OPENBLAS_NUM_THREADS", "1")
+    env.update(OPENBLAS_NUM_THREADS=n, OMP_NUM_THREADS=n, MKL_NUM_THREADS=n)
+    code = ("import json, sys; from loadtests.bench import engine_cost; "
+            "print(json.dumps(engine_cost(*json.loads(sys.argv[1]))))")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(args)], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(f"engine cost run failed: {out.stderr[-2000:]}")
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["blas_threads"] = int(n)
+    return res
+
+
+async def generator_ceiling(a: argparse.Namespace, cfg: DriverConfig, rig_dir: Path) -> dict[str, Any]:
+    """The same driver and climb against a trivial server in its own process: what the generator can drive
+    on this machine (the ceiling the mock's rate is compared to)."""
+    log = (rig_dir / "trivial_target.log").open("w")
+    p = subprocess.Popen([sys.executable, "-m", "loadtests.trivial_target", "--port", "0"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        line = p.stdout.readline() if p.stdout else ""
+        if not line.startswith("READY"):
+            raise RuntimeError(f"trivial target did not start: {line!r}")
+        port = int(line.split("http=")[1].split()[0])
+        target = HttpRetrieveTarget(f"http://127.0.0.1:{port}", API_KEY, a.concurrency, top_k=a.top_k, mode=a.mode,
+                                    name="trivial")
+        await target.start()
+        try:
+            baseline = await idle_latency_ms(target)
+            print("generator ceiling (trivial aiohttp target):", flush=True)
+            start = a.gen_start_rate
+            while True:  # a first step that already fails says nothing: start lower (a busy machine)
+                out = await rate_search(target, a, cfg, baseline, start_rate=start, step_s=a.scale_step_s,
+                                        max_rate=a.gen_max_rate)
+                if out["max_sustained_rps"] is not None or start / 4 < 5:
+                    break
+                start = round(start / 4, 1)
+            out["start_rate"] = start
+        finally:
+            await target.close()
+    finally:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        log.close()
+    return out
+
+
+def headline(result: dict[str, Any]) -> dict[str, Any]:
+    """The best sustained mock rate over the process counts, its ratio to the generator's ceiling, and the
+    engine's one-core rate (all from this run)."""
+    scaling = result.get("scaling") or {}
+    rates = {int(k): v["max_sustained_rps"] for k, v in scaling.items() if v.get("max_sustained_rps") is not None}
+    best_p = max(rates, key=lambda k: (rates[k], -k)) if rates else None
+    best = rates.get(best_p) if best_p is not None else None
+    ceiling = (result.get("generator_ceiling") or {}).get("max_sustained_rps")
+    eng = result.get("engine_cost") or {}
+    return {"best_rps": best, "best_processes": best_p, "generator_ceiling_rps": ceiling,
+            "ratio_to_generator": round(best / ceiling, 4) if best and ceiling else None,
+            "engine_one_core_rps": eng.get("one_core_rps"),
+            "ratio_to_engine_one_core": round(best / eng["one_core_rps"], 3) if best and eng.get("one_core_rps") else None,
+            "meets_target": bool(best is not None and best >= 1000.0)}
 
 
 # ------------------------------------------------------------------------------------------------- report
@@ -282,6 +420,23 @@ def render_markdown(r: dict[str, Any]) -> str:
                      f"{st['achieved_rps']} | {st['corrected']['p50_ms']} | {st['corrected']['p99_ms']} | "
                      f"{st['service']['p99_ms']} | {st['schedule_lag']['p99_ms']} | "
                      f"{'pass' if st['pass'] else st['why']} | {st.get('drain_s', '')} |")
+    lines.append(f"\nThe climb ended by: **{s.get('ended_by', '?')}** ({s.get('ended_by_detail', '')}).")
+    h = r.get("headline")
+    if h:
+        ec = r.get("engine_cost") or {}
+        gc = r.get("generator_ceiling") or {}
+        lines += ["", "### Against the generator's ceiling and the engine's cost", "",
+                  f"**Best sustained: {h['best_rps']} req/s** ({h['best_processes']} process(es)); generator "
+                  f"ceiling on this machine (trivial aiohttp target, same driver): {h['generator_ceiling_rps']} "
+                  f"req/s (ended by {gc.get('ended_by', '?')}); **ratio {h['ratio_to_generator']}**. Engine "
+                  f"single-thread cost over {ec.get('facts')} facts: mean {ec.get('mean_ms')} ms, p50 "
+                  f"{ec.get('p50_ms')} ms, p99 {ec.get('p99_ms')} ms per retrieve = {h['engine_one_core_rps']} "
+                  f"req/s on one core (best sustained / that: {h['ratio_to_engine_one_core']}). Target >= 1000 "
+                  f"req/s: {'met' if h['meets_target'] else 'not met'}.", "",
+                  "| server processes | max sustained req/s | first failing | ended by |", "|---|---|---|---|"]
+        for procs, sc in sorted((r.get("scaling") or {}).items(), key=lambda kv: int(kv[0])):
+            lines.append(f"| {procs} | {sc['max_sustained_rps']} | {sc['first_failing_rps']} | "
+                         f"{sc['ended_by']}: {sc['ended_by_detail']} |")
     po = r.get("proxy_overhead")
     if po:
         pd, pp = po["pooled"]["direct"], po["pooled"]["proxied"]
@@ -313,8 +468,10 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
     rig = Rig(out / "rig", env=env)
     result: dict[str, Any] = {"command": "python -m loadtests.bench " + " ".join(sys.argv[1:]),
                               "config": {k: v for k, v in vars(a).items()}, "machine": machine_info()}
+    data_dir = out / "rig" / "cortex-data"
+    mock_args = ["--embedder", a.embedder, "--seed", str(a.seed), "--data-dir", str(data_dir)]
     try:
-        mock = await rig.start_service("cortex-mock", extra=["--embedder", a.embedder, "--seed", str(a.seed)])
+        mock = await rig.start_service("cortex-mock", extra=mock_args)
         proxy = await rig.start_service("fault-proxy", extra=["--upstream", mock.url, "--seed", str(a.seed)])
         result["services"] = {"cortex_mock": mock.url, "fault_proxy": proxy.url}
         print(f"cortex-mock {mock.url}, fault-proxy {proxy.url}; seeding {a.memories} memories ...", flush=True)
@@ -347,6 +504,36 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
         finally:
             await direct.close()
             await proxied.close()
+        result["scaling"] = {1: {k: result["rate_search"][k] for k in
+                                 ("max_sustained_rps", "first_failing_rps", "ended_by", "ended_by_detail")}}
+        rig.stop_all()
+        print("engine single-thread cost:", flush=True)
+        result["engine_cost"] = await asyncio.to_thread(
+            engine_cost_in_subprocess, [str(data_dir), a.embedder, direct.queries, a.engine_calls, a.top_k, a.mode],
+            a.blas_threads)
+        print(f"  {result['engine_cost']}", flush=True)
+        for procs in [p for p in a.processes if p != 1]:
+            mock = await rig.start_service("cortex-mock", extra=[*mock_args, "--processes", str(procs)])
+            tgt = HttpRetrieveTarget(mock.url, API_KEY, a.concurrency, top_k=a.top_k, mode=a.mode,
+                                     name=f"direct x{procs}")
+            await tgt.start()
+            try:
+                for i in range(len(tgt.queries)):  # every process warms its snapshot on first use
+                    await tgt.call(i)
+                await open_loop_step(tgt, min(a.start_rate, 20), 2.0, a.seed + 999, cfg, a.arrival)
+                base = await idle_latency_ms(tgt)
+                print(f"rate search with {procs} server processes:", flush=True)
+                best1 = result["rate_search"]["max_sustained_rps"] or a.start_rate
+                rs = await rate_search(tgt, a, cfg, base, start_rate=max(a.start_rate, round(best1 / 2, 1)),
+                                       step_s=a.scale_step_s)
+            finally:
+                await tgt.close()
+                rig.stop_all()
+            result["scaling"][procs] = {k: rs[k] for k in ("max_sustained_rps", "first_failing_rps", "ended_by",
+                                                           "ended_by_detail")}
+            result["scaling"][procs]["steps"] = rs["steps"]
+        result["generator_ceiling"] = await generator_ceiling(a, cfg, out / "rig")
+        result["headline"] = headline(result)
     finally:
         rig.stop_all()
     return result
@@ -375,6 +562,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--proxy-rounds", type=int, default=3)
     ap.add_argument("--proxy-step-s", type=float, default=6.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--processes", type=lambda v: [int(x) for x in v.split(",") if x.strip()], default=[1, 2, 4],
+                    help="server process counts to measure (comma-separated; 1 is the main search)")
+    ap.add_argument("--scale-step-s", type=float, default=5.0, help="step length of the scaling and ceiling climbs")
+    ap.add_argument("--gen-start-rate", type=float, default=200.0, help="first rate of the generator-ceiling climb")
+    ap.add_argument("--gen-max-rate", type=float, default=50_000.0)
+    ap.add_argument("--engine-calls", type=int, default=500, help="retrieves timed for the engine's cost")
     ap.add_argument("--blas-threads", type=int, default=0,
                     help="OPENBLAS/OMP/MKL_NUM_THREADS for the started services (0 = the launcher's default: "
                          "OPENBLAS_NUM_THREADS=1 unless set in the environment)")
@@ -388,6 +581,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     md = render_markdown(_strip_blobs(result))
     (out / "bench.md").write_text(md)
     print(md)
+    h = result.get("headline") or {}
+    print(f"load-bench: best {h.get('best_rps')} req/s = {h.get('ratio_to_generator')} of the generator's ceiling "
+          f"({h.get('generator_ceiling_rps')} req/s); engine one core {h.get('engine_one_core_rps')} req/s", flush=True)
     return 0
 
 

@@ -164,11 +164,48 @@ async def _replay(client, backend: str, namespace: str) -> int:
     return len(sessions)
 
 
-def cmd_ingest(args) -> int:
-    from services.common.interchange import load_sessions_jsonl, session_to_json
-    from services.common.types import IngestBatch
+def _read_sessions_file(path: str) -> tuple[list, list[int]]:
+    """The sessions of a JSONL file and the line each came from. Bad input is a ValidationError naming the
+    file (and line or byte), never a traceback: a directory, an unreadable file, bytes that are not UTF-8."""
+    from services.common.interchange import parse_sessions_jsonl
 
-    sessions = load_sessions_jsonl(args.file)
+    p = Path(path)
+    if p.is_dir():
+        raise ValidationError(path, "is a directory; give a .jsonl file of sessions")
+    try:
+        raw = p.read_bytes()
+    except OSError as e:  # missing, permission denied, ...
+        raise ValidationError(path, f"cannot be read: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise ValidationError(f"{p.name}:{line}", f"is not valid UTF-8 (byte {e.start} of the file)") from None
+    lines = text.splitlines()
+    sessions = parse_sessions_jsonl(lines, source=p.name)
+    line_of = [n for n, line in enumerate(lines, start=1) if line.strip()]
+    return sessions, line_of
+
+
+def _with_file_line(e: ValidationError, file: str, line_of: list[int]) -> ValidationError:
+    """`sessions[i].x` → `FILE:LINE sessions[i].x` (the batch index alone does not tell a user which line)."""
+    import re
+
+    m = re.match(r"sessions\[(\d+)\]", e.field)
+    if not m or int(m.group(1)) >= len(line_of):
+        return e
+    return ValidationError(f"{Path(file).name}:{line_of[int(m.group(1))]} ({e.field})", e.message)
+
+
+def cmd_ingest(args) -> int:
+    from services.common.interchange import session_to_json
+    from services.common.types import IngestBatch, validate_batch
+
+    sessions, line_of = _read_sessions_file(args.file)
+    try:
+        validate_batch(IngestBatch(sessions=tuple(sessions)))  # locally first: errors name the file line
+    except ValidationError as e:
+        raise _with_file_line(e, args.file, line_of) from None
 
     async def go():
         client, rig, in_process = await _client_for(args.backend, args.target, args.embedder)
@@ -395,7 +432,41 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"error: {e}", file=sys.stderr)
         code = 2
+    except Exception as e:  # noqa: BLE001 - turned into one line; only unknown errors keep a traceback
+        msg = _friendly_error(e, args)
+        if msg is None:
+            raise
+        print(f"error: {msg}", file=sys.stderr)
+        code = 2
     sys.exit(code)
+
+
+def _friendly_error(e: Exception, args) -> str | None:
+    """One line for the errors a user causes (unreachable --target, a backend refusing the input), None for
+    anything else (a bug keeps its traceback)."""
+    import grpc
+
+    from services.adapters.client import BackendError
+
+    if isinstance(e, BackendError):
+        where = getattr(args, "target", None) or e.backend
+        if e.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+            return f"cannot reach {where}: {e}"
+        return f"{where} failed: {e}"
+    if isinstance(e, grpc.aio.AioRpcError | grpc.RpcError):
+        code = e.code() if callable(getattr(e, "code", None)) else None
+        where = getattr(args, "target", None) or "the backend"
+        details = e.details() if callable(getattr(e, "details", None)) else str(e)
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return f"cannot reach {where}: {details}"
+        if code == grpc.StatusCode.INVALID_ARGUMENT:
+            return f"{where} refused the input: {details}"
+        return f"{where} answered {code.name if code else 'an error'}: {details}"
+    if isinstance(e, ConnectionError | TimeoutError):
+        return f"cannot reach {getattr(args, 'target', None) or 'the service'}: {e}"
+    if isinstance(e, IsADirectoryError | PermissionError | UnicodeDecodeError):
+        return str(e)
+    return None
 
 
 if __name__ == "__main__":

@@ -5,9 +5,11 @@
         [--latency-fast-ms N] [--latency-full-ms N] [--latency-sigma S] [--seed N] [--job-delay-ms N]
         [--redis-url URL] [--lease-ms N] [--max-attempts N] [--token-budget N]
 
-Prints `READY http=<port> pid=<pid>` once serving. Keys come from --api-keys or MEMRIG_CORTEX_API_KEYS (none =
-dev mode: any non-empty key is its own tenant). With REDIS_URL (or --redis-url) jobs go through Redis and
---workers N worker processes are spawned (stopped by PID with the server); otherwise --workers is the number
+Prints `READY http=<port> pid=<pid>` once serving. Keys come from --api-keys-file, --api-keys,
+MEMRIG_CORTEX_API_KEYS_FILE or MEMRIG_CORTEX_API_KEYS (none = dev mode: any non-empty key is its own tenant;
+a non-loopback --host in dev mode prints a loud warning). With REDIS_URL (or --redis-url) jobs go through Redis and
+--workers N worker processes are spawned and supervised (respawned with backoff, stopped by PID with the
+server); otherwise --workers is the number
 of in-process asyncio job workers. SIGTERM/SIGINT stop it gracefully.
 """
 
@@ -18,14 +20,13 @@ import asyncio
 import logging
 import os
 import signal
-import subprocess
 import sys
-import time
 
 from aiohttp import web
 
-from services.cortex_mock.app import CONFIG_KEY, ENGINE_KEY, WORKER_PIDS_KEY, make_app
-from services.cortex_mock.config import MockConfig, _keys_from
+from services.cortex_mock.app import CONFIG_KEY, ENGINE_KEY, WORKERS_KEY, make_app
+from services.cortex_mock.config import MockConfig, _keys_from, read_keys_file
+from services.cortex_mock.supervisor import WorkerSupervisor
 
 log = logging.getLogger("cortex_mock")
 
@@ -35,7 +36,19 @@ def build_parser(prog: str = "python -m services.cortex_mock", worker: bool = Fa
     if not worker:
         ap.add_argument("--host", default="127.0.0.1", help="bind address (loopback by default)")
         ap.add_argument("--port", type=int, default=0, help="HTTP port (0 = pick a free one)")
-        ap.add_argument("--api-keys", default=None, help="comma-separated allowed keys (else MEMRIG_CORTEX_API_KEYS)")
+        ap.add_argument("--api-keys", default=None,
+                        help="comma-separated allowed keys (visible in `ps`: prefer --api-keys-file or "
+                             "MEMRIG_CORTEX_API_KEYS)")
+        ap.add_argument("--api-keys-file", default=None,
+                        help="file with the allowed keys, one per line or comma-separated (else "
+                             "MEMRIG_CORTEX_API_KEYS_FILE, else MEMRIG_CORTEX_API_KEYS)")
+        ap.add_argument("--reuse-port", action="store_true",
+                        help="SO_REUSEPORT: several server processes share the port (and the data dir)")
+        ap.add_argument("--processes", type=int, default=1,
+                        help="server processes on the port (SO_REUSEPORT), sharing the data dir and the job table")
+        ap.add_argument("--shared-jobs", action="store_true", help=argparse.SUPPRESS)  # set for --processes children
+        ap.add_argument("--max-open-tenants", type=int, default=64, help="tenants kept open (LRU beyond)")
+        ap.add_argument("--tenant-idle-s", type=float, default=600.0, help="close a tenant idle this long")
         ap.add_argument("--workers", type=int, default=2,
                         help="in-process job workers, or worker processes to spawn when Redis is used (0 = none)")
         ap.add_argument("--latency-fast-ms", type=float, default=0.0, help="added delay on fast retrieve/recall")
@@ -60,12 +73,17 @@ def config_from_args(a: argparse.Namespace) -> MockConfig:
     cfg = MockConfig.from_env()
     for k in ("data_dir", "settle_delay_ms", "embedder", "extractor", "job_delay_ms", "redis_prefix", "lease_ms",
               "max_attempts", "host", "port", "workers", "latency_fast_ms", "latency_full_ms", "latency_sigma",
-              "seed", "token_budget"):
+              "seed", "token_budget", "reuse_port", "max_open_tenants", "tenant_idle_s", "processes",
+              "shared_jobs"):
         if hasattr(a, k):
             setattr(cfg, k, getattr(a, k))
     if a.redis_url:
         cfg.redis_url = a.redis_url
-    if getattr(a, "api_keys", None) is not None:
+    if cfg.processes > 1:
+        cfg.shared_jobs = True
+    if getattr(a, "api_keys_file", None):
+        cfg.api_keys = read_keys_file(a.api_keys_file)
+    elif getattr(a, "api_keys", None) is not None:
         cfg.api_keys = _keys_from(a.api_keys)
     return cfg
 
@@ -81,32 +99,33 @@ def worker_argv(cfg: MockConfig, data_dir: str) -> list[str]:
     return argv
 
 
-def spawn_workers(cfg: MockConfig, data_dir: str, n: int, timeout_s: float = 120.0) -> list[subprocess.Popen]:
-    procs = [subprocess.Popen(worker_argv(cfg, data_dir), stdout=subprocess.PIPE, text=True) for _ in range(n)]
-    deadline = time.time() + timeout_s
-    for p in procs:
-        line = ""
-        while time.time() < deadline:
-            line = p.stdout.readline() if p.stdout else ""
-            if line.startswith("READY") or not line and p.poll() is not None:
-                break
-        if not line.startswith("READY"):
-            stop_workers(procs)
-            raise RuntimeError(f"cortex-mock worker pid={p.pid} did not become ready")
-    return procs
+def sibling_argv(cfg: MockConfig, data_dir: str, port: int) -> list[str]:
+    """A further server process on the same port and data dir (keys travel in the environment, not argv;
+    Redis workers are spawned by the first process only)."""
+    argv = [sys.executable, "-m", "services.cortex_mock", "--host", cfg.host, "--port", str(port), "--reuse-port",
+            "--processes", "1", "--shared-jobs", "--data-dir", data_dir,
+            "--workers", "0" if cfg.redis_url else str(cfg.workers),
+            "--settle-delay-ms", str(cfg.settle_delay_ms), "--extractor", cfg.extractor,
+            "--job-delay-ms", str(cfg.job_delay_ms), "--latency-fast-ms", str(cfg.latency_fast_ms),
+            "--latency-full-ms", str(cfg.latency_full_ms), "--latency-sigma", str(cfg.latency_sigma),
+            "--seed", str(cfg.seed), "--token-budget", str(cfg.token_budget),
+            "--max-open-tenants", str(cfg.max_open_tenants), "--tenant-idle-s", str(cfg.tenant_idle_s),
+            "--lease-ms", str(cfg.lease_ms), "--max-attempts", str(cfg.max_attempts),
+            "--redis-prefix", cfg.redis_prefix]
+    if cfg.redis_url:
+        argv += ["--redis-url", cfg.redis_url]
+    if cfg.embedder:
+        argv += ["--embedder", cfg.embedder]
+    return argv
 
 
-def stop_workers(procs: list[subprocess.Popen], grace_s: float = 10.0) -> None:
-    for p in procs:
-        if p.poll() is None:
-            os.kill(p.pid, signal.SIGTERM)
-    deadline = time.time() + grace_s
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            os.kill(p.pid, signal.SIGKILL)
-            p.wait()
+def exposure_warning(host: str, api_keys: list[str]) -> str | None:
+    """The loud warning for a server reachable beyond this machine with dev-mode auth (any key accepted)."""
+    if host in ("127.0.0.1", "localhost", "::1") or api_keys:
+        return None
+    return (f"WARNING: cortex-mock listens on {host} in dev mode: ANY non-empty x-api-key is accepted and "
+            "every key gets a tenant. Anyone who can reach this port can read and write memories. Configure "
+            "keys (MEMRIG_CORTEX_API_KEYS or --api-keys-file) or bind 127.0.0.1.")
 
 
 async def serve(cfg: MockConfig) -> None:
@@ -115,26 +134,64 @@ async def serve(cfg: MockConfig) -> None:
     where = f"{engine.data_dir} ({'temporary: pass --data-dir to keep it' if engine.data_dir_is_temp else 'persistent'})"
     print(f"cortex-mock: data dir {where}; jobs via {'redis' if cfg.redis_url else 'in-process queue'}; "
           f"auth {app[CONFIG_KEY].describe()['api_keys']}", file=sys.stderr, flush=True)
-    procs: list[subprocess.Popen] = []
+    if (warning := exposure_warning(cfg.host, cfg.api_keys)) is not None:
+        log.warning("%s", warning)
+        print(warning, file=sys.stderr, flush=True)
+    sup: WorkerSupervisor | None = None
+    siblings: WorkerSupervisor | None = None
+    tasks: list[asyncio.Task] = []
     if cfg.redis_url and cfg.workers > 0:
-        procs = await asyncio.to_thread(spawn_workers, cfg, str(engine.data_dir), cfg.workers)
-        app[WORKER_PIDS_KEY].extend(p.pid for p in procs)
+        sup = WorkerSupervisor(lambda: worker_argv(cfg, str(engine.data_dir)), cfg.workers)
+        await asyncio.to_thread(sup.start)
+        app[WORKERS_KEY] = sup
+        tasks.append(asyncio.create_task(sup.watch(), name="cortex-worker-supervisor"))
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     try:
         await runner.setup()
-        site = web.TCPSite(runner, cfg.host, cfg.port)
+        site = web.TCPSite(runner, cfg.host, cfg.port, reuse_port=(cfg.reuse_port or cfg.processes > 1) or None)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        print(f"READY http={port} pid={os.getpid()}", flush=True)
+        if cfg.processes > 1:
+            # The kernel spreads connections over every socket bound with SO_REUSEPORT; the siblings are
+            # supervised like Redis workers (respawned if they die) and stopped by PID with this process.
+            env = dict(os.environ, MEMRIG_CORTEX_API_KEYS=",".join(cfg.api_keys))
+            env.pop("MEMRIG_CORTEX_API_KEYS_FILE", None)
+            siblings = WorkerSupervisor(lambda: sibling_argv(cfg, str(engine.data_dir), port), cfg.processes - 1,
+                                        env=env)
+            await asyncio.to_thread(siblings.start)
+            tasks.append(asyncio.create_task(siblings.watch(), name="cortex-sibling-supervisor"))
+        if siblings is not None:
+            print(f"cortex-mock: {cfg.processes} processes on port {port}; siblings {siblings.pids()}",
+                  file=sys.stderr, flush=True)
+        # `key=<digits>` pairs only: the launcher's READY pattern (services/launcher.py)
+        print(f"READY http={port} pid={os.getpid()}" + (f" processes={cfg.processes}" if siblings else ""),
+              flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        if cfg.shared_jobs and cfg.processes == 1:  # a sibling: stop with the first process, even if SIGKILLed
+            tasks.append(asyncio.create_task(_stop_when_orphaned(os.getppid(), stop)))
         await stop.wait()
     finally:
+        for x in (sup, siblings):
+            if x is not None:
+                x._stopping = True
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if siblings is not None:
+            await asyncio.to_thread(siblings.stop)
         await runner.cleanup()
-        if procs:
-            await asyncio.to_thread(stop_workers, procs)
+        if sup is not None:
+            await asyncio.to_thread(sup.stop)
+
+
+async def _stop_when_orphaned(parent: int, stop: asyncio.Event) -> None:
+    while os.getppid() == parent:
+        await asyncio.sleep(1.0)
+    log.warning("the first cortex-mock process (pid %d) is gone; stopping", parent)
+    stop.set()
 
 
 def main(argv: list[str] | None = None) -> None:

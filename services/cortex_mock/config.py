@@ -8,7 +8,14 @@ from typing import Any
 
 
 def _keys_from(value: str | None) -> list[str]:
-    return [k.strip() for k in (value or "").split(",") if k.strip()]
+    return [k.strip() for k in (value or "").replace("\n", ",").split(",") if k.strip()]
+
+
+def read_keys_file(path: str) -> list[str]:
+    """Allowed keys from a file (one per line or comma-separated; `#` starts a comment line), so keys need
+    not appear in argv where `ps` shows them."""
+    with open(path, encoding="utf-8") as f:
+        return _keys_from("\n".join(line for line in f.read().splitlines() if not line.lstrip().startswith("#")))
 
 
 @dataclass
@@ -32,11 +39,17 @@ class MockConfig:
     lease_ms: float = 10_000.0  # worker heartbeat lease; a worker silent this long is presumed dead
     max_attempts: int = 3
     token_budget: int = 2000  # retrieve packing budget (cl100k tokens)
+    max_open_tenants: int = 64  # least recently used tenants beyond this are closed (reopened on demand)
+    tenant_idle_s: float = 600.0  # a tenant unused this long is closed at the next request
+    reuse_port: bool = False  # SO_REUSEPORT, so `--processes N` servers share one port
+    processes: int = 1  # server processes on the port (the first starts and supervises the others)
+    shared_jobs: bool = False  # in-process job records mirrored to <data_dir>/jobs.sqlite (any process answers)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> MockConfig:
-        cfg = cls(api_keys=_keys_from(os.environ.get("MEMRIG_CORTEX_API_KEYS")),
-                  redis_url=os.environ.get("REDIS_URL") or None)
+        keys_file = os.environ.get("MEMRIG_CORTEX_API_KEYS_FILE")
+        keys = read_keys_file(keys_file) if keys_file else _keys_from(os.environ.get("MEMRIG_CORTEX_API_KEYS"))
+        cfg = cls(api_keys=keys, redis_url=os.environ.get("REDIS_URL") or None)
         for k, v in overrides.items():
             if v is not None:
                 setattr(cfg, k, v)

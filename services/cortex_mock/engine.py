@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import random
 import tempfile
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,10 +26,13 @@ from services.cortex_mock.config import MockConfig
 from services.cortex_mock.extract import SourceMessage, extract_messages, extract_text, llm_extract
 from services.cortex_mock.ingest import IngestContext, apply_ingest
 from services.cortex_mock.reflect import reflect
-from services.cortex_mock.search import SearchOutput, SearchParams, search
-from services.cortex_mock.store import TenantStore, forget_session, forget_user
+from services.cortex_mock.search import SearchOutput, SearchParams, empty_output, search
+from services.cortex_mock.store import TenantStore, forget_entity, forget_session, forget_user
 from services.cortex_mock.validation import PROVENANCE_FIELDS
 
+log = logging.getLogger("cortex_mock")
+
+QUERY_CACHE_SIZE = 4096
 MATURITY = (("cold", 20), ("warming", 200))  # total FACT nodes below the bound -> label
 
 
@@ -39,13 +45,23 @@ def maturity(total_facts: int) -> tuple[str, int]:
 
 
 class CortexEngine:
-    def __init__(self, config: MockConfig):
+    """`clock` (wall-clock seconds, default `time.time`) decides when MENTIONS edges become visible (the settle
+    delay) and when an idle tenant is closed; tests inject a fake one instead of sleeping."""
+
+    def __init__(self, config: MockConfig, clock: Callable[[], float] | None = None):
         self.config = config
+        self.clock = clock or time.time
         self.data_dir_is_temp = config.data_dir is None
         self.data_dir = Path(config.data_dir or tempfile.mkdtemp(prefix="cortex-mock-"))
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._stores: dict[str, TenantStore] = {}
+        # Open tenants, least recently used first. At most `max_open_tenants` stay open and one idle longer
+        # than `tenant_idle_s` is closed: dev mode makes a tenant per key, and each holds 3 fds + its index.
+        self._stores: OrderedDict[str, TenantStore] = OrderedDict()
+        self._last_used: dict[str, float] = {}
         self._stores_lock = threading.Lock()
+        self.tenants_evicted = 0
+        self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._qcache_lock = threading.Lock()
         self._embedder = None
         self._llm = None
         self._rng = random.Random(config.seed)
@@ -64,13 +80,37 @@ class CortexEngine:
             self._llm = LLMClient()
         return self._llm
 
-    def store(self, tenant_id: str) -> TenantStore:
+    def tenant_path(self, tenant_id: str) -> Path:
+        return self.data_dir / f"cortex_{tenant_id}.sqlite"
+
+    def store(self, tenant_id: str, create: bool = True) -> TenantStore | None:
+        """The tenant's store, opened on demand. With create=False (every read-only request) a tenant that
+        was never written is not created: the answer is None and the caller replies as for an empty one."""
         with self._stores_lock:
+            now = self.clock()
             st = self._stores.get(tenant_id)
             if st is None:
-                st = TenantStore(self.data_dir / f"cortex_{tenant_id}.sqlite", tenant_id)
+                if not create and not self.tenant_path(tenant_id).exists():
+                    return None
+                st = TenantStore(self.tenant_path(tenant_id), tenant_id)
                 self._stores[tenant_id] = st
+            self._stores.move_to_end(tenant_id)
+            self._last_used[tenant_id] = now
+            self._evict_locked(now, keep=tenant_id)
             return st
+
+    def _evict_locked(self, now: float, keep: str) -> None:
+        cap, idle = self.config.max_open_tenants, self.config.tenant_idle_s
+        while self._stores:
+            tid = next(iter(self._stores))
+            if tid == keep:
+                break
+            if len(self._stores) <= cap and now - self._last_used.get(tid, now) <= idle:
+                break
+            st = self._stores.pop(tid)
+            self._last_used.pop(tid, None)
+            st.close()  # a request still holding it reopens the connection (TenantStore.conn)
+            self.tenants_evicted += 1
 
     def open_tenants(self) -> dict[str, TenantStore]:
         with self._stores_lock:
@@ -92,24 +132,51 @@ class CortexEngine:
 
     # -- operations ---------------------------------------------------------------------------------------
     async def warmup(self, tenant_id: str) -> dict[str, Any]:
-        st = await asyncio.to_thread(self.store, tenant_id)
-        already = st.warm
-        await asyncio.to_thread(st.index, self.embedder)
-        return {"tenant_id": tenant_id, "already_warm": already}
+        def warm() -> bool:
+            st = self.store(tenant_id)
+            already = st.warm
+            st.index(self.embedder)
+            return already
 
-    async def retrieve(self, tenant_id: str, p: SearchParams) -> SearchOutput:
-        st = await asyncio.to_thread(self.store, tenant_id)
+        return {"tenant_id": tenant_id, "already_warm": await asyncio.to_thread(warm)}
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The query's embedding from an in-memory LRU (load tests repeat queries; the shared SQLite cache
+        behind the embedder costs a lookup per call)."""
+        with self._qcache_lock:
+            v = self._qcache.get(query)
+            if v is not None:
+                self._qcache.move_to_end(query)
+                return v
+        v = np.asarray(self.embedder.encode([query])[0], np.float32)
+        with self._qcache_lock:
+            self._qcache[query] = v
+            while len(self._qcache) > QUERY_CACHE_SIZE:
+                self._qcache.popitem(last=False)
+        return v
+
+    def retrieve_sync(self, tenant_id: str, p: SearchParams) -> SearchOutput:
+        """Blocking: open the tenant (never creating it), embed, refresh the snapshot, search."""
+        st = self.store(tenant_id, create=False)
+        if st is None:
+            out = empty_output(p)
+            if out.debug is not None:
+                out.debug["timings_ms"] = out.timings_ms
+            return out
         t0 = time.perf_counter()
-        qvec = (await self.embedder.aencode([p.query]))[0]
+        qvec = self.query_vector(p.query)
         t_embed = time.perf_counter() - t0
         t0 = time.perf_counter()
-        idx = await asyncio.to_thread(st.index, self.embedder)
+        idx = st.index(self.embedder)
         t_index = time.perf_counter() - t0
-        out = await asyncio.to_thread(search, idx, np.asarray(qvec, np.float32), p)
+        out = search(idx, qvec, p, now_ts=self.clock())
         out.timings_ms = {"embed": round(t_embed * 1000, 3), "index": round(t_index * 1000, 3), **out.timings_ms}
         if out.debug is not None:
             out.debug["timings_ms"] = out.timings_ms
         return out
+
+    async def retrieve(self, tenant_id: str, p: SearchParams) -> SearchOutput:
+        return await asyncio.to_thread(self.retrieve_sync, tenant_id, p)  # one hand-off per request
 
     def _context(self, body: dict, source: str, job_id: str | None) -> IngestContext:
         return IngestContext(session_id=body.get("session_id"), source=source, job_id=job_id,
@@ -140,35 +207,69 @@ class CortexEngine:
         return await self._apply(tenant_id, facts, self._context(body, "conversation", job_id))
 
     async def _apply(self, tenant_id: str, facts, ctx: IngestContext) -> dict[str, Any]:
-        st = await asyncio.to_thread(self.store, tenant_id)
-        res = await asyncio.to_thread(apply_ingest, st, self.embedder, facts, ctx,
-                                      self.config.settle_delay_ms / 1000.0)
-        res = dict(res)
+        def apply() -> dict[str, Any]:
+            return apply_ingest(self.store(tenant_id), self.embedder, facts, ctx,
+                                self.config.settle_delay_ms / 1000.0, now=self.clock())
+
+        res = dict(await asyncio.to_thread(apply))
         res["facts_extracted"] = len(facts)
         return res
 
+    async def ingest_batch(self, tenant_id: str, items: list[dict]) -> dict[str, Any]:
+        """`POST /v1/ingest/batch`: each item as `POST /v1/ingest`, in order. An item whose extraction fails
+        is counted in `failed_count`/`errors` (its own transaction rolled back); the others still commit."""
+        results: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for i, body in enumerate(items):
+            try:
+                results.append(await self.ingest_text(tenant_id, body))
+            except Exception as e:  # noqa: BLE001 - reported per item, as the API's batch response does
+                log.warning("batch item %d failed: %s", i, e)
+                errors.append(f"items[{i}]: {type(e).__name__}: {e}")
+        return {"results": results, "total_nodes_created": sum(r["nodes_created"] for r in results),
+                "total_edges_created": sum(r["edges_created"] for r in results), "failed_count": len(errors),
+                "errors": errors}
+
     async def reflect(self, tenant_id: str) -> dict[str, Any]:
-        st = await asyncio.to_thread(self.store, tenant_id)
-        return await asyncio.to_thread(reflect, st, self.embedder)
+        return await asyncio.to_thread(lambda: reflect(self.store(tenant_id), self.embedder))
+
+    async def _on_existing(self, tenant_id: str, fn, default):
+        """Run fn(store) in a thread if the tenant exists; `default` if it was never written."""
+        def run():
+            st = self.store(tenant_id, create=False)
+            return default if st is None else fn(st)
+
+        return await asyncio.to_thread(run)
 
     async def forget_session(self, tenant_id: str, session_id: str) -> dict[str, Any]:
-        st = await asyncio.to_thread(self.store, tenant_id)
-        return {"memories_removed": await asyncio.to_thread(forget_session, st, session_id)}
+        n = await self._on_existing(tenant_id, lambda st: forget_session(st, session_id), 0)
+        return {"memories_removed": n}
+
+    async def forget_entity(self, tenant_id: str, name: str) -> dict[str, Any]:
+        n = await self._on_existing(tenant_id, lambda st: forget_entity(st, name), 0)
+        return {"memories_removed": n}
 
     async def forget_user(self, tenant_id: str, user_id: str) -> dict[str, Any]:
-        st = await asyncio.to_thread(self.store, tenant_id)
-        return {"user_id": user_id, "deleted": await asyncio.to_thread(forget_user, st, user_id)}
+        """The plugin's ForgetUserResponse (client.ts 2.22.1): `deleted` counts engraved memories (the mock's
+        FACT nodes), resonated memories (emotions/values/beliefs: the mock extracts none, so 0), all nodes
+        removed (facts + entities left unreferenced) and codex suggestions/suppressions (not modelled: 0)."""
+        d = await self._on_existing(tenant_id, lambda st: forget_user(st, user_id),
+                                    {"facts": 0, "edges": 0, "entities": 0})
+        return {"user_id": user_id, "deleted": {
+            "engraved_memories": d["facts"], "resonated_memories": 0, "nodes": d["facts"] + d["entities"],
+            "codex_suggestions": 0, "codex_suggestion_suppressions": 0}}
+
+    async def node(self, tenant_id: str, node_id: str) -> dict[str, Any] | None:
+        """`GET /v1/nodes/{id}`: the node and its visible edges (NodeDetailResponse), None if unknown."""
+        return await self._on_existing(tenant_id, lambda st: st.node_detail(node_id, self.clock()), None)
 
     async def knowledge(self, tenant_id: str, user_id: str | None = None) -> dict[str, Any]:
-        st = await asyncio.to_thread(self.store, tenant_id)
-
-        def compute() -> dict[str, Any]:
+        def compute(st: TenantStore) -> dict[str, Any]:
             idx = st.index(self.embedder)
-            now = time.time()
-            m_fact, m_ent = idx.visible_mentions(now)
+            m_fact, m_ent = idx.visible_mentions(self.clock())
             facts = idx.facts
             if user_id is not None:  # the plugin scopes knowledge by user_id inside a tenant
-                keep = np.array([f.metadata.get("user_id") == user_id for f in idx.facts], dtype=bool)
+                keep = idx.user_mask(user_id)
                 sel = keep[m_fact] if m_fact.size else np.zeros(0, dtype=bool)
                 m_fact, m_ent = m_fact[sel], m_ent[sel]
                 facts = [f for f, k in zip(idx.facts, keep, strict=True) if k]
@@ -186,16 +287,23 @@ class CortexEngine:
             return {"total_memories": len(facts), "total_sessions": len(sessions), "maturity": label,
                     "entities": ents[:200]}
 
-        return await asyncio.to_thread(compute)
+        return await self._on_existing(tenant_id, compute, {"total_memories": 0, "total_sessions": 0,
+                                                            "maturity": "cold", "entities": []})
 
-    async def stats(self, tenant_id: str) -> dict[str, Any]:
-        st = await asyncio.to_thread(self.store, tenant_id)
-        c = await asyncio.to_thread(st.counts, time.time())
+    async def stats(self, tenant_id: str, user_id: str | None = None) -> dict[str, Any]:
+        """Node/edge counts of the tenant, or with `user_id` (the plugin always sends one) of that user's
+        facts, the entities they mention and the edges touching those facts."""
+        empty = {"nodes": {}, "edges": {}, "pending_edges": 0, "sessions": 0}
+        c = await self._on_existing(tenant_id, lambda st: st.counts(self.clock(), user_id), empty)
         label, tier = maturity(int(c["nodes"].get("FACT", 0)))
-        return {"tenant_id": tenant_id, "pipeline_tier": tier, "pipeline_maturity": label,
+        return {"tenant_id": tenant_id, "user_id": user_id, "pipeline_tier": tier, "pipeline_maturity": label,
                 "nodes": c["nodes"], "edges": c["edges"], "pending_edges": c["pending_edges"],
                 "total_sessions": c["sessions"], "embedder": self.embedder.name,
                 "extractor": self.config.extractor, "settle_delay_ms": self.config.settle_delay_ms}
+
+    async def applied_job(self, tenant_id: str, job_id: str) -> dict[str, Any] | None:
+        """The recorded result of a job whose ingest committed (None if it never did)."""
+        return await self._on_existing(tenant_id, lambda st: st.applied_job(job_id), None)
 
     # -- jobs -------------------------------------------------------------------------------------------------
     async def run_job(self, job: dict[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from services.common.tokens import count_tokens
 from services.cortex_mock.extract import ExtractedFact, is_negated
 from services.cortex_mock.store import EntityRow, Fact, IndexDelta, TenantIndex, TenantStore
 from services.cortex_mock.temporal import iso
@@ -258,17 +259,17 @@ def _apply_locked(store: TenantStore, c, idx: TenantIndex, facts: list[Extracted
                               session_id=ctx.session_id, speaker=f.speaker, fact_type=f.fact_type,
                               occurred_at=f.occurred_at, occurred_iso=occurred, attr_key=f.attr_key,
                               attr_value=f.attr_value, superseded_by=None, metadata={}, tokens=tokens,
-                              norm=new.norm, created_at=now + i * 1e-6)
+                              norm=new.norm, created_at=now + i * 1e-6, n_tokens=count_tokens(f.core))
         delta.new_questions += [(new.id, q) for q in f.questions]
         q_rows.append(q_slice)
         c.execute(
             "INSERT INTO nodes(id, type, content, norm, tokens, source, confidence, session_id, speaker, fact_type,"
-            " occurred_at, created_at, attr_key, attr_value, metadata, emb, emb_model)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " occurred_at, created_at, attr_key, attr_value, metadata, emb, emb_model, n_tokens)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (new.id, "FACT", f.core, new.norm, " ".join(tokens),
              ctx.source, new.confidence, ctx.session_id, f.speaker, f.fact_type, occurred, now + i * 1e-6,
              f.attr_key, f.attr_value, json.dumps(new.metadata), np.asarray(emb[i], np.float32).tobytes(),
-             model))
+             model, static[new.id].n_tokens))
         nodes_created += 1
         c.executemany("INSERT INTO questions(fact_id, text, emb, emb_model) VALUES (?,?,?,?)",
                       [(new.id, q, np.asarray(q_slice[j], np.float32).tobytes(), model)

@@ -10,7 +10,8 @@ RedisJobs: a reliable queue in Redis served by worker processes (`python -m serv
   each job in its processing list back to the queue (attempts < max) or marks it failed with the reason.
 - completion: the job hash gets the result, then LREM from the processing list. An ingest that committed
   before its worker died is recorded in the tenant DB (`applied_jobs`), so the retry returns that result
-  instead of ingesting twice.
+  instead of ingesting twice; and when no attempt is left (`--max-attempts 1`) and the reaper marks such a job
+  failed, `GET /v1/jobs/{id}` reads `applied_jobs` and reports it completed (the commit is the truth).
 Job status lives in Redis in that mode; the server reads it from there.
 """
 
@@ -24,6 +25,7 @@ import socket
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("cortex_mock.jobs")
@@ -67,16 +69,53 @@ class JobCounts:
         self.counts[status] = self.counts.get(status, 0.0) + n
 
 
+class SharedJobTable:
+    """Job records in `<data_dir>/jobs.sqlite`, so with `--processes N` (no Redis) whichever server process a
+    `GET /v1/jobs/{id}` lands on can answer for a job another process runs. Blocking: call via to_thread."""
+
+    def __init__(self, path: str) -> None:
+        import sqlite3
+        import threading
+
+        self._lock = threading.Lock()
+        self.conn = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA busy_timeout=30000")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS jobs (job_id TEXT PRIMARY KEY, record TEXT NOT NULL,"
+                          " updated_at REAL NOT NULL)")
+
+    def put(self, rec: dict[str, Any]) -> None:
+        with self._lock:
+            self.conn.execute("INSERT OR REPLACE INTO jobs(job_id, record, updated_at) VALUES (?,?,?)",
+                              (rec["job_id"], json.dumps(rec, default=str), time.time()))
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self.conn.execute("SELECT record FROM jobs WHERE job_id=?", (job_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+
 class InProcessJobs:
     backend = "inprocess"
 
-    def __init__(self, engine, workers: int = 2):
+    def __init__(self, engine, workers: int = 2, shared: SharedJobTable | None = None,
+                 clock: Callable[[], float] = time.time):
         self.engine = engine
+        self.clock = clock
         self.n_workers = max(1, workers)
         self.queue: asyncio.Queue[str] = asyncio.Queue()
         self.jobs: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.counts = JobCounts()
         self._tasks: list[asyncio.Task] = []
+        self.shared = shared
+
+    async def _publish(self, rec: dict[str, Any]) -> None:
+        if self.shared is not None:
+            await asyncio.to_thread(self.shared.put, dict(rec))
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(self._worker(i), name=f"cortex-job-worker-{i}")
@@ -87,19 +126,25 @@ class InProcessJobs:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        if self.shared is not None:
+            self.shared.close()
 
     async def submit(self, tenant_id: str, kind: str, payload: str) -> dict[str, Any]:
         rec = {"job_id": new_job_id(), "tenant_id": tenant_id, "kind": kind, "payload": payload,
-               "status": "pending", "attempts": 0, "created_at": time.time()}
+               "status": "pending", "attempts": 0, "created_at": self.clock()}
         self.jobs[rec["job_id"]] = rec
         while len(self.jobs) > MAX_INPROCESS_JOBS:
             self.jobs.popitem(last=False)
         self.counts.inc("pending")
+        await self._publish(rec)
         await self.queue.put(rec["job_id"])
         return rec
 
     async def get(self, job_id: str) -> dict[str, Any] | None:
-        return self.jobs.get(job_id)
+        rec = self.jobs.get(job_id)
+        if rec is None and self.shared is not None:  # submitted to another server process on the port
+            rec = await asyncio.to_thread(self.shared.get, job_id)
+        return rec
 
     async def depth(self) -> int:
         return self.queue.qsize()
@@ -113,19 +158,23 @@ class InProcessJobs:
             rec = self.jobs.get(job_id)
             if rec is None:
                 continue
-            rec.update(status="running", started_at=time.time(), attempts=rec["attempts"] + 1, worker=f"task-{i}")
+            rec.update(status="running", started_at=self.clock(), attempts=rec["attempts"] + 1, worker=f"task-{i}")
             self.counts.inc("running")
+            await self._publish(rec)
             try:
                 res = await self.engine.run_job(rec)
-                rec.update(status="completed", result=res, finished_at=time.time())
+                rec.update(status="completed", result=res, finished_at=self.clock())
                 self.counts.inc("completed")
             except asyncio.CancelledError:
-                rec.update(status="failed", error="server stopped while the job was running", finished_at=time.time())
+                rec.update(status="failed", error="server stopped while the job was running", finished_at=self.clock())
+                if self.shared is not None:
+                    self.shared.put(dict(rec))  # cancelled: no await; one small write
                 raise
             except Exception as e:  # a failing job must not kill the worker
                 log.exception("job %s failed", job_id)
-                rec.update(status="failed", error=f"{type(e).__name__}: {e}", finished_at=time.time())
+                rec.update(status="failed", error=f"{type(e).__name__}: {e}", finished_at=self.clock())
                 self.counts.inc("failed")
+            await self._publish(rec)
 
 
 # KEYS: processing list, queue, counts hash. ARGV: job key prefix, max attempts, reason.
@@ -155,9 +204,14 @@ return n
 class RedisJobs:
     backend = "redis"
 
-    def __init__(self, url: str, prefix: str = "cortexmock", lease_ms: float = 10_000, max_attempts: int = 3):
+    def __init__(self, url: str, prefix: str = "cortexmock", lease_ms: float = 10_000, max_attempts: int = 3,
+                 clock: Callable[[], float] = time.time):
+        """`clock` (epoch seconds) stamps the jobs and decides when a lease has expired: a lease is the
+        expiry time written by the worker's heartbeat, compared with this clock by the reaper (Redis's own
+        key TTL, 3 leases long, only collects the keys of workers gone for good). Tests inject a fake one."""
         import redis.asyncio as aioredis
 
+        self.clock = clock
         self.r = aioredis.from_url(url, decode_responses=True)
         self.p = prefix
         self.lease_ms = int(lease_ms)
@@ -193,7 +247,7 @@ class RedisJobs:
 
     async def submit(self, tenant_id: str, kind: str, payload: str) -> dict[str, Any]:
         rec = {"job_id": new_job_id(), "tenant_id": tenant_id, "kind": kind, "payload": payload,
-               "status": "pending", "attempts": 0, "created_at": time.time()}
+               "status": "pending", "attempts": 0, "created_at": self.clock()}
         async with self.r.pipeline(transaction=True) as pipe:
             pipe.hset(self.job_key(rec["job_id"]), mapping={k: str(v) for k, v in rec.items()})
             pipe.expire(self.job_key(rec["job_id"]), JOB_TTL_S)
@@ -223,16 +277,26 @@ class RedisJobs:
         """Requeue jobs of workers whose lease expired. Returns the number of jobs moved."""
         moved = 0
         for wid in await self.r.smembers(f"{self.p}:workers"):
-            if await self.r.exists(self.lease_key(wid)):
+            if await self.lease_alive(wid):
                 continue
             moved += int(await self._reap(
                 keys=[self.processing_key(wid), self.queue_key, f"{self.p}:counts"],
-                args=[f"{self.p}:job:", self.max_attempts, f"worker {wid} lost mid-job (lease expired)", time.time()]))
+                args=[f"{self.p}:job:", self.max_attempts, f"worker {wid} lost mid-job (lease expired)", self.clock()]))
             if not await self.r.llen(self.processing_key(wid)):
                 await self.r.srem(f"{self.p}:workers", wid)
             if moved:
                 log.warning("reaper: requeued/failed %d job(s) of dead worker %s", moved, wid)
         return moved
+
+    async def renew_lease(self, wid: str) -> None:
+        await self.r.set(self.lease_key(wid), repr(self.clock() + self.lease_ms / 1000.0), px=3 * self.lease_ms)
+
+    async def lease_alive(self, wid: str) -> bool:
+        v = await self.r.get(self.lease_key(wid))
+        try:
+            return v is not None and float(v) > self.clock()
+        except ValueError:  # a lease written by an older worker (its pid): alive while the key lives
+            return v is not None
 
     async def _reaper_loop(self) -> None:
         interval = max(0.05, self.lease_ms / 2000.0)
@@ -247,32 +311,44 @@ class RedisJobs:
 
     # -- worker side ------------------------------------------------------------------------------------
     async def serve(self, engine, concurrency: int = 1, stop: asyncio.Event | None = None,
-                    worker_id: str | None = None) -> None:
-        """Run a worker until `stop` is set: heartbeat, reaper and `concurrency` claim loops."""
+                    worker_id: str | None = None, stop_grace_s: float = 10.0) -> None:
+        """Run a worker until `stop` is set: heartbeat, reaper and `concurrency` claim loops.
+
+        Shutdown is bounded: the claim loops get `stop_grace_s` to finish or be cancelled (a cancel that a
+        Redis command swallows cannot hold it longer: `asyncio.wait` does not wait past its timeout), then
+        the lease is deleted and this worker's unfinished jobs are handed back by one reap, each step with a
+        2 s budget. Total: at most stop_grace_s + 4 s."""
         stop = stop or asyncio.Event()
         wid = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.worker_id = wid
-        await self.r.set(self.lease_key(wid), str(os.getpid()), px=self.lease_ms)
+        await self.renew_lease(wid)
         await self.r.sadd(f"{self.p}:workers", wid)
-        hb = asyncio.create_task(self._heartbeat(wid))
+        hb = asyncio.create_task(self._heartbeat(wid, stop))
         reaper = asyncio.create_task(self._reaper_loop())
         loops = [asyncio.create_task(self._claim_loop(engine, wid, stop)) for _ in range(max(1, concurrency))]
         try:
             await stop.wait()
         finally:
+            stop.set()
             for t in loops:
                 t.cancel()
-            await asyncio.gather(*loops, return_exceptions=True)
+            _, stuck = await asyncio.wait(loops, timeout=stop_grace_s)
+            if stuck:
+                log.warning("%d claim loop(s) did not stop within %.1fs; abandoning them", len(stuck), stop_grace_s)
             for t in (hb, reaper):
                 t.cancel()
-            await asyncio.gather(hb, reaper, return_exceptions=True)
+            await asyncio.wait([hb, reaper], timeout=1.0)
             # Graceful stop: hand unfinished jobs back right away instead of waiting for the lease to expire.
-            await self.r.delete(self.lease_key(wid))
-            await self.reap_once()
+            for step in (self.r.delete(self.lease_key(wid)), self.reap_once()):
+                try:
+                    await asyncio.wait_for(step, 2.0)
+                except (TimeoutError, Exception):  # Redis gone: the reaper of another worker does it later
+                    log.warning("shutdown step failed; the lease expiry will release the jobs", exc_info=True)
 
-    async def _heartbeat(self, wid: str) -> None:
-        while True:
-            await self.r.set(self.lease_key(wid), str(os.getpid()), px=self.lease_ms)
+    async def _heartbeat(self, wid: str, stop: asyncio.Event | None = None) -> None:
+        """Refresh the lease until stopped (checking `stop`, so a stopping worker stops claiming liveness)."""
+        while stop is None or not stop.is_set():
+            await self.renew_lease(wid)
             await asyncio.sleep(self.lease_ms / 3000.0)
 
     async def _claim_loop(self, engine, wid: str, stop: asyncio.Event) -> None:
@@ -293,18 +369,18 @@ class RedisJobs:
                 await self.r.lrem(self.processing_key(wid), 1, job_id)
                 continue
             attempts = await self.r.hincrby(jk, "attempts", 1)
-            await self.r.hset(jk, mapping={"status": "running", "started_at": time.time(), "worker": wid})
+            await self.r.hset(jk, mapping={"status": "running", "started_at": self.clock(), "worker": wid})
             await self.r.hincrby(f"{self.p}:counts", "running", 1)
             rec["attempts"] = attempts
             try:
                 res = await engine.run_job(rec)
-                fields = {"status": "completed", "result": json.dumps(res), "finished_at": time.time(), "error": ""}
+                fields = {"status": "completed", "result": json.dumps(res), "finished_at": self.clock(), "error": ""}
                 counter = "completed"
             except asyncio.CancelledError:
                 raise  # stopping: the job stays in the processing list and is handed back
             except Exception as e:
                 log.exception("job %s failed", job_id)
-                fields = {"status": "failed", "error": f"{type(e).__name__}: {e}", "finished_at": time.time()}
+                fields = {"status": "failed", "error": f"{type(e).__name__}: {e}", "finished_at": self.clock()}
                 counter = "failed"
             async with self.r.pipeline(transaction=True) as pipe:
                 pipe.hset(jk, mapping=fields)

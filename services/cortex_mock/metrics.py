@@ -4,7 +4,9 @@ memrig_cortex_mock_requests_total{endpoint,method,status}
 memrig_cortex_mock_retrieve_duration_seconds{mode}      histogram, server-side incl. added latency
 memrig_cortex_mock_job_queue_depth                      jobs waiting to be claimed
 memrig_cortex_mock_jobs_total{status}                   jobs entering each status (+ "retried")
-memrig_cortex_mock_nodes{tenant,type}                   nodes per tenant and type (tenants opened here)
+memrig_cortex_mock_nodes{type}                          nodes by type, summed over the tenants open here
+memrig_cortex_mock_open_tenants                         tenants open in this process (no tenant ids: privacy)
+memrig_cortex_mock_evicted_tenants                      tenants closed for idleness or the open-tenant cap
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ class MockMetrics:
                                           registry=self.registry)
         self.queue_depth = Gauge("memrig_cortex_mock_job_queue_depth", "Jobs waiting to be claimed",
                                  registry=self.registry)
-        self.nodes = Gauge("memrig_cortex_mock_nodes", "Nodes per tenant and type", ["tenant", "type"],
+        self.nodes = Gauge("memrig_cortex_mock_nodes", "Nodes by type over the open tenants", ["type"],
                            registry=self.registry)
+        self.open_tenants = Gauge("memrig_cortex_mock_open_tenants", "Tenants open in this process",
+                                  registry=self.registry)
+        self.evicted_tenants = Gauge("memrig_cortex_mock_evicted_tenants", "Tenants closed (idle or over the cap)",
+                                     registry=self.registry)
         self.registry.register(_JobsCollector(jobs_counts_ref))

@@ -40,14 +40,22 @@ def bm25_scores(query_terms: Iterable[str], postings: dict[str, tuple[np.ndarray
     return scores
 
 
-def top_ranked(scores: np.ndarray, limit: int, min_score: float = 0.0) -> list[int]:
-    """Indices of the `limit` best scores above `min_score`, best first; ties broken by lower index."""
+def top_ranked(scores: np.ndarray, limit: int, min_score: float = 0.0, tie: np.ndarray | None = None) -> list[int]:
+    """Indices of the `limit` best scores above `min_score`, best first; equal scores ordered by `tie`
+    ascending (default: the index). A partial sort: only the candidates at or above the limit-th score are
+    sorted, so the cost stays O(n) for a short list over many facts."""
     if scores.size == 0 or limit <= 0:
         return []
     ok = np.flatnonzero(scores > min_score)
     if ok.size == 0:
         return []
-    order = np.lexsort((ok, -scores[ok]))  # primary: score desc; secondary: index asc (deterministic)
+    s = scores[ok]
+    if ok.size > limit:
+        kth = np.partition(s, ok.size - limit)[ok.size - limit]  # the limit-th largest score
+        keep = s >= kth  # every tie at the boundary stays in, so the tie rule alone decides who makes the cut
+        ok, s = ok[keep], s[keep]
+    key = ok if tie is None else tie[ok]
+    order = np.lexsort((key, -s))  # primary: score desc; secondary: the tie key asc (deterministic)
     return [int(i) for i in ok[order[:limit]]]
 
 

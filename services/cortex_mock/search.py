@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from services.common.tokens import count_tokens
 from services.cortex_mock import ranking
 from services.cortex_mock.store import TenantIndex
 from services.cortex_mock.temporal import find_time_window, proximity
@@ -44,6 +43,7 @@ class SearchParams:
     include_origins: list[str] | None = None
     exclude_origins: list[str] | None = None
     user_id: str | None = None
+    derivation_mode: str | None = None
 
 
 @dataclass
@@ -58,16 +58,15 @@ class SearchOutput:
 
 def _mask(idx: TenantIndex, p: SearchParams) -> np.ndarray:
     n = len(idx.facts)
-    m = np.ones(n, dtype=bool)
-    if not (p.user_id or p.session_filter or p.min_confidence is not None or p.fact_type or p.include_origins
-            or p.exclude_origins):
+    m = idx.user_mask(p.user_id).copy() if p.user_id else np.ones(n, dtype=bool)
+    if not (p.session_filter or p.min_confidence is not None or p.fact_type or p.include_origins
+            or p.exclude_origins or p.derivation_mode):
         return m
-    for i, f in enumerate(idx.facts):
+    for i in np.flatnonzero(m).tolist():
+        f = idx.facts[i]
         origin = f.metadata.get("source_origin")
         sessions = f.metadata.get("session_ids") or ([f.session_id] if f.session_id else [])
-        if p.user_id and f.metadata.get("user_id") != p.user_id:
-            m[i] = False
-        elif p.session_filter and not any(s.startswith(p.session_filter) for s in sessions):
+        if p.session_filter and not any(s.startswith(p.session_filter) for s in sessions):
             m[i] = False
         elif p.min_confidence is not None and f.confidence < p.min_confidence:
             m[i] = False
@@ -77,7 +76,15 @@ def _mask(idx: TenantIndex, p: SearchParams) -> np.ndarray:
             m[i] = False
         elif p.exclude_origins and origin in p.exclude_origins:
             m[i] = False
+        elif p.derivation_mode and f.metadata.get("derivation_mode") != p.derivation_mode:
+            m[i] = False
     return m
+
+
+def empty_output(p: SearchParams, window_found: bool = False) -> SearchOutput:
+    """The answer for a tenant with no facts (or one that was never written)."""
+    return SearchOutput([], "none", ["bm25", "semantic", "question"] + (["temporal"] if window_found else []),
+                        {}, {"channels": {}, "fusion": {"candidates": 0}} if p.debug else None)
 
 
 def _masked(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -109,28 +116,29 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
     channels: dict[str, list[int]] = {}
     chan_scores: dict[str, np.ndarray] = {}
     if n == 0:
-        return SearchOutput([], "none", ["bm25", "semantic", "question"] + (["temporal"] if window else []),
-                            {}, {"channels": {}, "fusion": {"candidates": 0}} if p.debug else None)
+        return empty_output(p, window is not None)
     mask = _mask(idx, p)
+    tie = idx.tie_rank()
     q_tokens = content_tokens(p.query)
 
     t0 = time.perf_counter()
     bm = ranking.bm25_scores(q_tokens, idx.postings, idx.doc_len)
-    channels["bm25"] = ranking.top_ranked(_masked(bm, mask), CHANNEL_DEPTH)
+    channels["bm25"] = ranking.top_ranked(_masked(bm, mask), CHANNEL_DEPTH, tie=tie)
     chan_scores["bm25"] = bm
     t["bm25"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     sem = idx.emb @ qvec
-    channels["semantic"] = ranking.top_ranked(_masked(sem, mask), CHANNEL_DEPTH, SEMANTIC_MIN)
+    channels["semantic"] = ranking.top_ranked(_masked(sem, mask), CHANNEL_DEPTH, SEMANTIC_MIN, tie)
     chan_scores["semantic"] = sem
     t["semantic"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     qs = np.full(n, -1.0)
     if idx.q_owner.size:
-        np.maximum.at(qs, idx.q_owner, idx.q_emb @ qvec)
-    channels["question"] = ranking.top_ranked(_masked(qs, mask), CHANNEL_DEPTH, QUESTION_MIN)
+        order, owners, starts = idx.question_groups()
+        qs[owners] = np.maximum.reduceat((idx.q_emb @ qvec)[order], starts)
+    channels["question"] = ranking.top_ranked(_masked(qs, mask), CHANNEL_DEPTH, QUESTION_MIN, tie)
     chan_scores["question"] = qs
     t["question"] = time.perf_counter() - t0
 
@@ -143,7 +151,7 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
             for ch in ("bm25", "semantic", "question"):
                 pool[channels[ch]] = True
             tmask = mask & pool
-        channels["temporal"] = ranking.top_ranked(_masked(prox, tmask), CHANNEL_DEPTH, TEMPORAL_MIN)
+        channels["temporal"] = ranking.top_ranked(_masked(prox, tmask), CHANNEL_DEPTH, TEMPORAL_MIN, tie)
         chan_scores["temporal"] = prox
         t["temporal"] = time.perf_counter() - t0
 
@@ -151,7 +159,7 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
     fused = ranking.rrf_fuse(channels)
     if p.mode == "full":
         tg = time.perf_counter()
-        seeds = sorted(fused, key=lambda d: (-fused[d], -d))[:GRAPH_SEEDS]
+        seeds = sorted(fused, key=lambda d: (-fused[d], tie[d]))[:GRAPH_SEEDS]
         seed_act = np.zeros(n)
         n_lists = len(channels)
         for d in seeds:
@@ -164,11 +172,11 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
             if etoks and set(etoks) <= qset:
                 boost[idx.entity_by_key[e.key]] = 1.0
         act = spread_activation(n, len(idx.entities), m_fact, m_ent, seed_act, boost)
-        channels["graph"] = ranking.top_ranked(_masked(act, mask), CHANNEL_DEPTH, 1e-9)
+        channels["graph"] = ranking.top_ranked(_masked(act, mask), CHANNEL_DEPTH, 1e-9, tie)
         chan_scores["graph"] = act
         fused = ranking.rrf_fuse(channels)
         t["graph"] = time.perf_counter() - tg
-    order = sorted(fused, key=lambda d: (-fused[d], -d))  # ties: the newer fact first
+    order = sorted(fused, key=lambda d: (-fused[d], tie[d]))  # ties: by content then id, never by arrival
     n_lists = len(channels)
     t["fusion"] = time.perf_counter() - t0 - t.get("graph", 0.0)
 
@@ -188,7 +196,7 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
             demoted += sup
             s = ranking.demote(relevance(d), sup)
             scored.append((s + 0.01 * ranking.rrf_normalised(fused[d], n_lists), d))
-        scored.sort(key=lambda x: (-x[0], -x[1]))
+        scored.sort(key=lambda x: (-x[0], tie[x[1]]))
         ranked = [(d, min(1.0, s)) for s, d in scored]
     else:
         ranked = [(d, ranking.rrf_normalised(fused[d], n_lists)) for d in order]
@@ -196,7 +204,8 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
 
     t0 = time.perf_counter()
     window_items = ranked[:max(p.top_k * 4, 20)]
-    tokens = [count_tokens(idx.facts[d].content) for d, _ in window_items]
+    counts = idx.token_counts()  # stored at ingest
+    tokens = [int(counts[d]) for d, _ in window_items]
     kept, used = ranking.pack(tokens, p.token_budget, p.top_k)
     final = [window_items[i] for i in kept]
     t["packing"] = time.perf_counter() - t0

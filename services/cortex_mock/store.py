@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS nodes (
   tokens TEXT NOT NULL DEFAULT '', source TEXT NOT NULL DEFAULT '', confidence REAL NOT NULL DEFAULT 0.8,
   session_id TEXT, speaker TEXT, fact_type TEXT, occurred_at TEXT, created_at REAL NOT NULL,
   attr_key TEXT NOT NULL DEFAULT '', attr_value TEXT NOT NULL DEFAULT '', superseded_by TEXT,
-  metadata TEXT NOT NULL DEFAULT '{}', emb BLOB, emb_model TEXT);
+  metadata TEXT NOT NULL DEFAULT '{}', emb BLOB, emb_model TEXT, n_tokens INTEGER NOT NULL DEFAULT -1);
 CREATE INDEX IF NOT EXISTS nodes_type ON nodes(type);
 CREATE INDEX IF NOT EXISTS nodes_session ON nodes(session_id);
 CREATE INDEX IF NOT EXISTS nodes_norm ON nodes(type, norm);
@@ -73,6 +73,7 @@ class Fact:
     tokens: list[str]
     norm: str
     created_at: float
+    n_tokens: int = -1  # cl100k tokens of `content`, counted once at ingest (-1: not stored)
 
     @property
     def entity_refs(self) -> list[str]:
@@ -110,6 +111,61 @@ class TenantIndex:
     m_visible: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     norm_pos: dict[str, int] = field(default_factory=dict)
     built_at: float = 0.0
+    # Derived lookups, computed on first use and kept for the snapshot's life (never shared with a successor:
+    # `extended` resets them). A racing first use computes the same value twice, harmlessly.
+    _user_masks: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _tie_rank: np.ndarray | None = field(default=None, repr=False)
+    _token_counts: np.ndarray | None = field(default=None, repr=False)
+    _q_groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+    def question_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(question order by owning fact, owning facts, start of each fact's run in that order): the best
+        question score per fact is then one `np.maximum.reduceat`, not the slow unbuffered `maximum.at`."""
+        if self._q_groups is None:
+            order = np.argsort(self.q_owner, kind="stable")
+            owners_sorted = self.q_owner[order]
+            starts = np.flatnonzero(np.r_[True, owners_sorted[1:] != owners_sorted[:-1]]) if order.size else \
+                np.zeros(0, np.int64)
+            self._q_groups = (order, owners_sorted[starts], starts)
+        return self._q_groups
+
+    def user_mask(self, user_id: str) -> np.ndarray:
+        """Facts of `user_id` as a boolean mask (an index per user, not a loop per request)."""
+        m = self._user_masks.get(user_id)
+        if m is None:
+            if not self._user_masks:  # first request: index every user at once
+                by_user: dict[Any, list[int]] = {}
+                for i, f in enumerate(self.facts):
+                    by_user.setdefault(f.metadata.get("user_id"), []).append(i)
+                for uid, pos in by_user.items():
+                    mask = np.zeros(len(self.facts), dtype=bool)
+                    mask[pos] = True
+                    self._user_masks[uid] = mask
+            m = self._user_masks.get(user_id)
+            if m is None:
+                m = np.zeros(len(self.facts), dtype=bool)
+        return m
+
+    def tie_rank(self) -> np.ndarray:
+        """Each fact's position in (content, user, id) order: equal scores are ranked by this, so the same data
+        gives the same ranking whatever order concurrent ingests committed it in."""
+        if self._tie_rank is None:
+            order = sorted(range(len(self.facts)), key=lambda i: (self.facts[i].norm, self.facts[i].content,
+                                                                   str(self.facts[i].metadata.get("user_id")),
+                                                                   self.facts[i].id))
+            rank = np.empty(len(self.facts), dtype=np.int64)
+            rank[order] = np.arange(len(self.facts))
+            self._tie_rank = rank
+        return self._tie_rank
+
+    def token_counts(self) -> np.ndarray:
+        """cl100k token count of each fact's content (stored at ingest; counted here for older rows)."""
+        if self._token_counts is None:
+            from services.common.tokens import count_tokens
+
+            self._token_counts = np.asarray([f.n_tokens if f.n_tokens >= 0 else count_tokens(f.content)
+                                             for f in self.facts], dtype=np.int64)
+        return self._token_counts
 
     def visible_mentions(self, now: float) -> tuple[np.ndarray, np.ndarray]:
         ok = self.m_visible <= now
@@ -118,7 +174,8 @@ class TenantIndex:
     def extended(self, delta: IndexDelta, rev: int) -> TenantIndex:
         """A new snapshot = this one + a writer's own committed delta (no reload from SQLite). Copies the
         containers it changes, so readers holding this snapshot are unaffected."""
-        new = dataclasses.replace(self, rev=rev, built_at=time.time())
+        new = dataclasses.replace(self, rev=rev, built_at=time.time(), _user_masks={}, _tie_rank=None,
+                                  _token_counts=None, _q_groups=None)
         new.facts = list(self.facts)
         new.fact_pos = dict(self.fact_pos)
         new.norm_pos = dict(self.norm_pos)
@@ -195,21 +252,37 @@ class TenantStore:
         self.tenant_id = tenant_id
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.lock = threading.RLock()
-        self.conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=60, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute("PRAGMA busy_timeout=60000")
+        self._conn: sqlite3.Connection | None = None
         with self.lock:
-            self.conn.executescript(SCHEMA)
-            self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('rev', '0')")
-            self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('tenant_id', ?)", (tenant_id,))
+            c = self.conn
+            c.executescript(SCHEMA)
+            cols = {r[1] for r in c.execute("PRAGMA table_info(nodes)")}
+            if "n_tokens" not in cols:  # a tenant written before token counts were stored at ingest
+                c.execute("ALTER TABLE nodes ADD COLUMN n_tokens INTEGER NOT NULL DEFAULT -1")
+            c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('rev', '0')")
+            c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('tenant_id', ?)", (tenant_id,))
         self._index: TenantIndex | None = None
         self.index_builds = 0
         self.features: dict[str, tuple] = {}  # fact id -> rule features (ingest.py), derived from content only
 
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection, reopened if the engine closed this store (idle eviction) while a request still
+        held it."""
+        with self.lock:
+            if self._conn is None:
+                conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=60, isolation_level=None)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA busy_timeout=60000")
+                self._conn = conn
+            return self._conn
+
     def close(self) -> None:
         with self.lock:
-            self.conn.close()
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     # -- transactions ---------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -256,15 +329,15 @@ class TenantStore:
         idx = TenantIndex(rev=rev, built_at=time.time())
         rows = c.execute(
             "SELECT id, content, source, confidence, session_id, speaker, fact_type, occurred_at, attr_key, attr_value,"
-            " superseded_by, metadata, tokens, norm, created_at, emb, emb_model FROM nodes WHERE type='FACT'"
-            " ORDER BY rowid").fetchall()
+            " superseded_by, metadata, tokens, norm, created_at, emb, emb_model, n_tokens FROM nodes"
+            " WHERE type='FACT' ORDER BY rowid").fetchall()
         vecs: list[np.ndarray | None] = []
         for r in rows:
             occ = parse_datetime(r[7])
             f = Fact(id=r[0], content=r[1], source=r[2], confidence=r[3], session_id=r[4], speaker=r[5],
                      fact_type=r[6] or "fact", occurred_at=occ, occurred_iso=r[7], attr_key=r[8], attr_value=r[9],
                      superseded_by=r[10], metadata=json.loads(r[11] or "{}"), tokens=(r[12] or "").split(),
-                     norm=r[13], created_at=r[14])
+                     norm=r[13], created_at=r[14], n_tokens=r[17])
             idx.fact_pos[f.id] = len(idx.facts)
             idx.facts.append(f)
             idx.norm_pos.setdefault(f.norm, len(idx.facts) - 1)
@@ -342,15 +415,61 @@ class TenantStore:
             raise
 
     # -- simple reads ---------------------------------------------------------------------------------
-    def counts(self, now: float) -> dict[str, Any]:
+    def counts(self, now: float, user_id: str | None = None) -> dict[str, Any]:
+        """Nodes by type, visible edges by type, edges still settling, sessions. With `user_id`: that user's
+        FACT nodes, the ENTITY nodes they mention, and the edges with one of those facts at an end."""
         with self.lock:
-            nodes = dict(self.conn.execute("SELECT type, COUNT(*) FROM nodes GROUP BY type").fetchall())
-            edges = dict(self.conn.execute(
-                "SELECT type, COUNT(*) FROM edges WHERE visible_at <= ? GROUP BY type", (now,)).fetchall())
-            pending = self.conn.execute("SELECT COUNT(*) FROM edges WHERE visible_at > ?", (now,)).fetchone()[0]
-            sessions = self.conn.execute(
-                "SELECT COUNT(DISTINCT session_id) FROM nodes WHERE type='FACT' AND session_id IS NOT NULL").fetchone()[0]
+            c = self.conn
+            if user_id is None:
+                nodes = dict(c.execute("SELECT type, COUNT(*) FROM nodes GROUP BY type").fetchall())
+                edges = dict(c.execute(
+                    "SELECT type, COUNT(*) FROM edges WHERE visible_at <= ? GROUP BY type", (now,)).fetchall())
+                pending = c.execute("SELECT COUNT(*) FROM edges WHERE visible_at > ?", (now,)).fetchone()[0]
+                sessions = c.execute("SELECT COUNT(DISTINCT session_id) FROM nodes WHERE type='FACT'"
+                                     " AND session_id IS NOT NULL").fetchone()[0]
+                return {"nodes": nodes, "edges": edges, "pending_edges": pending, "sessions": sessions}
+            c.execute("CREATE TEMP TABLE IF NOT EXISTS user_facts (id TEXT PRIMARY KEY)")
+            c.execute("DELETE FROM user_facts")
+            c.execute("INSERT INTO user_facts SELECT id FROM nodes WHERE type='FACT'"
+                      " AND json_extract(metadata, '$.user_id') = ?", (user_id,))
+            n_facts = c.execute("SELECT COUNT(*) FROM user_facts").fetchone()[0]
+            touching = "(src IN (SELECT id FROM user_facts) OR dst IN (SELECT id FROM user_facts))"
+            n_ents = c.execute("SELECT COUNT(DISTINCT dst) FROM edges WHERE type='MENTIONS' AND visible_at <= ?"
+                               " AND src IN (SELECT id FROM user_facts)", (now,)).fetchone()[0]
+            edges = dict(c.execute(f"SELECT type, COUNT(*) FROM edges WHERE visible_at <= ? AND {touching}"
+                                   " GROUP BY type", (now,)).fetchall())
+            pending = c.execute(f"SELECT COUNT(*) FROM edges WHERE visible_at > ? AND {touching}",
+                                (now,)).fetchone()[0]
+            sessions = c.execute("SELECT COUNT(DISTINCT session_id) FROM nodes WHERE session_id IS NOT NULL"
+                                 " AND id IN (SELECT id FROM user_facts)").fetchone()[0]
+            c.execute("DELETE FROM user_facts")
+        nodes = {k: v for k, v in (("FACT", n_facts), ("ENTITY", n_ents)) if v}
         return {"nodes": nodes, "edges": edges, "pending_edges": pending, "sessions": sessions}
+
+    def node_detail(self, node_id: str, now: float) -> dict[str, Any] | None:
+        """NodeDetailResponse of `GET /v1/nodes/{id}` (client.ts 2.22.1): the node, its visible edges with the
+        node at their other end, and no confidence explanation (the mock does not model one: null)."""
+        with self.lock:
+            c = self.conn
+            row = c.execute("SELECT id, type, content, confidence, metadata, created_at FROM nodes WHERE id=?",
+                            (node_id,)).fetchone()
+            if row is None:
+                return None
+            rel = c.execute(
+                "SELECT e.type, e.weight, n.id, n.type, n.content, n.confidence, n.metadata, n.created_at"
+                " FROM edges e JOIN nodes n ON n.id = CASE WHEN e.src = ? THEN e.dst ELSE e.src END"
+                " WHERE (e.src = ? OR e.dst = ?) AND e.visible_at <= ? ORDER BY e.id",
+                (node_id, node_id, node_id, now)).fetchall()
+
+        def node_out(r) -> dict[str, Any]:
+            return {"id": r[0], "type": r[1], "content": r[2], "confidence": float(r[3]),
+                    "metadata": json.loads(r[4] or "{}"),
+                    "created_at": datetime.fromtimestamp(r[5], UTC).isoformat().replace("+00:00", "Z")}
+
+        return {"node": node_out(row),
+                "related": [{"node": node_out(r[2:]), "edge": {"type": r[0], "strength": float(r[1]),
+                                                               "reason": None}} for r in rel],
+                "confidence_explanation": None}
 
     def applied_job(self, job_id: str) -> dict | None:
         with self.lock:
@@ -363,20 +482,41 @@ def forget_session(store: TenantStore, session_id: str) -> int:
     return forget_facts(store, "session_id=?", (session_id,))["facts"]
 
 
+def forget_entity(store: TenantStore, name: str) -> int:
+    """`DELETE /v1/forget/entity/{name}`: delete the facts that mention the entity (name or alias, any case,
+    edges still settling included). Returns the number of facts removed."""
+    key = name.strip().lower()
+    with store.lock:
+        ents = [eid for eid, content, norm, meta in store.conn.execute(
+            "SELECT id, content, norm, metadata FROM nodes WHERE type='ENTITY'")
+            if key in (content.lower(), norm.lower(),
+                       *(a.lower() for a in json.loads(meta or "{}").get("aliases", []) if isinstance(a, str)))]
+    if not ents:
+        return 0
+    marks = ",".join("?" * len(ents))
+    return forget_facts(store, f"id IN (SELECT src FROM edges WHERE type='MENTIONS' AND dst IN ({marks}))",
+                        tuple(ents))["facts"]
+
+
 def forget_user(store: TenantStore, user_id: str) -> dict[str, int]:
     return forget_facts(store, "json_extract(metadata, '$.user_id')=?", (user_id,))
 
 
 def forget_facts(store: TenantStore, where: str, params: tuple) -> dict[str, int]:
     """Delete FACT nodes matching `where`, their edges and questions; un-supersede facts they superseded; drop
-    entities left without any MENTIONS edge."""
-    sub = f"SELECT id FROM nodes WHERE type='FACT' AND {where}"
+    entities left without any MENTIONS edge. The matching ids are fixed first, so `where` may refer to the
+    edges this deletes."""
     with store.write() as c:
-        n = c.execute(f"SELECT COUNT(*) FROM ({sub})", params).fetchone()[0]
-        c.execute(f"UPDATE nodes SET superseded_by=NULL WHERE superseded_by IN ({sub})", params)
-        edges = c.execute(f"DELETE FROM edges WHERE src IN ({sub}) OR dst IN ({sub})", params + params).rowcount
-        c.execute(f"DELETE FROM questions WHERE fact_id IN ({sub})", params)
-        c.execute(f"DELETE FROM nodes WHERE type='FACT' AND {where}", params)
+        c.execute("CREATE TEMP TABLE IF NOT EXISTS doomed (id TEXT PRIMARY KEY)")
+        c.execute("DELETE FROM doomed")
+        c.execute(f"INSERT INTO doomed SELECT id FROM nodes WHERE type='FACT' AND {where}", params)
+        sub = "SELECT id FROM doomed"
+        n = c.execute("SELECT COUNT(*) FROM doomed").fetchone()[0]
+        c.execute(f"UPDATE nodes SET superseded_by=NULL WHERE superseded_by IN ({sub})")
+        edges = c.execute(f"DELETE FROM edges WHERE src IN ({sub}) OR dst IN ({sub})").rowcount
+        c.execute(f"DELETE FROM questions WHERE fact_id IN ({sub})")
+        c.execute(f"DELETE FROM nodes WHERE id IN ({sub})")
         ents = c.execute("DELETE FROM nodes WHERE type='ENTITY' AND id NOT IN "
                          "(SELECT dst FROM edges WHERE type='MENTIONS')").rowcount
+        c.execute("DELETE FROM doomed")
     return {"facts": int(n), "edges": int(edges), "entities": int(ents)}

@@ -7,14 +7,22 @@ is reported at once. Unknown fields are ignored, as pydantic does by default.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from services.cortex_mock.temporal import parse_datetime
 
 MAX_QUERY_CHARS = 2000  # peers.md §2.3: "Query field limited to 2000 chars (422 otherwise)"
 MAX_TOP_K = 100
-MAX_TEXT_CHARS = 200_000
+# The API's text limits, as the plugin states them (Ubundi/openclaw-cortex 2.22.1, commit 6c531b3,
+# src/features/capture/handler.ts): "the Cortex API rejects text > 50,000 chars" (API_MAX_CHARS) and
+# API_MAX_MESSAGE_CHARS = 10_000 per message. A conversation's transcript is counted as the plugin estimates
+# it: role + 2 + content + 2 characters per message.
+MAX_TEXT_CHARS = 50_000
+MAX_MESSAGE_CHARS = 10_000
 MAX_MESSAGES = 1000
+MAX_BATCH_ITEMS = 100
+ROLES = ("user", "assistant")
 _MISSING = object()
 
 
@@ -96,6 +104,8 @@ class _V:
         loc = [*self.prefix, name]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             self.errors.append(_err(loc, "Input should be a valid number", "float_type", v))
+        elif not math.isfinite(v):
+            self.errors.append(_err(loc, "Input should be a finite number", "finite_number", str(v)))
         elif ge is not None and v < ge:
             self.errors.append(_err(loc, f"Input should be greater than or equal to {ge}", "greater_than_equal", v))
         elif le is not None and v > le:
@@ -192,8 +202,8 @@ def parse_recall(body: Any) -> dict[str, Any]:
     return v.done()
 
 
-def parse_ingest_text(body: Any) -> dict[str, Any]:
-    v = _V(body)
+def parse_ingest_text(body: Any, prefix: list | None = None) -> dict[str, Any]:
+    v = _V(body, prefix)
     v.str("text", required=True, min_len=1, max_len=MAX_TEXT_CHARS)
     v.str("session_id", max_len=1000)
     v.date("reference_date")
@@ -217,13 +227,20 @@ def parse_ingest_conversation(body: Any) -> dict[str, Any]:
         else:
             for i, m in enumerate(msgs):
                 mv = _V(m, ["messages", i])
-                mv.str("role", required=True, min_len=1, max_len=50)
-                mv.str("content", required=True, max_len=MAX_TEXT_CHARS)
+                # Exactly "user" or "assistant": the extractor reads no other role, and a message must never
+                # be accepted and then dropped silently (issue 14).
+                mv.str("role", required=True, choices=ROLES)
+                mv.str("content", required=True, max_len=MAX_MESSAGE_CHARS)
                 mv.str("id", max_len=1000)
                 mv.date("timestamp")
                 mv.date("created_at")
                 v.errors += mv.errors
                 parsed.append(mv.out)
+            chars = sum(len(m["role"]) + len(m["content"]) + 4 for m in parsed
+                        if isinstance(m.get("role"), str) and isinstance(m.get("content"), str))
+            if chars > MAX_TEXT_CHARS:
+                v.errors.append(_err(["messages"], f"Transcript has {chars} characters (role + content + 4 per "
+                                     f"message); the API accepts at most {MAX_TEXT_CHARS}", "too_long"))
     v.str("session_id", max_len=1000)
     v.date("reference_date")
     v.str_list("message_ids", max_items=MAX_MESSAGES)
@@ -234,6 +251,64 @@ def parse_ingest_conversation(body: Any) -> dict[str, Any]:
                                    f" has {len(parsed)}; give one id per message", "value_error")])
     out["messages"] = parsed
     return out
+
+
+def parse_remember(body: Any) -> tuple[str, dict[str, Any]]:
+    """`POST /v1/remember` takes `text` (the plugin's remember) or `messages` (rememberConversation), never
+    both. Returns (job kind, validated body)."""
+    if isinstance(body, dict) and "messages" in body:
+        if body.get("text") is not None:
+            raise RequestInvalid([_err(["text"], "Give either text or messages, not both", "value_error")])
+        return "ingest_conversation", parse_ingest_conversation(body)
+    if isinstance(body, dict) and "text" not in body:
+        raise RequestInvalid([_err(["text"], "Field required (or give messages)", "missing")])
+    return "ingest", parse_ingest_text(body)
+
+
+def parse_batch(body: Any) -> list[dict[str, Any]]:
+    """`POST /v1/ingest/batch`: `{"items": [IngestRequest, ...]}`; every item is validated before any is
+    ingested, so a bad item stores nothing."""
+    v = _V(body)
+    items = v._get("items", True)
+    out: list[dict[str, Any]] = []
+    if items is not _MISSING:
+        if not isinstance(items, list):
+            v.errors.append(_err(["items"], "Input should be a valid list", "list_type", items))
+        elif not items:
+            v.errors.append(_err(["items"], "List should have at least 1 item after validation, not 0", "too_short"))
+        elif len(items) > MAX_BATCH_ITEMS:
+            v.errors.append(_err(["items"], f"List should have at most {MAX_BATCH_ITEMS} items", "too_long"))
+        else:
+            for i, item in enumerate(items):
+                try:
+                    out.append(parse_ingest_text(item, ["items", i]))
+                except RequestInvalid as e:
+                    v.errors += e.errors
+    v.done()
+    return out
+
+
+def lone_surrogate_path(value: Any) -> list | None:
+    """Location of the first string (or key) holding a lone UTF-16 surrogate ("\\ud800" decodes to one),
+    which no UTF-8 store can hold; None if there is none. Iterative: the body may be deeply nested."""
+    stack: list[tuple[list, Any]] = [([], value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return path
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                try:
+                    k.encode("utf-8")
+                except UnicodeEncodeError:
+                    return [*path, k.encode("utf-8", "backslashreplace").decode()]
+                stack.append(([*path, k], x))
+        elif isinstance(v, list):
+            stack.extend(([*path, i], x) for i, x in enumerate(v))
+    return None
 
 
 def parse_reflect(body: Any) -> dict[str, Any]:

@@ -4,7 +4,9 @@
         [--job-delay-ms N] [--lease-ms N] [--max-attempts N] [--concurrency N]
 
 Claims jobs with BLMOVE into its own processing list, keeps a heartbeat lease, and runs a reaper that hands the
-jobs of dead workers back (see jobs.py). Prints `READY pid=<pid>` once it serves; SIGTERM stops it gracefully.
+jobs of dead workers back (see jobs.py). Prints `READY pid=<pid>` once it serves. SIGTERM stops it within a
+stated bound: --stop-grace-s (default 10) for the running job, then at most 4 s to delete its lease and hand
+its unfinished jobs back, and a hard exit at --stop-grace-s + 5 s whatever hangs.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from services.cortex_mock.jobs import RedisJobs
 async def run(argv: list[str] | None = None) -> None:
     ap = build_parser("python -m services.cortex_mock.worker", worker=True)
     ap.add_argument("--concurrency", type=int, default=1, help="jobs this process runs at once")
+    ap.add_argument("--stop-grace-s", type=float, default=10.0,
+                    help="SIGTERM: finish or abandon the running job within this long (then exit; +5 s hard cap)")
     a = ap.parse_args(argv)
     cfg = config_from_args(a)
     if not cfg.redis_url:
@@ -32,12 +36,20 @@ async def run(argv: list[str] | None = None) -> None:
     engine = CortexEngine(cfg)
     jobs = RedisJobs(cfg.redis_url, cfg.redis_prefix, cfg.lease_ms, cfg.max_attempts)
     await jobs.r.ping()
-    await asyncio.to_thread(lambda: engine.embedder.encode(["warm up"]))
+    await asyncio.to_thread(_warm, engine)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        stop.set()
+        # The hard cap: whatever hangs (a cancel swallowed inside a Redis call, a stuck thread), the process
+        # is gone stop_grace_s + 5 s after SIGTERM; its lease then expires and another worker's reaper hands
+        # the job back.
+        loop.call_later(a.stop_grace_s + 5.0, _hard_exit)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    task = asyncio.create_task(jobs.serve(engine, a.concurrency, stop))
+        loop.add_signal_handler(sig, on_signal)
+    task = asyncio.create_task(jobs.serve(engine, a.concurrency, stop, stop_grace_s=a.stop_grace_s))
     await asyncio.sleep(0)
     print(f"READY pid={os.getpid()}", flush=True)
     try:
@@ -45,6 +57,20 @@ async def run(argv: list[str] | None = None) -> None:
     finally:
         await jobs.r.aclose()
         await engine.close()
+
+
+def _warm(engine: CortexEngine) -> None:
+    """Load the embedder and the tokenizer (token counts are stored at ingest) before claiming: loading them
+    mid-job holds the GIL long enough to starve the heartbeat past a short lease."""
+    from services.common.tokens import count_tokens
+
+    engine.embedder.encode(["warm up"])
+    count_tokens("warm up")
+
+
+def _hard_exit() -> None:
+    logging.getLogger("cortex_mock.worker").error("shutdown exceeded its bound; exiting now")
+    os._exit(3)
 
 
 def main() -> None:

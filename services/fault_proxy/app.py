@@ -105,6 +105,32 @@ async def _admin_auth(request: web.Request, handler):
 _IS_ADMIN_APP = web.AppKey("is_admin_app", bool)
 
 
+MAX_JSON_DEPTH = 64  # a fault definition is 3 levels deep; anything far deeper is not one
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """Dotted path of the first string (or key) that is not valid Unicode (a lone surrogate such as the
+    JSON escape "\\ud800"), or None. Iterative, depth-checked: never a RecursionError."""
+    stack: list[tuple[str, Any, int]] = [("", value, 0)]
+    while stack:
+        path, v, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise FaultError(path or "body", f"nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return path or "body"
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if _lone_surrogate(k) is not None:
+                    return path or "body"
+                stack.append((f"{path}.{k}" if path else k, x, depth + 1))
+        elif isinstance(v, list):
+            stack.extend((f"{path}[{i}]", x, depth + 1) for i, x in enumerate(v))
+    return None
+
+
 async def _json_body(request: web.Request, allow_empty: bool = False) -> Any:
     raw = await request.read()
     if not raw.strip():
@@ -112,9 +138,15 @@ async def _json_body(request: web.Request, allow_empty: bool = False) -> Any:
             return {}
         raise FaultError("body", "a JSON body is required")
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
+    except RecursionError:
+        raise FaultError("body", "not valid JSON: nested too deeply") from None
     except ValueError as e:
         raise FaultError("body", f"not valid JSON: {e}") from None
+    bad = _lone_surrogate(value)
+    if bad is not None:
+        raise FaultError(bad, "is not valid Unicode (a lone UTF-16 surrogate)")
+    return value
 
 
 async def list_faults(request: web.Request) -> web.Response:
@@ -158,6 +190,15 @@ def merge_patch(old: FaultSpec, patch: Any) -> FaultSpec:
     if "name" in patch and patch["name"] != old.name:
         raise FaultError("name", "cannot be changed (delete and create instead)")
     d = old.definition()
+    if "type" in patch and patch["type"] != old.type:
+        # Another type reads other attributes: merging would carry stale ones over (now refused as unknown)
+        # or silently drop them. A type change therefore states the new type's attributes in full.
+        if not isinstance(patch.get("attributes"), dict):
+            raise FaultError("attributes", f"changing type from {old.type!r} needs the new type's attributes "
+                             "in the same PATCH (they replace the old ones)")
+        d["attributes"] = {}
+        if "stage" not in patch:
+            d["stage"] = None  # the new type's default stage
     for k, v in patch.items():
         if k in ("attributes", "match") and isinstance(v, dict):
             d[k] = {**(d.get(k) or {}), **v}
@@ -248,11 +289,17 @@ async def reset(request: web.Request) -> web.Response:
 
 async def fault_log(request: web.Request) -> web.Response:
     eng = request.app[STATE].engine
-    try:
-        since = int(request.query.get("since", 0))
-        limit = int(request.query["limit"]) if "limit" in request.query else None
-    except ValueError:
-        return _error(400, "since and limit must be integers", "since")
+    params: dict[str, int | None] = {}
+    for key, default in (("since", 0), ("limit", None)):
+        raw = request.query.get(key)
+        try:
+            v = default if raw is None else int(raw)
+        except ValueError:
+            return _error(400, f"{key} must be an integer (got {raw!r})", key)
+        if v is not None and v < 0:
+            return _error(400, f"{key} must be >= 0 (got {v})", key)
+        params[key] = v
+    since, limit = params["since"], params["limit"]
     return web.json_response({"seed": eng.seed, "requests": eng.requests_seen,
                               "entries": eng.log_entries(since, limit)})
 

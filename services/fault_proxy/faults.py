@@ -21,7 +21,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import regex  # the `regex` package: matching with a timeout, so a catastrophic pattern cannot stall the proxy
+
 STAGES = ("request", "response")
+MAX_MS = 86_400_000.0  # 24 h: no delay/timeout attribute beyond it (1e300 ms is a typo, not a plan)
+MAX_S = MAX_MS / 1000.0
+REGEX_TIMEOUT_S = 0.05  # per match; a pattern that needs longer is treated as not matching (and logged)
 # A fault may not be called "log": GET /faults/log is the decision log.
 RESERVED_NAMES = frozenset({"log"})
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
@@ -121,19 +126,33 @@ class Decision:
 # The stored fault
 
 
+def regex_search(pattern: str, text: str) -> bool:
+    """`regex.search` bounded by REGEX_TIMEOUT_S: a catastrophic pattern (`(a+)+$` on a long body) gives up
+    instead of blocking the proxy's event loop; a timeout counts as no match."""
+    try:
+        return regex.search(pattern, text, timeout=REGEX_TIMEOUT_S) is not None
+    except TimeoutError:
+        REGEX_TIMEOUTS.append(pattern)
+        del REGEX_TIMEOUTS[:-100]
+        return False
+
+
+REGEX_TIMEOUTS: list[str] = []  # the last patterns that timed out (for tests and the status endpoint)
+
+
 @dataclass(frozen=True)
 class Match:
     method: str | None = None  # None or "*" = any; "GET|POST" = either
-    path_regex: str | None = None  # re.search on the path (no query string)
-    body_regex: str | None = None  # re.search on the request body (utf-8, errors replaced)
+    path_regex: str | None = None  # search on the path (no query string)
+    body_regex: str | None = None  # search on the request body (utf-8, errors replaced)
 
     def matches(self, info: RequestInfo) -> bool:
         if self.method and self.method != "*":
             if info.method.upper() not in {m.strip().upper() for m in self.method.split("|")}:
                 return False
-        if self.path_regex and not re.search(self.path_regex, info.path):
+        if self.path_regex and not regex_search(self.path_regex, info.path):
             return False
-        if self.body_regex and not re.search(self.body_regex, info.body.decode("utf-8", "replace")):
+        if self.body_regex and not regex_search(self.body_regex, info.body.decode("utf-8", "replace")):
             return False
         return True
 
@@ -225,14 +244,15 @@ def _choice(attrs: dict[str, Any], key: str, options: tuple[str, ...], default: 
 
 
 def _status(attrs: dict[str, Any], key: str, default: int) -> int:
-    v = _int(attrs, key, default, lo=100)
+    # 1xx are interim answers, not a final status a fault can give (101 would switch protocols)
+    v = _int(attrs, key, default, lo=200)
     if v > 599:
-        raise FaultError(f"attributes.{key}", f"must be an HTTP status 100..599 (got {v})")
+        raise FaultError(f"attributes.{key}", f"must be an HTTP status 200..599 (got {v})")
     return v
 
 
 def _retry_after(attrs: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    ra = _num(attrs, "retry_after_s")
+    ra = _num(attrs, "retry_after_s", hi=MAX_S)
     return (("Retry-After", _fmt_retry_after(ra)),) if ra is not None else ()
 
 
@@ -301,11 +321,12 @@ class Latency(FaultType):
     def validate(cls, attrs):
         default = "uniform" if attrs.get("jitter_ms") else "fixed"
         dist = _choice(attrs, "distribution", cls.DISTRIBUTIONS, default)
-        out: dict[str, Any] = {"distribution": dist, "latency_ms": _num(attrs, "latency_ms", required=True)}
+        out: dict[str, Any] = {"distribution": dist,
+                               "latency_ms": _num(attrs, "latency_ms", required=True, hi=MAX_MS)}
         if dist == "uniform":
-            out["jitter_ms"] = _num(attrs, "jitter_ms", 0.0)
+            out["jitter_ms"] = _num(attrs, "jitter_ms", 0.0, hi=MAX_MS)
         elif dist == "normal":
-            out["stddev_ms"] = _num(attrs, "stddev_ms", required=True)
+            out["stddev_ms"] = _num(attrs, "stddev_ms", required=True, hi=MAX_MS)
         elif dist == "lognormal":
             out["sigma"] = _num(attrs, "sigma", required=True)
             if out["latency_ms"] <= 0:
@@ -314,7 +335,7 @@ class Latency(FaultType):
             out["alpha"] = _num(attrs, "alpha", required=True, strict_lo=True)
             if out["latency_ms"] <= 0:
                 raise FaultError("attributes.latency_ms", "must be > 0 for a pareto (it is the scale)")
-        max_ms = _num(attrs, "max_ms")
+        max_ms = _num(attrs, "max_ms", hi=MAX_MS)
         if max_ms is not None:
             out["max_ms"] = max_ms
         return out
@@ -364,9 +385,9 @@ class HttpError(FaultType):
                     c = int(code)
                 except (TypeError, ValueError):
                     raise FaultError("attributes.statuses", f"key {code!r} is not an HTTP status") from None
-                if not 100 <= c <= 599:
-                    raise FaultError("attributes.statuses", f"status {c} is not in 100..599")
-                if isinstance(w, bool) or not isinstance(w, int | float) or w < 0:
+                if not 200 <= c <= 599:
+                    raise FaultError("attributes.statuses", f"status {c} is not in 200..599")
+                if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w < 0:
                     raise FaultError("attributes.statuses", f"weight for {code} must be a number >= 0")
                 weights[str(c)] = float(w)
             if sum(weights.values()) <= 0:
@@ -375,7 +396,7 @@ class HttpError(FaultType):
         else:
             out["status"] = _status(attrs, "status", 503)
         if attrs.get("retry_after_s") is not None:
-            out["retry_after_s"] = _num(attrs, "retry_after_s")
+            out["retry_after_s"] = _num(attrs, "retry_after_s", hi=MAX_S)
         if "body" in attrs:
             out["body"] = attrs["body"]
         return out
@@ -452,7 +473,8 @@ class TimeoutAfter(FaultType):
 
     @classmethod
     def validate(cls, attrs):
-        return {"timeout_ms": _num(attrs, "timeout_ms", required=True), "status": _status(attrs, "status", 504)}
+        return {"timeout_ms": _num(attrs, "timeout_ms", required=True, hi=MAX_MS),
+                "status": _status(attrs, "status", 504)}
 
     @classmethod
     def decide(cls, spec, info, rng, now, state):
@@ -592,7 +614,7 @@ class RateLimit(FaultType):
         out = {"rate_per_s": rate, "burst": _num(attrs, "burst", max(1.0, rate), lo=1.0),
                "status": _status(attrs, "status", 429)}
         if attrs.get("retry_after_s") is not None:
-            out["retry_after_s"] = _num(attrs, "retry_after_s")
+            out["retry_after_s"] = _num(attrs, "retry_after_s", hi=MAX_S)
         return out
 
     @classmethod
@@ -631,7 +653,7 @@ class ConcurrencyLimit(FaultType):
     def validate(cls, attrs):
         out = {"max_in_flight": _int(attrs, "max_in_flight", required=True), "status": _status(attrs, "status", 503)}
         if attrs.get("retry_after_s") is not None:
-            out["retry_after_s"] = _num(attrs, "retry_after_s")
+            out["retry_after_s"] = _num(attrs, "retry_after_s", hi=MAX_S)
         return out
 
     @classmethod
@@ -658,7 +680,7 @@ class Outage(FaultType):
 
     @classmethod
     def validate(cls, attrs):
-        return {"duration_s": _num(attrs, "duration_s", required=True),
+        return {"duration_s": _num(attrs, "duration_s", required=True, hi=MAX_S),
                 "mode": _choice(attrs, "mode", ("error", "reset"), "error"),
                 "status": _status(attrs, "status", 503)}
 
@@ -714,12 +736,18 @@ def parse_fault(d: Any, *, name_default: str | None = None) -> FaultSpec:
     for k in ("path_regex", "body_regex"):
         if m.get(k):
             try:
-                re.compile(m[k])
-            except re.error as e:
+                regex.compile(m[k])
+            except (regex.error, re.error) as e:
                 raise FaultError(f"match.{k}", f"invalid regex: {e}") from None
     attrs = d.get("attributes") or {}
     if not isinstance(attrs, dict):
         raise FaultError("attributes", "must be an object")
+    known = KNOWN_ATTRIBUTES.get(ftype)
+    if known is not None:
+        unknown = sorted(k for k in attrs if k not in known)
+        if unknown:  # a typo (`staus`) must not be dropped silently: the fault would run with the default
+            raise FaultError(f"attributes.{unknown[0]}", f"unknown attribute for a {ftype} fault; known: "
+                             f"{', '.join(sorted(known)) or 'none'}")
     max_hits = d.get("max_hits")
     if max_hits is not None and (isinstance(max_hits, bool) or not isinstance(max_hits, int) or max_hits < 1):
         raise FaultError("max_hits", f"must be a positive integer or null (got {max_hits!r})")
@@ -732,6 +760,23 @@ def parse_fault(d: Any, *, name_default: str | None = None) -> FaultSpec:
         match=Match(m.get("method") or None, m.get("path_regex") or None, m.get("body_regex") or None),
         attributes=kind.validate(attrs), max_hits=max_hits,
     )
+
+
+# Every attribute each type reads (validation drops what a distribution or mode does not use, so the output
+# keys alone are not the list).
+KNOWN_ATTRIBUTES: dict[str, frozenset[str]] = {
+    "latency": frozenset({"distribution", "latency_ms", "jitter_ms", "stddev_ms", "sigma", "alpha", "max_ms"}),
+    "http_error": frozenset({"status", "statuses", "retry_after_s", "body"}),
+    "reset": frozenset({"after_bytes"}),
+    "blackhole": frozenset(),
+    "timeout_after": frozenset({"timeout_ms", "status"}),
+    "slow_body": frozenset({"bytes_per_s", "chunk_bytes"}),
+    "truncate": frozenset({"after_bytes"}),
+    "corrupt_body": frozenset({"mode", "fields", "probability"}),
+    "rate_limit": frozenset({"rate_per_s", "burst", "status", "retry_after_s"}),
+    "concurrency_limit": frozenset({"max_in_flight", "status", "retry_after_s"}),
+    "outage": frozenset({"duration_s", "mode", "status"}),
+}
 
 
 def request_rng(seed: int, seq: int, fault_name: str) -> random.Random:
@@ -785,6 +830,14 @@ def decide(spec: FaultSpec, info: RequestInfo, seed: int, now: float, state: Any
 HEADER_PREFIX = "x-fault-"
 
 
+def _header_ms(v: str) -> float:
+    """A header's milliseconds: finite, 0..MAX_MS (NaN or inf would make a delay that never ends)."""
+    ms = float(v)
+    if not math.isfinite(ms) or ms < 0 or ms > MAX_MS:
+        raise ValueError(v)
+    return ms
+
+
 def header_faults(headers: dict[str, str]) -> tuple[list[Action], dict[str, Any]]:
     """`x-fault-delay-ms: 200` delays; `x-fault-abort: 503` answers 503; `x-fault-reset: 1` aborts;
     `x-fault-timeout-after-ms: T` answers 504 after T. Returns the actions in that order and what was read.
@@ -794,7 +847,7 @@ def header_faults(headers: dict[str, str]) -> tuple[list[Action], dict[str, Any]
     seen: dict[str, Any] = {}
     if "x-fault-delay-ms" in h:
         try:
-            ms = max(0.0, float(h["x-fault-delay-ms"]))
+            ms = _header_ms(h["x-fault-delay-ms"])
             actions.append(Delay(ms / 1000.0))
             seen["delay_ms"] = ms
         except ValueError:
@@ -802,7 +855,7 @@ def header_faults(headers: dict[str, str]) -> tuple[list[Action], dict[str, Any]
     if "x-fault-abort" in h:
         try:
             st = int(h["x-fault-abort"])
-            if not 100 <= st <= 599:
+            if not 200 <= st <= 599:
                 raise ValueError
             actions.append(Respond(st, error_body("header", st)))
             seen["abort"] = st
@@ -813,7 +866,7 @@ def header_faults(headers: dict[str, str]) -> tuple[list[Action], dict[str, Any]
         seen["reset"] = True
     if "x-fault-timeout-after-ms" in h:
         try:
-            ms = max(0.0, float(h["x-fault-timeout-after-ms"]))
+            ms = _header_ms(h["x-fault-timeout-after-ms"])
             actions.append(Respond(504, error_body("header", 504), after_s=ms / 1000.0))
             seen["timeout_after_ms"] = ms
         except ValueError:

@@ -21,8 +21,15 @@ completed/failed and then `/v1/knowledge` until its totals stop moving; it repor
 anything is queued or running, and the counts of what the queue dropped (lost captures are reported,
 never hidden).
 
-Namespaces: Cortex isolates tenants by API key; inside one, `user_id` = "<namespace_prefix>:<namespace>"
-scopes retrieve/knowledge/forget, and session ids are "<namespace_prefix>:<namespace>:<session_id>".
+Namespaces: Cortex isolates tenants by API key; inside one, `user_id` = "<namespace_prefix>:<ns>" scopes
+retrieve/knowledge/forget, and session ids are "<namespace_prefix>:<ns>:<session_id>", where <ns> is the
+namespace percent-encoded (RFC 3986, every character but unreserved ones: `:` becomes %3A). The encoding is
+what makes the id unambiguous: rig namespaces contain `:`, and with the raw namespace the session "x:s1" of
+namespace "team" and the session "s1" of namespace "team:x" got the same id, so `Reset("team")` deleted the
+other namespace's memories (issue 14).
+
+Messages: Cortex reads only the roles "user" and "assistant"; any other role is refused with a
+ValidationError naming the field (gRPC INVALID_ARGUMENT) instead of being accepted and dropped.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import hashlib
 import logging
 import os
 import time
+import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -45,7 +53,7 @@ from services.adapters.cortex.client import (
     CortexHTTPError,
     CortexTimeout,
 )
-from services.adapters.cortex.envelope import PREAMBLE, format_memories
+from services.adapters.cortex.envelope import ESCAPE_MODES, PREAMBLE, format_memories
 from services.adapters.cortex.gate import ColdStartGate
 from services.adapters.cortex.retry_queue import RetryQueue
 from services.common.types import (
@@ -58,6 +66,7 @@ from services.common.types import (
     RetrieveResult,
     Session,
     SettleResult,
+    ValidationError,
 )
 
 log = logging.getLogger("memrig.cortex")
@@ -137,6 +146,7 @@ class CortexBackend(MemoryBackend):
         "fallback_fast_on_error": True,  # HEAD: a 5xx/timeout in full mode retries once in fast
         "debug": False,  # ask for `_debug` and report per-channel scores
         "envelope_preamble": True,
+        "envelope_escape": "strict",  # strict: content cannot break line structure or the tag | plugin: `</` only
         # cold-start gate
         "cold_start_window": 3,
         "cold_start_cooldown_ms": 30000,
@@ -165,6 +175,9 @@ class CortexBackend(MemoryBackend):
             raise ValueError(f"cortex: config 'mode' must be fast|full|query, got {c['mode']!r}")
         if c["isolation"] not in ("api_key", "user_id"):
             raise ValueError(f"cortex: config 'isolation' must be api_key|user_id, got {c['isolation']!r}")
+        if c["envelope_escape"] not in ESCAPE_MODES:
+            raise ValueError(f"cortex: config 'envelope_escape' must be one of {ESCAPE_MODES}, "
+                             f"got {c['envelope_escape']!r}")
         self.clock = clock or time.monotonic
         self.gate = ColdStartGate(c["cold_start_window"], c["cold_start_cooldown_ms"],
                                   c["cold_start_count_timeouts"], clock=self.clock)
@@ -201,13 +214,13 @@ class CortexBackend(MemoryBackend):
         d["retry_backoff_s"] = [min(c["retry_queue_base_delay_ms"] * 2 ** r, c["retry_queue_max_delay_ms"]) / 1000
                                 for r in range(1, c["retry_queue_max_retries"])]
         d["envelope_preamble_text"] = PREAMBLE if c["envelope_preamble"] else ""
-        d["user_id_format"] = "<namespace_prefix>:<namespace>"
-        d["session_id_format"] = "<namespace_prefix>:<namespace>:<session_id>"
+        d["user_id_format"] = "<namespace_prefix>:<percent-encoded namespace>"
+        d["session_id_format"] = "<namespace_prefix>:<percent-encoded namespace>:<session_id>"
         return d
 
     # -- ids --------------------------------------------------------------------------------------
     def user_id(self, namespace: str) -> str:
-        return f"{self.config['namespace_prefix']}:{namespace}"
+        return f"{self.config['namespace_prefix']}:{urllib.parse.quote(namespace, safe='')}"
 
     def key_for(self, namespace: str) -> str:
         if self.config["isolation"] != "api_key":
@@ -243,7 +256,16 @@ class CortexBackend(MemoryBackend):
             **self._provenance(namespace),
         }
 
+    @staticmethod
+    def check_roles(batch: IngestBatch) -> None:
+        for i, s in enumerate(batch.sessions):
+            for j, m in enumerate(s.messages):
+                if m.role not in ("user", "assistant"):
+                    raise ValidationError(f"sessions[{i}].messages[{j}].role",
+                                          f"must be 'user' or 'assistant' for Cortex, got {m.role!r}")
+
     async def ingest(self, namespace: str, batch: IngestBatch) -> None:
+        self.check_roles(batch)  # before anything is sent: nothing half-applied
         ev = self.evidence_of[namespace]
         for s in batch.sessions:
             self.sent_sessions[namespace].setdefault(s.session_id, set()).update(m.id for m in s.messages)
@@ -300,6 +322,8 @@ class CortexBackend(MemoryBackend):
                 log.warning("cortex ingest job %s failed: %s", job_id, res.get("error"))
 
     async def settle(self, namespace: str, timeout_s: float) -> SettleResult:
+        if timeout_s != timeout_s or timeout_s < 0:  # NaN made the deadline unreachable: settle never ended
+            raise ValidationError("timeout_seconds", f"must be a number >= 0 (0 = the default), got {timeout_s!r}")
         budget = min(timeout_s, self.config["settle_timeout_s"]) if timeout_s else self.config["settle_timeout_s"]
         deadline = time.monotonic() + budget
         poll = self.config["settle_poll_ms"] / 1000.0
@@ -434,7 +458,8 @@ class CortexBackend(MemoryBackend):
         k = self.config["top_k"] or query.top_k
         memories = memories[:k]
         dur = time.perf_counter_ns() - t0
-        ctx = format_memories(((m.score, m.text) for m in memories), preamble=self.config["envelope_preamble"])
+        ctx = format_memories(((m.score, m.text) for m in memories), preamble=self.config["envelope_preamble"],
+                              escape=self.config["envelope_escape"])
         if isinstance(resp, dict) and resp.get("coverage"):
             note += f" coverage={resp['coverage']}"
         return RetrieveResult(memories=memories, formatted_context=ctx,
