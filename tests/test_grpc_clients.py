@@ -176,6 +176,10 @@ def test_status_mapping():
     assert status_for(CortexConnectionError("refused"), "cortex")[0] == grpc.StatusCode.UNAVAILABLE
     assert status_for(CortexHTTPError("search", 401, "no key"), "cortex")[0] == grpc.StatusCode.FAILED_PRECONDITION
     assert status_for(ConnectionRefusedError("x"), "b")[0] == grpc.StatusCode.UNAVAILABLE
+    from services.adapters.openclaw_real.backend import SidecarError
+
+    code, msg = status_for(SidecarError("openclaw-real: OpenClaw unavailable: not installed"), "openclaw-real")
+    assert code == grpc.StatusCode.UNAVAILABLE and "not installed" in msg
     code, msg = status_for(KeyError("k"), "b")
     assert code == grpc.StatusCode.INTERNAL and msg == "b: internal error: KeyError: 'k'"
 

@@ -44,6 +44,10 @@ def status_for(e: BaseException, who: str) -> tuple[grpc.StatusCode, str]:
             return grpc.StatusCode.FAILED_PRECONDITION, f"{who} needs the Cortex API, which refused the request: {e}"
         return (grpc.StatusCode.UNAVAILABLE, f"{who} needs the Cortex API, which is unavailable ({e}); start "
                 "cortex-mock (`memrig up --services cortex-mock`) or set the cortex backend's base_url.")
+    from services.adapters.openclaw_real.backend import SidecarError
+
+    if isinstance(e, SidecarError):  # OpenClaw's Node sidecar is missing, exited or failed a request
+        return grpc.StatusCode.UNAVAILABLE, f"{who} needs OpenClaw's sidecar: {e}"
     if isinstance(e, (aiohttp.ClientConnectionError, ConnectionError, asyncio.TimeoutError)):
         return grpc.StatusCode.UNAVAILABLE, f"{who}: a dependency is unreachable: {type(e).__name__}: {e}"
     return grpc.StatusCode.INTERNAL, f"{who}: internal error: {type(e).__name__}: {e}"
