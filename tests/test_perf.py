@@ -173,8 +173,11 @@ def test_tiny_run_writes_results(tmp_path):
 
     out = tmp_path / "perf"
     assert main(["--out", str(out), "--sizes", "100", "--queries", "5", "--embedders", "hash",
-                 "--coordinator-samples", "20", "--proxy-rounds", "5", "--ann-efs", "16,64"]) == 0
+                 "--coordinator-samples", "20", "--proxy-rounds", "5", "--ann-efs", "16,64",
+                 "--openclaw-real-sizes", ""]) == 0
     res = json.loads((out / "results.json").read_text())
+    assert res["openclaw_real"] == {"status": "skipped", "reason": "--openclaw-real-sizes ''"}
+    assert "## openclaw-real vs port: skipped" in (out / "report.md").read_text()
     names = [b["backend"] for b in res["backends"]]
     assert names == ["openclaw", "openclaw-2026-02", "cortex-fast", "cortex", "full-context", "none"]
     for b in res["backends"]:
@@ -206,3 +209,23 @@ def test_project_step_linear_and_growing():
     n, reason = _plan_sizes([1000, 10000, 100000], 10000, [(0, 1000, 100.0), (1000, 10000, 50.0)], 300.0)
     assert n is None and "not run" in reason
     assert _plan_sizes([1000, 10000], 1000, [(0, 1000, 100.0)], 300.0) == (10000, "")
+
+
+@pytest.mark.slow
+def test_openclaw_real_step_beside_the_port(tmp_path):
+    from services.adapters.openclaw_real.node import availability
+    from services.perf.bench import main
+
+    a = availability()
+    if not a.ok:
+        pytest.skip(f"openclaw-real unavailable: {a.reason}")
+    out = tmp_path / "perf"
+    assert main(["--out", str(out), "--sizes", "100", "--queries", "4", "--embedders", "", "--backends", "none",
+                 "--coordinator-samples", "5", "--proxy-rounds", "5", "--no-ann", "--embedder", "hash",
+                 "--openclaw-real-sizes", "100"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    r = res["openclaw_real"]["results"][0]
+    assert r["chunks"]["openclaw"] == r["chunks"]["openclaw-real"] > 0  # both chunk the same daily logs alike
+    assert r["calls_per_backend"] == 4 * 3
+    assert r["real"]["openclaw_search_p50_ms"] > 0 and r["real"]["sidecar_overhead_p50_ms"] is not None
+    assert "# openclaw-real vs port: retrieve latency through gRPC" in (out / "report.md").read_text()

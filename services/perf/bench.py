@@ -69,6 +69,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--coordinator-samples", type=int, default=500)
     ap.add_argument("--proxy-rounds", type=int, default=200)
     ap.add_argument("--keep-data", action="store_true", help="keep the backends' data directories")
+    ap.add_argument("--openclaw-real-sizes", default="1000,10000",
+                    help="chunk counts for openclaw-real vs the port through gRPC ('' = skip; skipped with the "
+                         "reason when OpenClaw is not installed)")
     a = ap.parse_args(argv)
     a.size_list = sorted({int(s) for s in a.sizes.split(",") if s.strip()} | ({1_000_000} if a.million else set()))
     if not a.size_list or any(n < 10 or n % 10 for n in a.size_list):
@@ -289,12 +292,31 @@ class Bench:
             shutil.rmtree(self.data, ignore_errors=True)
 
 
+def openclaw_real_step(bench: Bench, args: argparse.Namespace) -> dict:
+    """openclaw-real vs the port through gRPC (services/adapters/openclaw_real/bench.py), same run, same machine."""
+    sizes = [int(x) for x in args.openclaw_real_sizes.split(",") if x.strip()]
+    if not sizes:
+        return {"status": "skipped", "reason": "--openclaw-real-sizes ''"}
+    from services.adapters.openclaw_real import bench as ocr
+    from services.adapters.openclaw_real.node import availability
+
+    a = availability()
+    if not a.ok:
+        return {"status": "skipped", "reason": a.reason}
+    bench.log(f"openclaw-real vs port at {sizes} chunks")
+    results = [asyncio.run(ocr.measure(n, args.embedder, min(args.queries, 50), args.passes, args.seed,
+                                       bench.out / "openclaw-real")) for n in sizes]
+    meta = {"embedder": args.embedder, "queries": min(args.queries, 50), "passes": args.passes}
+    return {"status": "ok", "results": results, "markdown": ocr.render(results, meta)}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     bench = Bench(args, argv)
     try:
         asyncio.run(bench.run())
+        bench.res["openclaw_real"] = openclaw_real_step(bench, args)
     finally:
         bench.finish()
     print((bench.out / "report.md").read_text())

@@ -208,6 +208,11 @@ def markdown(res: dict[str, Any]) -> str:
     if res.get("notes"):
         lines += ["## Notes", "", *[f"- {n}" for n in res["notes"]], ""]
     lines += ["Plots: " + ", ".join(f"`{p}`" for p in res.get("plots", [])), ""]
+    ocr = res.get("openclaw_real") or {}
+    if ocr.get("status") == "ok":
+        lines += ["", "#" + ocr["markdown"].strip()]  # its "# ..." heading becomes a section
+    elif ocr:
+        lines += ["", f"## openclaw-real vs port: {ocr.get('status')} ({ocr.get('reason', '')})"]
     return "\n".join(lines)
 
 
