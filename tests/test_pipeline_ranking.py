@@ -38,14 +38,14 @@ class MarkerEmbedder:
     def __init__(self, vectors: dict[str, tuple[float, float, float]]):
         self.vectors = vectors
 
-    def encode(self, texts):
+    def encode(self, texts, persist: bool = True):
         out = np.zeros((len(texts), 3), dtype=np.float32)
         for i, t in enumerate(texts):
             vec = next((v for marker, v in self.vectors.items() if marker in t.split()), (1.0, 0.0, 0.0))
             out[i] = vec
         return out
 
-    async def aencode(self, texts):
+    async def aencode(self, texts, persist: bool = True):
         return self.encode(texts)
 
 
