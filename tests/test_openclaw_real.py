@@ -200,3 +200,25 @@ def test_port_preset_agrees_with_openclaw_on_the_tiny_workspace(real):
     assert [(r.query, r.port) for r in rows if r.cause] == []
     assert all(r.same_order for r in rows)
     assert max((r.max_score_diff or 0.0) for r in rows) < 1e-4
+
+
+@needs_openclaw
+@pytest.mark.slow
+def test_relative_data_dir_works(tmp_path, monkeypatch):
+    """The sidecar runs in its own directory: a relative data dir (the default `.memrig/data`) must still work."""
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    b = OpenClawRealBackend({"embedder": "none"}, BackendContext(data_dir=Path("rel-data")))
+
+    async def go():
+        await b.start()
+        try:
+            await b.ingest("n", IngestBatch(documents=(DOCS[0],)))
+            return (await b.retrieve("n", RetrieveQuery("pnpm", 6, reference_time=DAY0))).memories
+        finally:
+            await b.close()
+
+    ms = asyncio.run(go())
+    assert ms and ms[0].evidence_ids == ["mem-pnpm"]
+    assert not any((tmp_path / "rel-data" / "openclaw-real").iterdir())  # close() removes its run directory
