@@ -295,12 +295,14 @@ def per_category(values: Mapping[str, float | None], categories: Mapping[str, st
 
 
 def held_out_check(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]], clusters: Mapping[str, str],
-                   metrics: Sequence[str], seed: int = 0) -> dict[str, Any]:
+                   metrics: Sequence[str], seed: int = 0, bounds: tuple[float, float] | None = (0.0, 1.0)
+                   ) -> dict[str, Any]:
     """Leave one cluster out: for each condition, metric and cluster c, the 95% cluster-robust t CI of the mean
     over the other clusters and whether c's own mean lands inside it. Needs >= 3 clusters (two left to
     resample); {} otherwise. `inside` counts clusters whose mean is within [lo, hi]; `inside_pi` those within
     the others' 95% prediction interval for one new cluster (a CI bounds the mean over clusters like these, not
-    one cluster, so it is expected to miss single clusters more often than 5% of the time)."""
+    one cluster, so it is expected to miss single clusters more often than 5% of the time). Intervals are clipped
+    to `bounds` (the metrics checked are rates in [0, 1])."""
     out: dict[str, Any] = {}
     for cond in sorted(per_cond):
         for metric in metrics:
@@ -317,6 +319,9 @@ def held_out_check(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None
                 _, lo, hi = cluster_t_interval(rest, clusters)
                 own = float(cluster_means[i])
                 plo, phi = prediction_interval(np.delete(cluster_means, i))
+                if bounds is not None and lo is not None and hi is not None:  # rates: intervals inside [0, 1]
+                    lo, hi = max(bounds[0], lo), min(bounds[1], hi)
+                    plo, phi = max(bounds[0], plo), min(bounds[1], phi)
                 rows.append({"cluster": held, "mean": own, "ci": [lo, hi],
                              "inside": lo is not None and lo - 1e-12 <= own <= hi + 1e-12,
                              "pi": [plo, phi], "inside_pi": plo - 1e-12 <= own <= phi + 1e-12})
