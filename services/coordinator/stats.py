@@ -161,6 +161,8 @@ def interval(values: Mapping[str, float | None], clusters: Mapping[str, str] | N
         method = CLUSTER_T.format(unit=cluster_unit)
         if unit == "rate" and lo is not None and hi is not None:  # a rate's interval stays inside [0, 1]
             lo, hi = max(0.0, lo), min(1.0, hi)
+        elif unit in ("ms", "tokens") and lo is not None:  # counts and durations are never negative
+            lo = max(0.0, lo)
     else:
         m, lo, hi = cluster_bootstrap_ci(values, None, n_resamples, confidence, seed)
         method = BOOTSTRAP_PROBE

@@ -11,6 +11,10 @@ Scores (keyed by the category NUMBER; papers disagree on names):
   1, 3, 5, 10, plus recall_any@k; gold = the QA's evidence, with the locomo-audit `correct_evidence` swapped
   in by default (counted, option `audit_evidence`); malformed ids are split on `;`/whitespace, repaired
   (`D:11:26` -> `D11:26`, `D30:05` -> `D30:5`) or dropped, with counts;
+- recall at memory rank K (`memory_recall@K`: the gold turns the first K memories cite, whatever their size)
+  beside turn recall@K, which flattens each memory's evidence and so penalises chunk backends;
+- statistics by conversation, the independent unit (stats.interval: cluster-robust t), and a
+  leave-one-conversation-out check (stats.held_out_check) when the run has 3 or more conversations;
 - QA: LoCoMo's official token F1 per category (metrics/qa.py); category 5 (adversarial) is scored the
   official way (the answer must say "not mentioned" / "no information available") and reported apart, and
   the headline "F1 (cats 1-4)" leaves it out as Mem0/Zep/A-Mem do. EM alongside. Optional binary J.
