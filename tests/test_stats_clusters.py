@@ -31,6 +31,20 @@ def test_cluster_bootstrap_pinned():
     assert m == 0.25 and lo == 0.0 and hi == 1.0
 
 
+def test_cluster_t_interval_hand_computed():
+    # A = [1, 0], B = [1, 1], C = [0, 0]: r = 3/6 = 0.5; residuals y_c - r·n_c = 0, 1, -1 -> Σe² = 2;
+    # var = G/(G-1) · Σe² / (Σn)² = 1.5 · 2 / 36; se = 0.288675; t(0.975, 2) = 4.302653 -> half 1.242069
+    values = {"A:1": 1.0, "A:2": 0.0, "B:1": 1.0, "B:2": 1.0, "C:1": 0.0, "C:2": 0.0}
+    clusters = {p: p[0] for p in values}
+    m, lo, hi = stats.cluster_t_interval(values, clusters)
+    assert m == 0.5 and (lo, hi) == pytest.approx((0.5 - 1.242069, 0.5 + 1.242069), abs=2e-6)
+    out = stats.interval(values, clusters, unit="rate")
+    assert out["ci"] == [0.0, 1.0] and out["method"] == "cluster-robust t interval over conversations"
+    # four clusters with identical means: no between-conversation spread, a zero-width interval
+    same = {f"{c}:{q}": float(q) for c in "ABCD" for q in (0, 1)}
+    assert stats.cluster_t_interval(same, {p: p[0] for p in same}) == (0.5, 0.5, 0.5)
+
+
 def test_interval_ignores_sample_order():
     rng = random.Random(0)
     values = {f"c{c}:q{q}": rng.random() for c in range(4) for q in range(5)}
@@ -70,7 +84,7 @@ def test_compare_with_clusters_reports_method():
     vb = {"c1:q0": 1.0, "c1:q1": 1.0, "c2:q0": 1.0, "c3:q0": 1.0}
     cl = {p: p.split(":")[0] for p in va}
     c = stats.compare("turn_recall@5", "A", "B", va, vb, clusters=cl)
-    assert c.method == "cluster bootstrap over conversations" and c.units == 3
+    assert c.method == "cluster-robust t interval over conversations" and c.units == 3
     assert c.ci_a == pytest.approx((0.0, 1.959964 ** 2 / (3 + 1.959964 ** 2)), abs=1e-6)  # Wilson, n = 3
     assert c.p == pytest.approx(0.25, abs=0.02)  # 2 of 8 cluster sign patterns are as extreme
     assert c.winner == "b"
@@ -90,8 +104,26 @@ def test_held_out_check():
     out = stats.held_out_check({"bm25": {"m": values}}, clusters, ["m"], seed=0)["bm25"]["m"]
     rows = {r["cluster"]: r for r in out["rows"]}
     assert out["of"] == 4
-    # holding out a (0.0): the others' bootstrap CI lies within [0.5, 0.6], so a is outside it
-    assert rows["a"]["inside"] is False and 0.5 <= rows["a"]["ci"][0] <= rows["a"]["ci"][1] <= 0.6
+    # holding out a (0.0): the others' cluster-t CI is 0.55 ± 4.302653 · sqrt(1.5 · 0.005 / 9) = 0.55 ± 0.124207
+    assert rows["a"]["inside"] is False
+    assert rows["a"]["ci"] == pytest.approx([0.425793, 0.674207], abs=2e-6)
     # ...and outside the prediction interval 0.55 ± 4.302653·0.05·1.154701 = [0.301586, 0.798414]
     assert rows["a"]["pi"] == pytest.approx([0.301586, 0.798414], abs=2e-6) and rows["a"]["inside_pi"] is False
     assert stats.held_out_check({"x": {"m": {"a:1": 1.0, "b:1": 0.0}}}, {"a:1": "a", "b:1": "b"}, ["m"]) == {}
+
+
+def test_interval_study_probe_values_and_methods():
+    from services.coordinator.interval_study import intervals, probe_values
+
+    sample = {"retrievals": {"bm25": {"memories": [{"evidence_ids": ["D1:1"]}, {"evidence_ids": ["D2:4", "D1:1"]},
+                                                   {"evidence_ids": ["D3:2"]}]}},
+              "evidence_ids": ["D2:4", "D5:1"]}
+    v = probe_values(sample)
+    # turns ranked D1:1, D2:4, D3:2: one of two gold turns in the top 5; sessions S1, S2, S3: one of S2, S5
+    assert v == {"turn_recall_any@10": 1.0, "turn_recall@5": 0.5, "turn_recall@10": 0.5, "session_recall@5": 0.5}
+    values = {"A:q0": 1.0, "A:q1": 0.0, "B:q0": 1.0, "B:q1": 1.0, "C:q0": 0.0, "C:q1": 0.0}
+    ivs = intervals(values, seed=0)
+    assert set(ivs) == {"question bootstrap", "cluster bootstrap", "cluster t", "prediction interval"}
+    assert ivs["cluster t"] == pytest.approx((0.5 - 1.242069, 0.5 + 1.242069), abs=2e-6)
+    # conversation means 0.5, 1.0, 0.0: 0.5 ± t(0.975, 2) · 0.5 · sqrt(4/3)
+    assert ivs["prediction interval"] == pytest.approx((0.5 - 2.484138, 0.5 + 2.484138), abs=2e-6)

@@ -112,7 +112,7 @@ def test_locomo_real_data_loader():
     assert full.info["audit"]["evidence_replaced"] > 0 and full.info["audit"]["mismatched"] == 0
     assert all(set(p.category) <= set("12345") for p in full.probes)
     d = LocomoSuite({}, seed=0).load()
-    assert len(d.corpora) == 2 and len(d.probes) <= 120
+    assert len(d.corpora) == 4 and len(d.probes) <= 120
     assert d.info == LocomoSuite({}, seed=0).load().info  # seeded sample reproducible
     for p in d.probes:
         known = {m.id for s in d.corpora[p.namespace].sessions for m in s.messages}

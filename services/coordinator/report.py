@@ -43,6 +43,10 @@ def render_header(run: dict[str, Any]) -> str:
         f"- **Judge:** {judge.get('label', judge.get('model'))}, {judge.get('passes', 1)} pass(es), majority vote",
         f"- **Tokenizer:** {run.get('tokenizer')}",
         f"- **Seed:** {run.get('seed')}; options: `{run.get('options')}`",
+        "- **Statistics:** 95% intervals by the suite's independent unit (each table says which: questions, or "
+        "LoCoMo's conversations), a Wilson interval for a rate at 0 or 1, paired permutation tests; apart from "
+        "latencies the tables are a function of the seed and the data alone (the order of samples.jsonl does not "
+        "matter)",
         f"- **Git:** `{run.get('git_sha')}`; machine: {run.get('machine', {}).get('cores')} cores, "
         f"{(run.get('machine', {}).get('ram_bytes') or 0) / 2**30:.1f} GiB RAM",
     ]

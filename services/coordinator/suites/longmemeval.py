@@ -8,6 +8,9 @@ k in 1, 3, 5, 10, 30, 50 at session level (gold = answer sessions holding a user
 level (gold = user turns with has_answer; the ranking keeps user turns only, since the official corpus is user
 turns). Abstention questions (`_abs`) and questions without a user-side gold turn are skipped, as upstream, and
 counted. The metrics retrieval asks for top 50; the answer uses the backend's usual top_k (option answer_top_k).
+NDCG's ideal comes from the corpus (gold ids present in it) and a repeated id counts once, so it never exceeds
+1. Beside memrig's session figures (distinct sessions of all returned evidence) the official turn->session ones
+(`t2s_*@k`: grow the cut-off until k distinct sessions), and recall_all at memory rank K beside evidence rank.
 QA: accuracy through the binary judge (prompts.BINARY_JUDGE_SYSTEM), per question type.
 
 Default: a seeded sample of 30 questions stratified by question type; `full: true` for all.
