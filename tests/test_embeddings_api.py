@@ -121,3 +121,26 @@ async def test_two_services_in_one_process_share_the_collectors():
                                   "127.0.0.1", 0, reg) for _ in range(2)]
     for r, _ in runners:
         await r.cleanup()
+
+
+def test_service_starts_as_a_process_and_stops_on_sigterm(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "services.embeddings_api", "--port", "0", "--models", "hash",
+                          "--cache", str(tmp_path / "c.sqlite")], stdout=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("READY http=") and f"pid={p.pid}" in line
+        port = int(line.split("http=")[1].split()[0])
+        import urllib.request
+
+        body = json.dumps({"model": "hash", "input": "port 3001"}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings", body,
+                                     {"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert len(json.loads(r.read())["data"][0]["embedding"]) == 384
+    finally:
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=30) == 0

@@ -27,3 +27,20 @@ async def start_metrics_server(
     await site.start()
     bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     return runner, bound
+
+
+async def serve_http_until_stopped(runner: web.AppRunner, port: int) -> None:
+    """Announce `READY http=<port> pid=<pid>` (what the launcher waits for), serve until SIGTERM/SIGINT, then clean
+    up: the main loop of an aiohttp service started with `python -m services.<name>`."""
+    import asyncio
+    import os
+
+    from services.common.grpc_util import install_stop_signals
+
+    stop = asyncio.Event()
+    install_stop_signals(stop)
+    print(f"READY http={port} pid={os.getpid()}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from collections.abc import Sequence
 
 from services.common.embeddings import embedder_names
-from services.common.grpc_util import install_stop_signals
+from services.common.metrics_http import serve_http_until_stopped
 from services.embeddings_api.app import EmbeddingsConfig, start_server
 
 
@@ -31,13 +30,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     async def serve() -> None:
         runner, port = await start_server(EmbeddingsConfig(models=models, cache_path=args.cache), args.host, args.port)
-        stop = asyncio.Event()
-        install_stop_signals(stop)
-        print(f"READY http={port} pid={os.getpid()}", flush=True)
-        try:
-            await stop.wait()
-        finally:
-            await runner.cleanup()
+        await serve_http_until_stopped(runner, port)
 
     try:
         asyncio.run(serve())

@@ -242,6 +242,21 @@ def load_suite(name: str, options: dict[str, Any], seed: int):
         return None, str(e)
 
 
+async def ingested_suites(pair: PairedOpenClaw, suites: list[str], options: dict[str, dict[str, Any]], seed: int,
+                          skipped: dict[str, str]):
+    """Yields (name, suite, data, t0) once each suite's corpora are in both backends; unavailable suites go to
+    `skipped` with the reason."""
+    for name in suites:
+        suite, data = load_suite(name, options.get(name, {}), seed)
+        if suite is None:
+            skipped[name] = data
+            continue
+        t0 = time.perf_counter()
+        for ns, batch in data.corpora.items():
+            await pair.ingest(f"{name}/{ns}", batch)
+        yield name, suite, data, t0
+
+
 async def run(suites: list[str], preset: str, embedder: str, out: Path, options: dict[str, dict[str, Any]],
               seed: int = 0) -> list[WorkspaceSummary]:
     from services.adapters.openclaw_real.node import OPENCLAW_VERSION
@@ -250,14 +265,7 @@ async def run(suites: list[str], preset: str, embedder: str, out: Path, options:
     skipped: dict[str, str] = {}
     async with PairedOpenClaw(out, embedder, preset) as pair:
         with open(out / "fidelity.jsonl", "w") as jf:
-            for name in suites:
-                suite, data = load_suite(name, options.get(name, {}), seed)
-                if suite is None:
-                    skipped[name] = data
-                    continue
-                t0 = time.perf_counter()
-                for ns, batch in data.corpora.items():
-                    await pair.ingest(f"{name}/{ns}", batch)
+            async for name, suite, data, t0 in ingested_suites(pair, suites, options, seed, skipped):
                 k = suite.retrieve_top_k("openclaw")
                 rows = []
                 for p in data.probes:

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from services.adapters.openclaw_real.fidelity import PairedOpenClaw, load_suite, parse_options
+from services.adapters.openclaw_real.fidelity import PairedOpenClaw, ingested_suites, parse_options
 from services.common.types import Memory, RetrieveQuery
 
 DEFAULT_EMBEDDERS = ("minilm", "wordllama")
@@ -89,14 +89,7 @@ async def run(suites: list[str], embedders: list[str], min_scores: list[float], 
         async with PairedOpenClaw(out / emb, emb, preset, with_real=with_real) as pair:
             systems = [("openclaw-real", pair.real)] if pair.real is not None else []
             systems.append((f"port ({preset})", pair.port))
-            for name in suites:
-                suite, data = load_suite(name, options.get(name, {}), seed)
-                if suite is None:
-                    skipped[name] = data
-                    continue
-                t0 = time.perf_counter()
-                for ns, batch in data.corpora.items():
-                    await pair.ingest(f"{name}/{ns}", batch)
+            async for name, suite, data, t0 in ingested_suites(pair, suites, options, seed, skipped):
                 k = suite.retrieve_top_k("openclaw")
                 for ms in min_scores:
                     pair.port.params["min_score"] = float(ms)
