@@ -26,6 +26,7 @@ from services.adapters.openclaw import fts as ftsmod
 from services.adapters.openclaw import hybrid, ranking_2609
 from services.adapters.openclaw.index import FileInput, IndexStore
 from services.adapters.openclaw.keyword_search import KeywordSearch
+from services.adapters.openclaw.mmr_matrix import mmr_rerank_matrix
 from services.adapters.openclaw.presets import candidate_count, resolve_preset
 from services.adapters.openclaw.workspace import (
     FlushSkipper,
@@ -307,8 +308,8 @@ class OpenClawBackend(MemoryBackend):
                                                  p["evergreen_paths"], self.index.file_mtimes(namespace))
         merged = hybrid.sort_results(merged, p["sort_tiebreak"])
         if p["mmr_enabled"]:
-            merged = hybrid.mmr_rerank(merged, p["mmr_lambda"], p["mmr_tokenizer"],
-                                       token_sets=self.index.mmr_token_sets(namespace))
+            merged = mmr_rerank_matrix(merged, p["mmr_lambda"], self.index.mmr_token_ids(namespace), self.index.vocab,
+                                       p["mmr_tokenizer"])
         keys = {(h.source, h.path, h.start_line, h.end_line) for h in keyword}
         out = hybrid.select_results(merged, keys, max_results, p["min_score"], p["selection"], p["text_weight"])
         diags.append(ChannelDiagnostics("merge", len(merged), time.perf_counter_ns() - t2,
@@ -338,7 +339,7 @@ class OpenClawBackend(MemoryBackend):
         diags.append(ChannelDiagnostics("vector", len(vector), t2 - t1, "cosine, numpy in-process"))
         merged = ranking_2609.merge_hybrid_2609(cleaned, vector, keyword, decay, p["vector_weight"], p["text_weight"],
                                                 p["mmr_enabled"], p["mmr_lambda"],
-                                                self.index.mmr_token_sets(namespace))
+                                                self.index.mmr_token_ids(namespace), self.index.vocab)
         keys = {k.range_key for k in keyword}
         out = hybrid.select_results(merged, keys, max_results, p["min_score"], p["selection"], p["text_weight"])
         diags.append(ChannelDiagnostics("merge", len(merged), time.perf_counter_ns() - t2,

@@ -28,6 +28,7 @@ import numpy as np
 from services.adapters.openclaw.chunker import chunk_markdown, chunk_markdown_v5
 from services.adapters.openclaw.hybrid import KeywordHit, VectorHit, mmr_tokens
 from services.adapters.openclaw.jsstr import sha256_hex, truncate_utf16_safe
+from services.adapters.openclaw.mmr_matrix import TokenVocab
 
 META_KEY = "memory_index_meta_v1"
 
@@ -82,8 +83,9 @@ class NsMatrix:
     rows: list[ChunkRow]
     matrix: np.ndarray  # (n, dim) float32 unit rows
     by_id: dict[str, ChunkRow] = field(default_factory=dict)  # built once per rebuild, not per search
-    # MMR token sets of each chunk's snippet, computed at index time (not per query) and reused across rebuilds.
-    mmr_tokens: dict[str, frozenset[str]] = field(default_factory=dict)
+    # MMR token ids (TokenVocab) of each chunk's snippet, computed at index time (not per query) and reused across
+    # rebuilds; int32 arrays, ~0.4 kB a chunk (Python sets would take ~4 kB).
+    mmr_tokens: dict[str, np.ndarray] = field(default_factory=dict)
     # path -> the file's first chunk (by start line, end line, id): the row a filename match returns.
     first_chunk: dict[str, ChunkRow] = field(default_factory=dict)
 
@@ -127,6 +129,7 @@ class IndexStore:
         self.chunker = chunker  # "v1": early chunkMarkdown; "v5": 2026.9.6 (per-entry MEMORY.md/USER.md)
         self.per_entry_paths = tuple(per_entry_paths)
         self.mmr_tokenizer = mmr_tokenizer
+        self.vocab = TokenVocab()
         self._matrices: dict[str, NsMatrix] = {}
         self._dims: dict[str, int] = {}
         self._mtimes: dict[str, dict[str, int]] = {}  # namespace → path → mtime (ms), refreshed on apply
@@ -276,8 +279,8 @@ class IndexStore:
         first: dict[str, ChunkRow] = {}
         for r in rows:
             t = old_tokens.get(r.id)
-            tokens[r.id] = t if t is not None else mmr_tokens(truncate_utf16_safe(r.text, self.snippet_max_chars),
-                                                              self.mmr_tokenizer)
+            tokens[r.id] = t if t is not None else self.vocab.ids(
+                mmr_tokens(truncate_utf16_safe(r.text, self.snippet_max_chars), self.mmr_tokenizer))
             f = first.get(r.path)
             if f is None or (r.start_line, r.end_line, r.id) < (f.start_line, f.end_line, f.id):
                 first[r.path] = r
@@ -381,7 +384,7 @@ class IndexStore:
         m = self._matrices.get(namespace)
         return m.first_chunk if m else {}
 
-    def mmr_token_sets(self, namespace: str) -> dict[str, frozenset[str]]:
+    def mmr_token_ids(self, namespace: str) -> dict[str, np.ndarray]:
         m = self._matrices.get(namespace)
         return m.mmr_tokens if m else {}
 
