@@ -95,6 +95,18 @@ def test_v5_overlap_window_carries_the_tail_of_a_line():
     assert got == [(1, 2, "0123456789\nabcdefghij"), (2, 4, "defghij\nABCDEFGHIJ\nklmnopqrst")]
 
 
+async def test_only_memory_files_are_indexed():
+    """2026.9.6 indexes MEMORY.md, USER.md and memory/**/*.md; a document written elsewhere is not memory."""
+    b = make({"embedder": "none"})
+    await b.ingest("ns", docs({"MEMORY.md": "- a", "USER.md": "- b", "memory/x/y.md": "- c", "notes/z.md": "- d",
+                               "memory/.openclaw-repair/r.md": "- e", "memory/n.txt": "- f"}))
+    assert b.index.counts("ns")["files"] == 3
+    assert sorted(b.index.file_mtimes("ns")) == ["MEMORY.md", "USER.md", "memory/x/y.md"]
+    late = OpenClawBackend({"preset": "openclaw-late", "embedder": "none"}, BackendContext(embedder_name="hash"))
+    await late.ingest("ns", docs({"MEMORY.md": "- a", "notes/z.md": "- d"}))
+    assert late.index.counts("ns")["files"] == 2  # the earlier presets index every workspace file
+
+
 # ---------------------------------------------------------------------------------------------------
 # keyword leg
 

@@ -168,7 +168,7 @@ class OpenClawBackend(MemoryBackend):
             p = self.params
             self._index = IndexStore(path, p["chunk_tokens"], p["chunk_overlap_tokens"], p["fts_tokenizer"],
                                      p["snippet_max_chars"], p.get("chunker", "v1"), p.get("per_entry_paths", ()),
-                                     p["mmr_tokenizer"])
+                                     p["mmr_tokenizer"], p.get("memory_roots_only", False))
         return self._index
 
     def embedder_info(self) -> tuple[str, int]:

@@ -73,7 +73,8 @@ def run_size(n: int, embedder, queries: int, seed: int, preset: str = "openclaw"
     files, _ = synthetic_files(n, rng, vocab)
     p = resolve_preset(preset)
     idx = IndexStore(None, p["chunk_tokens"], p["chunk_overlap_tokens"], p["fts_tokenizer"], p["snippet_max_chars"],
-                     p.get("chunker", "v1"), p.get("per_entry_paths", ()), p["mmr_tokenizer"])
+                     p.get("chunker", "v1"), p.get("per_entry_paths", ()), p["mmr_tokenizer"],
+                     p.get("memory_roots_only", False))
     t0 = time.perf_counter()
     plan = idx.plan_sync(NS, files, embedder.name)
     t1 = time.perf_counter()

@@ -99,6 +99,16 @@ def chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, mode
     return sha256_hex(f"{source}:{path}:{start}:{end}:{chunk_hash}:{model}")
 
 
+def is_memory_source_path(path: str) -> bool:
+    """The files 2026.9.6 indexes from a workspace (internal-xwKaATp-.mjs `listMemoryFiles`): the root MEMORY.md
+    and USER.md, and every `.md` file under memory/ at any depth (not memory/.openclaw-repair/); a document the rig
+    writes elsewhere (e.g. notes/x.md) is not part of OpenClaw's memory."""
+    p = path.replace("\\", "/")
+    if p in ("MEMORY.md", "USER.md"):
+        return True
+    return p.startswith("memory/") and p.endswith(".md") and not p.startswith("memory/.openclaw-repair/")
+
+
 def chunk_evidence(line_evidence: tuple[tuple[str, ...], ...], start: int, end: int) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for ln in range(start, end + 1):
@@ -111,7 +121,8 @@ def chunk_evidence(line_evidence: tuple[tuple[str, ...], ...], start: int, end: 
 class IndexStore:
     def __init__(self, path: str | Path | None = None, chunk_tokens: int = 400, overlap_tokens: int = 80,
                  fts_tokenizer: str = "unicode61", snippet_max_chars: int = 700, chunker: str = "v1",
-                 per_entry_paths: tuple[str, ...] = (), mmr_tokenizer: str = "ascii+cjk"):
+                 per_entry_paths: tuple[str, ...] = (), mmr_tokenizer: str = "ascii+cjk",
+                 memory_roots_only: bool = False):
         self.path = str(path) if path else ":memory:"
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -129,6 +140,7 @@ class IndexStore:
         self.chunker = chunker  # "v1": early chunkMarkdown; "v5": 2026.9.6 (per-entry MEMORY.md/USER.md)
         self.per_entry_paths = tuple(per_entry_paths)
         self.mmr_tokenizer = mmr_tokenizer
+        self.memory_roots_only = memory_roots_only
         self.vocab = TokenVocab()
         self._matrices: dict[str, NsMatrix] = {}
         self._dims: dict[str, int] = {}
@@ -190,6 +202,8 @@ class IndexStore:
         with self._lock:
             p = self._prefix(namespace, create=False)
             have = {} if p is None else dict(self._conn.execute(f"SELECT path, hash FROM {p}files").fetchall())
+        if self.memory_roots_only:
+            files = [f for f in files if is_memory_source_path(f.path)]
         wanted = {f.path for f in files}
         seen_ids: set[str] = set()
         for f in files:
