@@ -7,7 +7,8 @@ itself): `formatted_context` = the recent notes block (the notes of the namespac
 agent's auto-loaded recent daily logs) followed by the memory_search results as the tool presents them
 (path#Lstart-Lend, score, snippet). `memories` = the memory_search results alone, in OpenClaw's order; each
 carries its path and lines (attributes) and its vector, text and final ("hybrid") scores (channel_scores). The request's top_k is
-OpenClaw's maxResults (candidates = min(200, floor(top_k × 4))); pass top_k=6 for OpenClaw's default.
+OpenClaw's maxResults (candidates per leg: 200 in the default `openclaw` preset, openclaw 2026.9.6; min(200,
+floor(top_k × 4)) in the earlier presets); pass top_k=6 for OpenClaw's default.
 Without an embedder (config embedder="none") it runs OpenClaw's FTS-only mode with keyword extraction.
 """
 
