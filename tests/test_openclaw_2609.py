@@ -17,7 +17,13 @@ from services.adapters.openclaw import hybrid
 from services.adapters.openclaw.backend import OpenClawBackend
 from services.adapters.openclaw.chunker import chunk_markdown_v5
 from services.adapters.openclaw.fts import extract_keywords, extract_keywords_2609
-from services.adapters.openclaw.keyword_search import exact_path_matcher, lexical_boost_score, search_tokens
+from services.adapters.openclaw.keyword_search import (
+    KeywordSearch,
+    exact_path_matcher,
+    lexical_boost_score,
+    search_tokens,
+)
+from services.adapters.openclaw.mmr_matrix import TokenVocab, mmr_rerank_matrix
 from services.adapters.openclaw.presets import candidate_count, resolve_preset
 from services.adapters.openclaw.ranking_2609 import Decay, importance_multiplier
 from services.common.types import Document, IngestBatch, RetrieveQuery
@@ -89,6 +95,18 @@ def test_v5_overlap_window_carries_the_tail_of_a_line():
     assert got == [(1, 2, "0123456789\nabcdefghij"), (2, 4, "defghij\nABCDEFGHIJ\nklmnopqrst")]
 
 
+async def test_only_memory_files_are_indexed():
+    """2026.9.6 indexes MEMORY.md, USER.md and memory/**/*.md; a document written elsewhere is not memory."""
+    b = make({"embedder": "none"})
+    await b.ingest("ns", docs({"MEMORY.md": "- a", "USER.md": "- b", "memory/x/y.md": "- c", "notes/z.md": "- d",
+                               "memory/.openclaw-repair/r.md": "- e", "memory/n.txt": "- f"}))
+    assert b.index.counts("ns")["files"] == 3
+    assert sorted(b.index.file_mtimes("ns")) == ["MEMORY.md", "USER.md", "memory/x/y.md"]
+    late = OpenClawBackend({"preset": "openclaw-late", "embedder": "none"}, BackendContext(embedder_name="hash"))
+    await late.ingest("ns", docs({"MEMORY.md": "- a", "notes/z.md": "- d"}))
+    assert late.index.counts("ns")["files"] == 2  # the earlier presets index every workspace file
+
+
 # ---------------------------------------------------------------------------------------------------
 # keyword leg
 
@@ -139,8 +157,7 @@ async def test_memory_md_bullet_found_by_keyword_only_query():
 async def test_fallback_runs_when_the_and_query_finds_nothing_even_if_it_equals_the_keyword_query():
     b = make({"embedder": "none"})
     await b.ingest("ns", docs({"memory/ideas.md": "- Redis upgrade to 7.2 scheduled."}))
-    ks = __import__("services.adapters.openclaw.keyword_search", fromlist=["KeywordSearch"]).KeywordSearch(
-        b.index, "ns", lambda r: 1.0, 700)
+    ks = KeywordSearch(b.index, "ns", lambda r: 1.0, 700)
     # "redis banana": AND finds nothing; keywords [redis, banana] give the same FTS query, but with an empty
     # result the fallback still runs (upstream only skips it when the full query found rows)
     rows, terms = ks.search_with_fallback("redis banana", 200)
@@ -281,14 +298,33 @@ async def test_filename_search_ranks_exact_paths_first():
 async def test_index_time_mmr_tokens_equal_per_query_tokens():
     b = make()
     await b.ingest("ns", docs({f"memory/n{i}.md": f"- note {i} about cats and dogs {i % 3}" for i in range(20)}))
-    sets = b.index.mmr_token_sets("ns")
+    ids = b.index.mmr_token_ids("ns")
     rows = b.index.chunk_rows("ns")
-    assert sets and all(sets[cid] == hybrid.mmr_tokens(r.text[:700], "ascii+cjk") for cid, r in rows.items())
+    assert ids and all(np.array_equal(ids[cid], b.index.vocab.ids(hybrid.mmr_tokens(r.text[:700], "ascii+cjk")))
+                       for cid, r in rows.items())
     q = b.embedder.encode(["cats and dogs"])[0]
-    with_sets, _ = b.search("ns", "cats and dogs", 6, q, 0)
-    b.index._matrices["ns"].mmr_tokens = {}  # force per-query tokenising
+    with_ids, _ = b.search("ns", "cats and dogs", 6, q, 0)
+    b.index._matrices["ns"].mmr_tokens = {}  # every row tokenised at query time instead
     without, _ = b.search("ns", "cats and dogs", 6, q, 0)
-    assert [(r.id, r.score) for r in with_sets] == [(r.id, r.score) for r in without]
+    assert [(r.id, r.score) for r in with_ids] == [(r.id, r.score) for r in without]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("empty_by_text", [False, True])
+def test_vectorised_mmr_selects_exactly_as_the_reference_loop(seed, empty_by_text):
+    """Random candidates with duplicate scores, shared and empty token sets: same order as hybrid.mmr_rerank."""
+    rng = np.random.default_rng(seed)
+    words = ["alpha", "beta", "gamma", "delta", "port", "zebra", "x1", "y_2"]
+    items = []
+    for i in range(int(rng.integers(2, 60))):
+        k = int(rng.integers(0, 5))
+        snippet = " ".join(rng.choice(words, size=k)) if k else rng.choice(["", "!!", "??"])
+        score = float(rng.choice([0.1, 0.25, 0.5, 0.5, 0.9, float(rng.random())]))
+        items.append(hybrid.Scored(f"id{i}", "p.md", i, i, snippet, score))
+    vocab = TokenVocab()
+    ref = hybrid.mmr_rerank(items, 0.7, "ascii+cjk", empty_by_text=empty_by_text)
+    fast = mmr_rerank_matrix(items, 0.7, {}, vocab, "ascii+cjk", empty_by_text=empty_by_text)
+    assert [r.id for r in fast] == [r.id for r in ref]
 
 
 def test_query_vectors_are_not_persisted(tmp_path):

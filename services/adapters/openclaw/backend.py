@@ -7,7 +7,8 @@ itself): `formatted_context` = the recent notes block (the notes of the namespac
 agent's auto-loaded recent daily logs) followed by the memory_search results as the tool presents them
 (path#Lstart-Lend, score, snippet). `memories` = the memory_search results alone, in OpenClaw's order; each
 carries its path and lines (attributes) and its vector, text and final ("hybrid") scores (channel_scores). The request's top_k is
-OpenClaw's maxResults (candidates = min(200, floor(top_k × 4))); pass top_k=6 for OpenClaw's default.
+OpenClaw's maxResults (candidates per leg: 200 in the default `openclaw` preset, openclaw 2026.9.6; min(200,
+floor(top_k × 4)) in the earlier presets); pass top_k=6 for OpenClaw's default.
 Without an embedder (config embedder="none") it runs OpenClaw's FTS-only mode with keyword extraction.
 """
 
@@ -26,6 +27,7 @@ from services.adapters.openclaw import fts as ftsmod
 from services.adapters.openclaw import hybrid, ranking_2609
 from services.adapters.openclaw.index import FileInput, IndexStore
 from services.adapters.openclaw.keyword_search import KeywordSearch
+from services.adapters.openclaw.mmr_matrix import mmr_rerank_matrix
 from services.adapters.openclaw.presets import candidate_count, resolve_preset
 from services.adapters.openclaw.workspace import (
     FlushSkipper,
@@ -174,7 +176,7 @@ class OpenClawBackend(MemoryBackend):
             p = self.params
             self._index = IndexStore(path, p["chunk_tokens"], p["chunk_overlap_tokens"], p["fts_tokenizer"],
                                      p["snippet_max_chars"], p.get("chunker", "v1"), p.get("per_entry_paths", ()),
-                                     p["mmr_tokenizer"])
+                                     p["mmr_tokenizer"], p.get("memory_roots_only", False))
         return self._index
 
     def embedder_info(self) -> tuple[str, int]:
@@ -325,8 +327,8 @@ class OpenClawBackend(MemoryBackend):
                                                  p["evergreen_paths"], self.index.file_mtimes(namespace))
         merged = hybrid.sort_results(merged, p["sort_tiebreak"])
         if p["mmr_enabled"]:
-            merged = hybrid.mmr_rerank(merged, p["mmr_lambda"], p["mmr_tokenizer"],
-                                       token_sets=self.index.mmr_token_sets(namespace))
+            merged = mmr_rerank_matrix(merged, p["mmr_lambda"], self.index.mmr_token_ids(namespace), self.index.vocab,
+                                       p["mmr_tokenizer"])
         keys = {(h.source, h.path, h.start_line, h.end_line) for h in keyword}
         out = hybrid.select_results(merged, keys, max_results, p["min_score"], p["selection"], p["text_weight"])
         diags.append(ChannelDiagnostics("merge", len(merged), time.perf_counter_ns() - t2,
@@ -356,7 +358,7 @@ class OpenClawBackend(MemoryBackend):
         diags.append(ChannelDiagnostics("vector", len(vector), t2 - t1, "cosine, numpy in-process"))
         merged = ranking_2609.merge_hybrid_2609(cleaned, vector, keyword, decay, p["vector_weight"], p["text_weight"],
                                                 p["mmr_enabled"], p["mmr_lambda"],
-                                                self.index.mmr_token_sets(namespace))
+                                                self.index.mmr_token_ids(namespace), self.index.vocab)
         keys = {k.range_key for k in keyword}
         out = hybrid.select_results(merged, keys, max_results, p["min_score"], p["selection"], p["text_weight"])
         diags.append(ChannelDiagnostics("merge", len(merged), time.perf_counter_ns() - t2,

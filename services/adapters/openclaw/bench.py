@@ -2,7 +2,7 @@
 several index sizes, with a numpy brute-force cosine floor measured in the same run (DESIGN.md: performance claims
 are ratios measured side by side).
 
-    python -m services.adapters.openclaw.bench --out DIR [--sizes 1000,10000,100000]
+    python -m services.adapters.openclaw.bench --out DIR [--sizes 1000,10000,100000] [--preset openclaw]
                                                [--embedder hash|minilm|wordllama] [--queries 50] [--seed 0]
 
 Writes DIR/bench_openclaw.json and DIR/bench_openclaw.md. The chunk text is SYNTHETIC (Zipf-sampled pseudo-words
@@ -29,6 +29,7 @@ from services.adapters.openclaw import fts as ftsmod
 from services.adapters.openclaw.backend import OpenClawBackend
 from services.adapters.openclaw.chunker import chunk_markdown
 from services.adapters.openclaw.index import FileInput, IndexStore
+from services.adapters.openclaw.presets import candidate_count, resolve_preset
 
 NS = "bench"
 
@@ -66,11 +67,14 @@ def pct(xs: list[float]) -> dict[str, float]:
             "p99_ms": float(np.percentile(a, 99)), "mean_ms": float(a.mean())}
 
 
-def run_size(n: int, embedder, queries: int, seed: int) -> dict:
+def run_size(n: int, embedder, queries: int, seed: int, preset: str = "openclaw") -> dict:
     rng = np.random.default_rng(seed + n)
     vocab = vocabulary(rng)
     files, _ = synthetic_files(n, rng, vocab)
-    idx = IndexStore(None)
+    p = resolve_preset(preset)
+    idx = IndexStore(None, p["chunk_tokens"], p["chunk_overlap_tokens"], p["fts_tokenizer"], p["snippet_max_chars"],
+                     p.get("chunker", "v1"), p.get("per_entry_paths", ()), p["mmr_tokenizer"],
+                     p.get("memory_roots_only", False))
     t0 = time.perf_counter()
     plan = idx.plan_sync(NS, files, embedder.name)
     t1 = time.perf_counter()
@@ -81,7 +85,7 @@ def run_size(n: int, embedder, queries: int, seed: int) -> dict:
     t3 = time.perf_counter()
     chunks = len(plan.new_chunks)
 
-    backend = OpenClawBackend({"preset": "openclaw"}, BackendContext(embedder_name="hash"))
+    backend = OpenClawBackend({"preset": preset}, BackendContext(embedder_name="hash"))
     backend._embedder = embedder
     backend._index = idx
     # Queries: three words taken from a random chunk, so the AND-joined FTS query has at least one hit.
@@ -95,6 +99,7 @@ def run_size(n: int, embedder, queries: int, seed: int) -> dict:
     t_embed_q = (time.perf_counter() - te) / len(qtexts)
     now_ms = int(datetime(2026, 6, 1, tzinfo=UTC).timestamp() * 1000)
     matrix = idx._matrices[NS].matrix
+    cand = candidate_count(6, p["candidate_multiplier"], p["candidate_cap"], p.get("candidate_universe", 0))
     full, vec, kw, floor = [], [], [], []
     hits = 0
     for q, v in zip(qtexts, qvecs, strict=True):
@@ -103,15 +108,15 @@ def run_size(n: int, embedder, queries: int, seed: int) -> dict:
         full.append(time.perf_counter() - s)
         hits += bool(res)
         s = time.perf_counter()
-        idx.search_vector(NS, v, 24)
+        idx.search_vector(NS, v, cand)
         vec.append(time.perf_counter() - s)
         s = time.perf_counter()
-        idx.search_keyword(NS, ftsmod.build_fts_query(q), 24, embedder.name,
+        idx.search_keyword(NS, ftsmod.build_fts_query(q), cand, embedder.name,
                            lambda r: ftsmod.bm25_rank_to_score(r, "late"))
         kw.append(time.perf_counter() - s)
-        s = time.perf_counter()  # the floor: one matrix-vector product + top-24 selection, nothing else
+        s = time.perf_counter()  # the floor: one matrix-vector product + top-`cand` selection, nothing else
         sc = matrix @ v
-        top = np.argpartition(-sc, 23)[:24]
+        top = np.argpartition(-sc, min(cand, len(sc)) - 1)[:cand]
         top[np.argsort(-sc[top])]
         floor.append(time.perf_counter() - s)
     idx.close()
@@ -120,7 +125,8 @@ def run_size(n: int, embedder, queries: int, seed: int) -> dict:
         "build": {"chunk_s": t1 - t0, "embed_s": t2 - t1, "sqlite_fts_matrix_s": t3 - t2, "total_s": t3 - t0,
                   "chunks_per_s_total": chunks / (t3 - t0), "chunks_per_s_without_embedding": chunks / ((t1 - t0) + (t3 - t2))},
         "query_embed_ms_mean": t_embed_q * 1e3,
-        "search_full_openclaw_late": pct(full), "vector_side": pct(vec), "fts_side": pct(kw),
+        "preset": preset, "release": p["release"], "candidates": cand,
+        "search_full": pct(full), "vector_side": pct(vec), "fts_side": pct(kw),
         "numpy_bruteforce_floor": pct(floor),
         "ratio_full_over_floor_p50": float(np.percentile(full, 50) / np.percentile(floor, 50)),
         "queries": len(qtexts), "queries_with_results": hits,
@@ -133,7 +139,9 @@ def markdown(report: dict) -> str:
         "",
         f"Synthetic chunk text (Zipf pseudo-words, Markdown bullets) — not real data. Embedder: "
         f"`{report['embedder']}`{'' if report['embedder_valid_for_reports'] else ' (hash: not a real model)'}. "
-        f"Search = the `openclaw` (late) preset, maxResults 6, candidates 24, excluding query embedding. "
+        f"Search = the `{report['preset']}` preset ({report['release']}), maxResults 6, candidates "
+        f"{report['sizes'][0]['candidates'] if report['sizes'] else '?'} per leg, excluding query embedding; FTS = "
+        f"the AND query alone. "
         f"Machine: {report['machine']['cpus']} CPUs, Python {report['machine']['python']}, "
         f"SQLite {report['machine']['sqlite']}, numpy {report['machine']['numpy']}.",
         "",
@@ -145,7 +153,7 @@ def markdown(report: dict) -> str:
         b = r["build"]
         lines.append(
             f"| {r['chunks']} | {b['total_s']:.2f} | {b['chunks_per_s_total']:.0f} | {b['chunks_per_s_without_embedding']:.0f} "
-            f"| {r['search_full_openclaw_late']['p50_ms']:.2f} | {r['search_full_openclaw_late']['p95_ms']:.2f} "
+            f"| {r['search_full']['p50_ms']:.2f} | {r['search_full']['p95_ms']:.2f} "
             f"| {r['vector_side']['p50_ms']:.2f} | {r['fts_side']['p50_ms']:.2f} "
             f"| {r['numpy_bruteforce_floor']['p50_ms']:.3f} | {r['ratio_full_over_floor_p50']:.1f}× |")
     return "\n".join(lines) + "\n"
@@ -158,7 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embedder", default="hash", choices=["hash", "minilm", "wordllama"])
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--preset", default="openclaw", help="port preset to search with (default: openclaw)")
     args = ap.parse_args(argv)
+    p = resolve_preset(args.preset)
     from services.common.embeddings import get_embedder
 
     embedder = get_embedder(args.embedder, use_cache=False)
@@ -166,15 +176,16 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "openclaw-index-search", "synthetic_text": True, "created": datetime.now(UTC).isoformat(),
         "embedder": embedder.name, "embedder_valid_for_reports": embedder.valid_for_reports, "seed": args.seed,
+        "preset": args.preset, "release": p["release"],
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0],
                     "sqlite": sqlite3.sqlite_version, "numpy": np.__version__},
         "sizes": [],
     }
     for n in sizes:
-        r = run_size(n, embedder, args.queries, args.seed)
+        r = run_size(n, embedder, args.queries, args.seed, args.preset)
         report["sizes"].append(r)
         print(f"{r['chunks']} chunks: build {r['build']['total_s']:.2f}s, search p50 "
-              f"{r['search_full_openclaw_late']['p50_ms']:.2f} ms, floor p50 {r['numpy_bruteforce_floor']['p50_ms']:.3f} ms",
+              f"{r['search_full']['p50_ms']:.2f} ms, floor p50 {r['numpy_bruteforce_floor']['p50_ms']:.3f} ms",
               flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

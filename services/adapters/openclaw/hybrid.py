@@ -235,16 +235,15 @@ def mmr_rerank(
     lam: float = 0.7,
     tokenizer: str = "ascii+cjk",
     tokens: Callable[[str], frozenset[str]] | None = None,
-    token_sets: dict[str, frozenset[str]] | None = None,
     empty_by_text: bool = False,
 ) -> list[Scored]:
     """Greedy MMR over every candidate: pick argmax λ·normRel − (1−λ)·maxSim(selected), ties to the higher
     original score (first in order when equal). Relevance is min-max normalised (range 0 → 1); similarity is
     token Jaccard of snippets. λ is clamped to [0, 1]; λ = 1 is a plain descending sort.
 
-    `token_sets` (chunk id → the token set of its snippet, computed at index time) replaces per-query
-    tokenising; rows missing from it are tokenised here. `empty_by_text` (2026.9.6 mmr.ts): two rows without
-    tokens are similar (1) only when their lower-cased snippets are equal, instead of Jaccard's 1."""
+    `empty_by_text` (2026.9.6 mmr.ts): two rows without tokens are similar (1) only when their lower-cased
+    snippets are equal, instead of Jaccard's 1. This is the reference implementation; searches run the same
+    selection vectorised (mmr_matrix.mmr_rerank_matrix) on token ids computed at index time."""
     items = list(results)
     if len(items) <= 1:
         return items
@@ -252,11 +251,7 @@ def mmr_rerank(
     if lam == 1.0:
         return sorted(items, key=lambda r: -r.score)
     tok = tokens or (lambda s: mmr_tokens(s, tokenizer))
-    if token_sets is not None:
-        sets = [token_sets.get(r.id) for r in items]
-        sets = [t if t is not None else tok(r.snippet) for t, r in zip(sets, items, strict=True)]
-    else:
-        sets = [tok(r.snippet) for r in items]
+    sets = [tok(r.snippet) for r in items]
     empty_text = [r.snippet.lower() if empty_by_text and not t else None for r, t in zip(items, sets, strict=True)]
     hi = max(r.score for r in items)
     lo = min(r.score for r in items)

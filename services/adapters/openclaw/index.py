@@ -28,6 +28,7 @@ import numpy as np
 from services.adapters.openclaw.chunker import chunk_markdown, chunk_markdown_v5
 from services.adapters.openclaw.hybrid import KeywordHit, VectorHit, mmr_tokens
 from services.adapters.openclaw.jsstr import sha256_hex, truncate_utf16_safe
+from services.adapters.openclaw.mmr_matrix import TokenVocab
 
 META_KEY = "memory_index_meta_v1"
 
@@ -82,8 +83,9 @@ class NsMatrix:
     rows: list[ChunkRow]
     matrix: np.ndarray  # (n, dim) float32 unit rows
     by_id: dict[str, ChunkRow] = field(default_factory=dict)  # built once per rebuild, not per search
-    # MMR token sets of each chunk's snippet, computed at index time (not per query) and reused across rebuilds.
-    mmr_tokens: dict[str, frozenset[str]] = field(default_factory=dict)
+    # MMR token ids (TokenVocab) of each chunk's snippet, computed at index time (not per query) and reused across
+    # rebuilds; int32 arrays, ~0.4 kB a chunk (Python sets would take ~4 kB).
+    mmr_tokens: dict[str, np.ndarray] = field(default_factory=dict)
     # path -> the file's first chunk (by start line, end line, id): the row a filename match returns.
     first_chunk: dict[str, ChunkRow] = field(default_factory=dict)
 
@@ -95,6 +97,16 @@ class NsMatrix:
 def chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, model: str) -> str:
     """sha256(`${source}:${path}:${startLine}:${endLine}:${chunk.hash}:${model}`) (manager-sync-ops.ts)."""
     return sha256_hex(f"{source}:{path}:{start}:{end}:{chunk_hash}:{model}")
+
+
+def is_memory_source_path(path: str) -> bool:
+    """The files 2026.9.6 indexes from a workspace (internal-xwKaATp-.mjs `listMemoryFiles`): the root MEMORY.md
+    and USER.md, and every `.md` file under memory/ at any depth (not memory/.openclaw-repair/); a document the rig
+    writes elsewhere (e.g. notes/x.md) is not part of OpenClaw's memory."""
+    p = path.replace("\\", "/")
+    if p in ("MEMORY.md", "USER.md"):
+        return True
+    return p.startswith("memory/") and p.endswith(".md") and not p.startswith("memory/.openclaw-repair/")
 
 
 def chunk_evidence(line_evidence: tuple[tuple[str, ...], ...], start: int, end: int) -> tuple[str, ...]:
@@ -109,7 +121,8 @@ def chunk_evidence(line_evidence: tuple[tuple[str, ...], ...], start: int, end: 
 class IndexStore:
     def __init__(self, path: str | Path | None = None, chunk_tokens: int = 400, overlap_tokens: int = 80,
                  fts_tokenizer: str = "unicode61", snippet_max_chars: int = 700, chunker: str = "v1",
-                 per_entry_paths: tuple[str, ...] = (), mmr_tokenizer: str = "ascii+cjk"):
+                 per_entry_paths: tuple[str, ...] = (), mmr_tokenizer: str = "ascii+cjk",
+                 memory_roots_only: bool = False):
         self.path = str(path) if path else ":memory:"
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -127,6 +140,8 @@ class IndexStore:
         self.chunker = chunker  # "v1": early chunkMarkdown; "v5": 2026.9.6 (per-entry MEMORY.md/USER.md)
         self.per_entry_paths = tuple(per_entry_paths)
         self.mmr_tokenizer = mmr_tokenizer
+        self.memory_roots_only = memory_roots_only
+        self.vocab = TokenVocab()
         self._matrices: dict[str, NsMatrix] = {}
         self._dims: dict[str, int] = {}
         self._mtimes: dict[str, dict[str, int]] = {}  # namespace → path → mtime (ms), refreshed on apply
@@ -187,6 +202,8 @@ class IndexStore:
         with self._lock:
             p = self._prefix(namespace, create=False)
             have = {} if p is None else dict(self._conn.execute(f"SELECT path, hash FROM {p}files").fetchall())
+        if self.memory_roots_only:
+            files = [f for f in files if is_memory_source_path(f.path)]
         wanted = {f.path for f in files}
         seen_ids: set[str] = set()
         for f in files:
@@ -276,8 +293,8 @@ class IndexStore:
         first: dict[str, ChunkRow] = {}
         for r in rows:
             t = old_tokens.get(r.id)
-            tokens[r.id] = t if t is not None else mmr_tokens(truncate_utf16_safe(r.text, self.snippet_max_chars),
-                                                              self.mmr_tokenizer)
+            tokens[r.id] = t if t is not None else self.vocab.ids(
+                mmr_tokens(truncate_utf16_safe(r.text, self.snippet_max_chars), self.mmr_tokenizer))
             f = first.get(r.path)
             if f is None or (r.start_line, r.end_line, r.id) < (f.start_line, f.end_line, f.id):
                 first[r.path] = r
@@ -381,7 +398,7 @@ class IndexStore:
         m = self._matrices.get(namespace)
         return m.first_chunk if m else {}
 
-    def mmr_token_sets(self, namespace: str) -> dict[str, frozenset[str]]:
+    def mmr_token_ids(self, namespace: str) -> dict[str, np.ndarray]:
         m = self._matrices.get(namespace)
         return m.mmr_tokens if m else {}
 

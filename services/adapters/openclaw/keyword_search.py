@@ -66,6 +66,8 @@ class KeywordRow:
 
 def search_tokens(raw: str) -> list[str]:
     """`normalizeSearchTokens`: NFC, `[\\p{L}\\p{N}_]+` runs, lower-cased."""
+    if raw.isascii():  # lower-casing ASCII first cannot change the runs; the common case, ~2× faster
+        return _TOKEN_RE.findall(raw.lower())
     return [t.lower() for t in _TOKEN_RE.findall(unicodedata.normalize("NFC", raw)) if t.strip()]
 
 

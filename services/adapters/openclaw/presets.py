@@ -96,6 +96,7 @@ V2026_09: dict[str, Any] = {
     "release": "openclaw 2026.9.6",
     "chunker": "v5",  # MEMORY_CHUNKING_VERSION = 5
     "per_entry_paths": ("MEMORY.md", "USER.md"),  # prepareMemoryIndexChunks perEntry
+    "memory_roots_only": True,  # listMemoryFiles: MEMORY.md, USER.md, memory/**/*.md; nothing else is indexed
     "candidate_universe": 200,  # SEARCH_CANDIDATE_UNIVERSE: search() asks for max(200, maxResults) candidates
     "keyword_search": "2026.9",  # boost + filename search + per-keyword fallback (keyword_search.py)
     "keyword_fallback_terms": 6,  # KEYWORD_FALLBACK_SEARCH_TERM_LIMIT

@@ -26,9 +26,12 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from services.adapters.openclaw import hybrid
 from services.adapters.openclaw.hybrid import DAY_MS, Scored, VectorHit
 from services.adapters.openclaw.keyword_search import KeywordRow, exact_path_matcher, keyword_sort_key
+from services.adapters.openclaw.mmr_matrix import TokenVocab, mmr_rerank_matrix
 
 
 def importance_multiplier(importance: float | None) -> float:
@@ -78,9 +81,12 @@ def merge_hybrid_2609(
     text_weight: float = 0.3,
     mmr_enabled: bool = True,
     mmr_lambda: float = 0.7,
-    token_sets: dict[str, frozenset[str]] | None = None,
+    token_ids: dict[str, np.ndarray] | None = None,
+    vocab: TokenVocab | None = None,
     importance: dict[str, float] | None = None,
 ) -> list[Scored]:
+    """The merged, ranked candidate list (before the final cut). With `token_ids` + `vocab` (index-time MMR
+    tokens) MMR runs vectorised; without, the reference loop of hybrid.mmr_rerank (same order)."""
     match_exact = exact_path_matcher(query)
     rows: dict[str, dict] = {}
     for r in vector:
@@ -117,7 +123,9 @@ def merge_hybrid_2609(
     def mmr(items: list[Scored]) -> list[Scored]:
         if not mmr_enabled or not items:
             return items
-        return hybrid.mmr_rerank(items, mmr_lambda, "ascii+cjk", token_sets=token_sets, empty_by_text=True)
+        if token_ids is not None and vocab is not None:
+            return mmr_rerank_matrix(items, mmr_lambda, token_ids, vocab, "ascii+cjk", empty_by_text=True)
+        return hybrid.mmr_rerank(items, mmr_lambda, "ascii+cjk", empty_by_text=True)
 
     out: list[Scored] = []
     for spec in (3, 2, 1):
