@@ -90,7 +90,7 @@ load-bench: setup
 
 # Mutation testing (cosmic-ray) over the modules behind quoted numbers: kill rate per module + survivors in
 # results/mutation/report.md. CPU-heavy (see README); MODULES=a.py,b.py limits it. Not part of `make test`.
-mutation: | $(BIN)/python
+mutation: setup
 	nice -n 19 $(BIN)/python -m tests.mutation.run $(if $(MODULES),--modules $(MODULES),) \
 		--out $(or $(OUT),results/mutation)
 

@@ -3,6 +3,7 @@ majority vote across judge passes (ties to the lower, sceptical score) and each 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from services.coordinator.metrics.judge import LABELS, judge_distribution, majority_vote
@@ -16,6 +17,12 @@ def test_distribution_by_hand():
                                "hallucinated": 1 / 6})
     assert judge_distribution([]) == {"n": 0, "mean": None, "grounded": None, "generic": None, "abstained": None,
                                       "hallucinated": None}
+
+
+def test_rates_compare_by_value_not_identity():
+    # scores read back from JSON or numpy arrays are floats / numpy ints: 3.0 and int64(3) are grounded too
+    d = judge_distribution([3.0, np.int64(3), 2.0, np.int64(0)])
+    assert (d["grounded"], d["generic"], d["hallucinated"]) == pytest.approx((0.5, 0.25, 0.25))
 
 
 def test_majority_vote_and_sceptical_ties():

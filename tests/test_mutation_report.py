@@ -104,3 +104,15 @@ def test_cosmic_ray_config_round_trips():
     rx = re.compile("|".join(defaults["exclude-operators"]))
     assert rx.match("core/ReplaceBinaryOperator_Add_BitOr") and rx.match("core/ReplaceBinaryOperator_Mul_Pow")
     assert not rx.match("core/ReplaceBinaryOperator_Add_Sub") and not rx.match("core/NumberReplacer")
+
+
+def test_plan_equivalents_match_cosmic_ray_diffs():
+    """The latency.py mutant the first run reported (diff as cosmic-ray prints it) is recognised as equivalent."""
+    diff = ("--- mutation diff ---\n--- a/services/coordinator/metrics/latency.py\n"
+            "+++ b/services/coordinator/metrics/latency.py\n@@ -11,7 +11,7 @@\n \n"
+            " def percentile(values: Sequence[float], q: float) -> float | None:\n"
+            "-    if len(values) == 0:\n+    if len(values) <= 0:\n         return None\n")
+    row = _row(1, "core/ReplaceComparisonOperator_Eq_LtE", "survived", diff)
+    r = ModuleResult("services/coordinator/metrics/latency.py", ["t"])
+    tally(r, [row], equivalent_keys(load_plan()[2]))
+    assert (r.equivalent, r.survived) == (1, 0) and "never negative" in r.equivalents[0]["reason"]

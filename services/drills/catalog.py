@@ -104,7 +104,8 @@ async def api_down(ctx: DrillContext) -> DrillResult:
     p95 = _p(oh, 95)
     raised = sum(1 for r in turns.rows if r["raised"])
     passed, crit = verdict({"api_calls_after_gate": calls_after == 0,
-                            "overhead": p95 is not None and p95 <= c.near_zero_ms, "no_error_reaches_agent": raised == 0})
+                            "overhead": p95 is not None and p95 <= c.near_zero_ms,
+                            "no_error_reaches_agent": raised == 0})
     return DrillResult("api_down", f"≈0 ms overhead (p95 ≤ {c.near_zero_ms:g} ms) and no API call once the gate "
                        f"opened after {c.gate_failures} failures",
                        f"p95 overhead after gate {p95:.2f} ms; API calls after gate {calls_after}", p95, passed,
@@ -174,7 +175,8 @@ async def sustained_failures(ctx: DrillContext) -> DrillResult:
                        f"max queue {qmax if qmax is not None else 'n/a'}; RSS growth {growth_mb:+.1f} MB",
                        float(qmax) if qmax is not None else None, passed,
                        {"criteria": crit, "queue_depths": depths, "rss_mb": [r / 2 ** 20 for r in rss],
-                        "rss_growth_mb": growth_mb, "rss_slope_bytes_per_s": est.to_json(), "captures_failed": turns.plugin.captures_failed,
+                        "rss_growth_mb": growth_mb, "rss_slope_bytes_per_s": est.to_json(),
+                        "captures_failed": turns.plugin.captures_failed,
                         "queue_depth_observable": qmax is not None, **_cfg(ctx)})
 
 
