@@ -99,21 +99,24 @@ class CortexEngine:
                 self._stores[tenant_id] = st
             self._stores.move_to_end(tenant_id)
             self._last_used[tenant_id] = now
-            self._evict_locked(now, keep=tenant_id)
-            return st
+            victims = self._evict_locked(now, keep=tenant_id)
+        for v in victims:  # outside the lock: closing waits for a write or index build in progress
+            v.close()  # a request still holding it reopens the connection (TenantStore.conn)
+        return st
 
-    def _evict_locked(self, now: float, keep: str) -> None:
+    def _evict_locked(self, now: float, keep: str) -> list[TenantStore]:
         cap, idle = self.config.max_open_tenants, self.config.tenant_idle_s
+        victims: list[TenantStore] = []
         while self._stores:
             tid = next(iter(self._stores))
             if tid == keep:
                 break
             if len(self._stores) <= cap and now - self._last_used.get(tid, now) <= idle:
                 break
-            st = self._stores.pop(tid)
+            victims.append(self._stores.pop(tid))
             self._last_used.pop(tid, None)
-            st.close()  # a request still holding it reopens the connection (TenantStore.conn)
             self.tenants_evicted += 1
+        return victims
 
     def open_tenants(self) -> dict[str, TenantStore]:
         with self._stores_lock:
