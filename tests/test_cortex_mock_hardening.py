@@ -169,6 +169,7 @@ def test_authenticate_compares_every_key():
     with pytest.raises(Exception) as e:
         authenticate("é\udc80", ["a"])  # undecodable header bytes: still a plain 403, not a crash
     assert e.value.status == 403
+    assert authenticate("é\udc80", []) == authenticate("é\udc80", [])  # dev mode: a stable tenant
 
 
 def test_keys_from_file_and_env(tmp_path, monkeypatch):
