@@ -305,3 +305,19 @@ def test_question_groups_give_the_best_question_per_fact():
     best = np.full(6, -1.0)
     best[owners] = np.maximum.reduceat(scores[order], starts)
     assert best.tolist() == [0.7, -1.0, 0.9, -1.0, -1.0, 0.2]  # by hand: fact 2 has 0.1, 0.9, 0.3
+
+
+async def test_extreme_numbers_and_dates_are_4xx_or_handled(make_client):
+    c = await make_client()
+    h = {**A, "Content-Type": "application/json"}
+    r = await c.post("/v1/retrieve", data=b'{"query": "x", "top_k": 100000000000000000000000}', headers=h)
+    body = await r.json()
+    assert r.status == 422 and body["detail"][0]["input"] == "100000000000000000000000"
+    for ref in ("0001-01-01T00:00:00Z", "9999-12-31"):
+        status, body = await post(c, "/v1/retrieve", {"query": "last week", "reference_date": ref})
+        assert status == 422 and body["detail"][0]["loc"] == ["body", "reference_date"]
+    status, _ = await post(c, "/v1/ingest", {"text": "On 9999-12-31 we ship. We started 100000 days ago."})
+    assert status == 200
+    status, body = await post(c, "/v1/retrieve", {"query": "what happened 100000 days ago and on 9999-12-31?",
+                                                  "mode": "full", "debug": True})
+    assert status == 200
