@@ -44,6 +44,7 @@ async def admin(s, p, method, path, body=None, raw: bytes | None = None):
     ({"type": "timeout_after", "attributes": {"timeout_ms": 1e12}}, "attributes.timeout_ms"),
     ({"type": "outage", "attributes": {"duration_s": 1e9}}, "attributes.duration_s"),
     ({"type": "blackhole", "attributes": {"status": 503}}, "attributes.status"),
+    ({"type": "slow_body", "attributes": {"bytes_per_s": 1e-300}}, "attributes.bytes_per_s"),
 ])
 def test_parse_fault_refuses(body, field):
     with pytest.raises(FaultError) as e:
