@@ -322,3 +322,17 @@ async def test_extreme_numbers_and_dates_are_4xx_or_handled(make_client):
     status, body = await post(c, "/v1/retrieve", {"query": "what happened 100000 days ago and on 9999-12-31?",
                                                   "mode": "full", "debug": True})
     assert status == 200
+
+
+async def test_token_counts_are_stored_at_ingest(make_client):
+    from services.common.tokens import count_tokens
+    from services.cortex_mock.store import tenant_id_for_key
+
+    c = await make_client()
+    await post(c, "/v1/ingest", {"text": "The cache TTL is 300s. Deploys happen on Fridays after lunch."})
+    engine = c.server.app[ENGINE_KEY]
+    st = engine.store(tenant_id_for_key("key-a"))
+    rows = st.conn.execute("SELECT content, n_tokens FROM nodes WHERE type='FACT'").fetchall()
+    assert len(rows) == 2 and all(n == count_tokens(content) > 0 for content, n in rows)
+    idx = st.index(engine.embedder)
+    assert idx.token_counts().tolist() == [count_tokens(f.content) for f in idx.facts]
