@@ -169,6 +169,7 @@ def test_authenticate_compares_every_key():
     with pytest.raises(Exception) as e:
         authenticate("é\udc80", ["a"])  # undecodable header bytes: still a plain 403, not a crash
     assert e.value.status == 403
+    assert authenticate("é\udc80", []) == authenticate("é\udc80", [])  # dev mode: a stable tenant
 
 
 def test_keys_from_file_and_env(tmp_path, monkeypatch):
@@ -304,3 +305,34 @@ def test_question_groups_give_the_best_question_per_fact():
     best = np.full(6, -1.0)
     best[owners] = np.maximum.reduceat(scores[order], starts)
     assert best.tolist() == [0.7, -1.0, 0.9, -1.0, -1.0, 0.2]  # by hand: fact 2 has 0.1, 0.9, 0.3
+
+
+async def test_extreme_numbers_and_dates_are_4xx_or_handled(make_client):
+    c = await make_client()
+    h = {**A, "Content-Type": "application/json"}
+    r = await c.post("/v1/retrieve", data=b'{"query": "x", "top_k": 100000000000000000000000}', headers=h)
+    body = await r.json()
+    assert r.status == 422 and body["detail"][0]["loc"] == ["body", "top_k"]
+    assert isinstance(body["detail"][0]["input"], str)  # beyond 64 bits: echoed as text, not a 500
+    for ref in ("0001-01-01T00:00:00Z", "9999-12-31"):
+        status, body = await post(c, "/v1/retrieve", {"query": "last week", "reference_date": ref})
+        assert status == 422 and body["detail"][0]["loc"] == ["body", "reference_date"]
+    status, _ = await post(c, "/v1/ingest", {"text": "On 9999-12-31 we ship. We started 100000 days ago."})
+    assert status == 200
+    status, body = await post(c, "/v1/retrieve", {"query": "what happened 100000 days ago and on 9999-12-31?",
+                                                  "mode": "full", "debug": True})
+    assert status == 200
+
+
+async def test_token_counts_are_stored_at_ingest(make_client):
+    from services.common.tokens import count_tokens
+    from services.cortex_mock.store import tenant_id_for_key
+
+    c = await make_client()
+    await post(c, "/v1/ingest", {"text": "The cache TTL is 300s. Deploys happen on Fridays after lunch."})
+    engine = c.server.app[ENGINE_KEY]
+    st = engine.store(tenant_id_for_key("key-a"))
+    rows = st.conn.execute("SELECT content, n_tokens FROM nodes WHERE type='FACT'").fetchall()
+    assert len(rows) == 2 and all(n == count_tokens(content) > 0 for content, n in rows)
+    idx = st.index(engine.embedder)
+    assert idx.token_counts().tolist() == [count_tokens(f.content) for f in idx.facts]

@@ -214,6 +214,15 @@ async def test_retrieve_recall_node_stats_forget_match_the_client(client):
     assert k["total_memories"] == 1  # someone-else's fact stays
 
 
+async def test_memories_without_provenance_still_match_the_types(client):
+    await call(client, "POST", "/v1/ingest", {"text": "The billing service deploys with Helm."})
+    _, r = await call(client, "POST", "/v1/retrieve", {"query": "billing Helm"})
+    assert r["results"] and "source_origin" not in r["results"][0]["metadata"]
+    assert_contract(r, RETRIEVE_RESPONSE)
+    _, rc = await call(client, "POST", "/v1/recall", {"query": "billing Helm"})
+    assert_contract(rc, RECALL_RESPONSE)
+
+
 async def test_warmup_and_not_modelled_routes(client):
     s, w = await call(client, "POST", "/v1/warmup", {})
     assert s == 200

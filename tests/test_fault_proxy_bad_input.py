@@ -44,6 +44,7 @@ async def admin(s, p, method, path, body=None, raw: bytes | None = None):
     ({"type": "timeout_after", "attributes": {"timeout_ms": 1e12}}, "attributes.timeout_ms"),
     ({"type": "outage", "attributes": {"duration_s": 1e9}}, "attributes.duration_s"),
     ({"type": "blackhole", "attributes": {"status": 503}}, "attributes.status"),
+    ({"type": "slow_body", "attributes": {"bytes_per_s": 1e-300}}, "attributes.bytes_per_s"),
 ])
 def test_parse_fault_refuses(body, field):
     with pytest.raises(FaultError) as e:
@@ -106,3 +107,26 @@ async def test_catastrophic_body_regex_gives_up_instead_of_blocking(proxy):
     assert REGEX_TIMEOUTS == ["(a|aa)+$"]
     async with s.post(f"{p.url}/v1/retrieve", data=b"aaaa") as r:
         assert r.status == 500  # an ordinary body still matches
+
+
+def test_admin_token_from_a_file(tmp_path):
+    from services.fault_proxy.__main__ import parse_args
+
+    f = tmp_path / "token"
+    f.write_text("s3cret\n")
+    a = parse_args(["--upstream", "http://127.0.0.1:1", "--admin-token-file", str(f), "--host", "0.0.0.0"])
+    assert a.admin_token == "s3cret"
+    (tmp_path / "empty").write_text("")
+    with pytest.raises(SystemExit):
+        parse_args(["--upstream", "http://127.0.0.1:1", "--admin-token-file", str(tmp_path / "empty")])
+
+
+async def test_admin_token_checked(tmp_path):
+    app = web.Application()
+    runner, port = await serve_app(app)
+    async with running_proxy(f"http://127.0.0.1:{port}", admin_token="tok") as p, aiohttp.ClientSession() as s:
+        async with s.get(f"{p.url}/__admin/faults", headers={"Authorization": "Bearer nope"}) as r:
+            assert r.status == 401
+        async with s.get(f"{p.url}/__admin/faults", headers={"Authorization": "Bearer tok"}) as r:
+            assert r.status == 200
+    await runner.cleanup()

@@ -231,12 +231,13 @@ def recall_memory(r: dict[str, Any]) -> dict[str, Any]:
     plugin's union is "retrieve" | "fallback"; the mock has no fallback path); every mock memory was
     extracted from ingested text, so `grounded` is true."""
     md = r["metadata"]
-    return {"node_id": r["node_id"], "content": r["content"], "confidence": r["confidence"],
-            "relevance": r["score"], "when": md["occurred_at"], "session_id": md["session_id"],
-            "entities": md["entity_refs"], "type": r["type"], "memory_type": md["fact_type"], "grounded": True,
-            "source_origin": md.get("source_origin"), "derivation_mode": md.get("derivation_mode"),
-            "source_app": md.get("source_app"), "query_alignment": r["query_alignment"], "source": "retrieve",
-            "message_ids": md["message_ids"], "superseded": md["superseded"]}
+    out = {"node_id": r["node_id"], "content": r["content"], "confidence": r["confidence"],
+           "relevance": r["score"], "when": md["occurred_at"], "session_id": md["session_id"],
+           "entities": md["entity_refs"], "type": r["type"], "memory_type": md["fact_type"], "grounded": True,
+           "query_alignment": r["query_alignment"], "source": "retrieve", "message_ids": md["message_ids"],
+           "superseded": md["superseded"]}
+    out.update({k: md[k] for k in ("source_origin", "derivation_mode", "source_app") if k in md})
+    return out
 
 
 async def recall(request: web.Request) -> web.Response:

@@ -42,6 +42,7 @@ class MockConfig:
     max_open_tenants: int = 64  # least recently used tenants beyond this are closed (reopened on demand)
     tenant_idle_s: float = 600.0  # a tenant unused this long is closed at the next request
     reuse_port: bool = False  # SO_REUSEPORT, so `--processes N` servers share one port
+    search_threads: int = 1  # threads running retrieves in each process (numpy releases the GIL in the matmuls)
     processes: int = 1  # server processes on the port (the first starts and supervises the others)
     shared_jobs: bool = False  # in-process job records mirrored to <data_dir>/jobs.sqlite (any process answers)
 

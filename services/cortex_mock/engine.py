@@ -15,6 +15,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,8 @@ class CortexEngine:
         self._last_used: dict[str, float] = {}
         self._stores_lock = threading.Lock()
         self.tenants_evicted = 0
+        self.search_pool = ThreadPoolExecutor(max_workers=max(1, config.search_threads),
+                                              thread_name_prefix="cortex-search")
         self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._qcache_lock = threading.Lock()
         self._embedder = None
@@ -96,27 +99,31 @@ class CortexEngine:
                 self._stores[tenant_id] = st
             self._stores.move_to_end(tenant_id)
             self._last_used[tenant_id] = now
-            self._evict_locked(now, keep=tenant_id)
-            return st
+            victims = self._evict_locked(now, keep=tenant_id)
+        for v in victims:  # outside the lock: closing waits for a write or index build in progress
+            v.close()  # a request still holding it reopens the connection (TenantStore.conn)
+        return st
 
-    def _evict_locked(self, now: float, keep: str) -> None:
+    def _evict_locked(self, now: float, keep: str) -> list[TenantStore]:
         cap, idle = self.config.max_open_tenants, self.config.tenant_idle_s
+        victims: list[TenantStore] = []
         while self._stores:
             tid = next(iter(self._stores))
             if tid == keep:
                 break
             if len(self._stores) <= cap and now - self._last_used.get(tid, now) <= idle:
                 break
-            st = self._stores.pop(tid)
+            victims.append(self._stores.pop(tid))
             self._last_used.pop(tid, None)
-            st.close()  # a request still holding it reopens the connection (TenantStore.conn)
             self.tenants_evicted += 1
+        return victims
 
     def open_tenants(self) -> dict[str, TenantStore]:
         with self._stores_lock:
             return dict(self._stores)
 
     async def close(self) -> None:
+        self.search_pool.shutdown(wait=False, cancel_futures=True)
         if self._llm is not None:
             await self._llm.close()
         for st in self.open_tenants().values():
@@ -176,7 +183,9 @@ class CortexEngine:
         return out
 
     async def retrieve(self, tenant_id: str, p: SearchParams) -> SearchOutput:
-        return await asyncio.to_thread(self.retrieve_sync, tenant_id, p)  # one hand-off per request
+        # One hand-off per request, to the engine's own small pool: the loop's default pool has cpu+4 threads,
+        # which on 2 cores only fight over the GIL (processes, not threads, add throughput: --processes N).
+        return await asyncio.get_running_loop().run_in_executor(self.search_pool, self.retrieve_sync, tenant_id, p)
 
     def _context(self, body: dict, source: str, job_id: str | None) -> IngestContext:
         return IngestContext(session_id=body.get("session_id"), source=source, job_id=job_id,

@@ -239,12 +239,15 @@ def _result(idx: TenantIndex, d: int, score: float, rel: float) -> dict[str, Any
     md = f.metadata
     meta = {
         "speaker": md.get("speaker", f.speaker), "fact_type": f.fact_type, "entity_refs": f.entity_refs,
-        "occurred_at": f.occurred_iso, "session_id": f.session_id, "source_origin": md.get("source_origin"),
-        "derivation_mode": md.get("derivation_mode"), "source_app": md.get("source_app"),
+        "occurred_at": f.occurred_iso, "session_id": f.session_id,
         "message_ids": md.get("message_ids", []), "session_ids": md.get("session_ids", []),
         "mention_count": md.get("mention_count", 1), "superseded": f.superseded_by is not None,
         "superseded_by": f.superseded_by,
     }
+    # Optional strings in the plugin's RetrieveResultMetadata (`source_origin?: string`): absent, never null.
+    for k in ("source_origin", "derivation_mode", "source_app"):
+        if isinstance(md.get(k), str):
+            meta[k] = md[k]
     if f.source == "reflection":
         meta["source_fact_ids"] = md.get("source_fact_ids", [])
     return {"node_id": f.id, "type": "FACT", "content": f.content, "score": round(float(score), 6),

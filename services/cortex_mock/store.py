@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS applied_jobs (job_id TEXT PRIMARY KEY, result TEXT NO
 
 def tenant_id_for_key(api_key: str) -> str:
     """Stable tenant id from an API key (the key itself never reaches a file name or a log)."""
-    return "t" + hashlib.sha256(api_key.encode()).hexdigest()[:16]
+    # surrogateescape: a header with bytes that are not UTF-8 still maps to one stable tenant (not a 500)
+    return "t" + hashlib.sha256(api_key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 @dataclass

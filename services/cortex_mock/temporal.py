@@ -66,11 +66,11 @@ def parse_datetime(value: str | None) -> datetime | None:
         s = s[:-1] + "+00:00"
     try:
         dt = datetime.fromisoformat(s)
-    except ValueError:
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        return dt.astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: an offset that moves year 1 or 9999 out of range
         return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
 
 
 def iso(dt: datetime) -> str:
@@ -94,7 +94,16 @@ def _window(start: datetime, end: datetime, phrase: str) -> TimeWindow:
 
 
 def find_time_window(text: str, ref: datetime, allow_recency: bool = True) -> TimeWindow | None:
-    """The first explicit time phrase in `text`, resolved against `ref`; else a recency cue; else None."""
+    """The first explicit time phrase in `text`, resolved against `ref`; else a recency cue; else None.
+    A phrase whose date falls outside what datetime can hold ("100000 days ago", "year 9999 + 1") is no time
+    phrase at all (instead of an OverflowError)."""
+    try:
+        return _find_time_window(text, ref, allow_recency)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _find_time_window(text: str, ref: datetime, allow_recency: bool) -> TimeWindow | None:
     t = text.lower()
     today = _day(ref)
     m = _ISO_RE.search(t)

@@ -8,6 +8,7 @@ is reported at once. Unknown fields are ignored, as pydantic does by default.
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from typing import Any
 
 from services.cortex_mock.temporal import parse_datetime
@@ -23,6 +24,8 @@ MAX_MESSAGE_CHARS = 10_000
 MAX_MESSAGES = 1000
 MAX_BATCH_ITEMS = 100
 ROLES = ("user", "assistant")
+MIN_DATE = datetime(1900, 1, 1, tzinfo=UTC)
+MAX_DATE = datetime(2200, 12, 31, 23, 59, 59, tzinfo=UTC)
 _MISSING = object()
 
 
@@ -38,7 +41,8 @@ class RequestInvalid(Exception):
 def _err(loc: list, msg: str, type_: str, value: Any = None) -> dict:
     e = {"type": type_, "loc": ["body", *loc], "msg": msg}
     if value is not None:
-        e["input"] = value if isinstance(value, (int, float, bool)) or value is None else str(value)[:100]
+        plain = isinstance(value, bool | float) or (isinstance(value, int) and -2**63 <= value < 2**63)
+        e["input"] = value if plain else str(value)[:100]  # a 100-digit integer is echoed as text
     return e
 
 
@@ -132,6 +136,11 @@ class _V:
         if dt is None:
             self.errors.append(_err([*self.prefix, name], "Input should be a valid ISO 8601 date or datetime",
                                     "datetime_parsing", v))
+        elif not MIN_DATE <= dt <= MAX_DATE:
+            # Relative phrases ("last week", "in March") do date arithmetic around it; near year 1 or 9999 that
+            # overflows. Dates of conversations fall far inside this range.
+            self.errors.append(_err([*self.prefix, name], f"Date should be between {MIN_DATE.year} and "
+                                    f"{MAX_DATE.year}", "datetime_range", v))
         else:
             self.out[name] = dt
 

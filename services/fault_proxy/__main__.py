@@ -43,6 +43,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--admin-token", default=os.environ.get("MEMRIG_PROXY_ADMIN_TOKEN", ""),
                    help="bearer token the admin API requires (env MEMRIG_PROXY_ADMIN_TOKEN); mandatory when "
                         "the admin API listens on a non-loopback address")
+    p.add_argument("--admin-token-file", default=os.environ.get("MEMRIG_PROXY_ADMIN_TOKEN_FILE", ""),
+                   help="read the admin token from this file (env MEMRIG_PROXY_ADMIN_TOKEN_FILE): unlike "
+                        "--admin-token it does not show in `ps`")
     p.add_argument("--admin-port", type=int, default=None,
                    help="serve the admin API on this separate port (0 = ephemeral) instead of under /__admin "
                         "on the proxy port")
@@ -55,6 +58,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a = p.parse_args(argv)
     if not a.upstream:
         p.error("--upstream is required (or set MEMRIG_PROXY_UPSTREAM)")
+    if a.admin_token_file:
+        try:
+            with open(a.admin_token_file, encoding="utf-8") as f:
+                a.admin_token = f.read().strip()
+        except (OSError, UnicodeDecodeError) as e:
+            p.error(f"--admin-token-file {a.admin_token_file}: cannot be read ({e})")
+        if not a.admin_token:
+            p.error(f"--admin-token-file {a.admin_token_file} is empty")
     admin_host = a.admin_host if a.admin_port is not None else a.host
     if not _is_loopback(admin_host) and not a.admin_token:
         p.error(f"the admin API would listen on {admin_host}: set --admin-token or MEMRIG_PROXY_ADMIN_TOKEN")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import time
 from dataclasses import dataclass, field
@@ -97,7 +98,8 @@ async def _admin_auth(request: web.Request, handler):
     if is_admin and not st.config.admin_on_proxy_port and request.app.get(_IS_ADMIN_APP) is not True:
         return _error(404, "the admin API is on the admin port")
     if is_admin and token and request.path != f"{ADMIN_PREFIX}/metrics":
-        if request.headers.get("Authorization", "") != f"Bearer {token}":
+        given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+        if not hmac.compare_digest(given, f"Bearer {token}".encode("utf-8", "surrogateescape")):  # constant time
             return _error(401, "admin API needs 'Authorization: Bearer <token>'", "Authorization")
     return await handler(request)
 

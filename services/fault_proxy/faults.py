@@ -493,7 +493,7 @@ class SlowBody(FaultType):
 
     @classmethod
     def validate(cls, attrs):
-        bps = _num(attrs, "bytes_per_s", required=True, strict_lo=True)
+        bps = _num(attrs, "bytes_per_s", required=True, lo=1.0)  # below 1 byte/s a body never ends
         chunk = _int(attrs, "chunk_bytes", max(1, int(bps / 10)), lo=1)
         return {"bytes_per_s": bps, "chunk_bytes": chunk}
 
