@@ -198,6 +198,9 @@ def recall_curves(metrics: dict[str, Any], md: str = "") -> list[tuple[str, str]
             pts.sort()
             ax.plot([k for k, _ in pts], [v for _, v in pts], marker="o", label=cond)
         ax.set_xscale("log")
+        ks = sorted({k for pts in curves.values() for k, _ in pts})
+        ax.set_xticks(ks, [str(k) for k in ks])  # the K values themselves, not 2×10⁰-style log ticks
+        ax.minorticks_off()
         ax.set_xlabel("K")
         ax.set_ylim(0, 1.02)
         _legend_outside(fig, ax, f"{fam}@K")
