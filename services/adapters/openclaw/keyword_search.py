@@ -76,19 +76,27 @@ def unique(items: Iterable[str]) -> list[str]:
 
 
 def lexical_boost_score(fts_score: float, query_tokens: list[str], path: str, text: str) -> float:
-    """`scoreFallbackKeywordResult`: min(1, ftsScore + 0.45·coverage + 0.2·density + 0.18·(query tokens found
-    in the path) + min(len(text)/160, 0.18)). coverage = share of the unique query tokens that are tokens of
+    """`scoreFallbackKeywordResult`: min(1, ftsScore + (0.45·coverage + 0.2·density + 0.18·(query tokens found
+    in the path) + min(len(text)/160, 0.18))). coverage = share of the unique query tokens that are tokens of
     the text; density = those tokens over the text's distinct tokens. No query tokens → ftsScore unchanged."""
     if not query_tokens:
         return fts_score
+    return min(1.0, fts_score + lexical_boost(query_tokens, path, text))
+
+
+def lexical_boost(query_tokens: list[str], path: str, text: str) -> float:
+    """The boost term alone, summed in upstream's order (so the float result is the same)."""
     text_tokens = set(search_tokens(text))
     overlap = sum(1 for t in query_tokens if t in text_tokens)
     coverage = overlap / len(query_tokens)
     density = overlap / max(len(text_tokens), 1)
     npath = unicodedata.normalize("NFC", path).lower()
-    path_boost = sum(0.18 for t in query_tokens if t in npath)
+    path_boost = 0.0
+    for t in query_tokens:
+        if t in npath:
+            path_boost = path_boost + 0.18
     length_boost = min(js_len(text) / 160, 0.18)
-    return min(1.0, fts_score + coverage * 0.45 + density * 0.2 + path_boost + length_boost)
+    return coverage * 0.45 + density * 0.2 + path_boost + length_boost
 
 
 def _norm_path(value: str) -> str:
@@ -150,6 +158,9 @@ class KeywordSearch:
         self.ns = namespace
         self.bm25 = bm25
         self.snippet_max_chars = snippet_max_chars
+        # chunk id → boost for the ranking query of this search: every fallback leg boosts against the whole
+        # query, so a chunk found by several legs is tokenised once
+        self._boosts: dict[tuple[str, str], float] = {}
 
     def body(self, query: str, limit: int, ranking_query: str) -> list[KeywordRow]:
         fts_query = ftsmod.build_fts_query(query)
@@ -157,8 +168,16 @@ class KeywordSearch:
         out = []
         for cid, path, source, s, e, text, rank in self.index.search_body_rows(self.ns, fts_query, limit):
             ts = self.bm25(rank)
+            if matchers:
+                key = (ranking_query, cid)
+                boost = self._boosts.get(key)
+                if boost is None:
+                    boost = self._boosts[key] = lexical_boost(matchers, path, text)
+                score = min(1.0, ts + boost)
+            else:
+                score = ts
             out.append(KeywordRow(cid, path, source, s, e, truncate_utf16_safe(text, self.snippet_max_chars), ts,
-                                  lexical_boost_score(ts, matchers, path, text)))
+                                  score))
         return out
 
     def paths(self, query: str, exact_query: str, limit: int) -> list[KeywordRow]:

@@ -22,6 +22,7 @@ rows as running the cut with maxResults itself.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -61,10 +62,24 @@ class Decay:
         key = (source, path)
         m = self._cache.get(key)
         if m is None:
-            ts = hybrid.file_timestamp_ms(path, source, self.dated_re, self.evergreen, self.mtimes.get(path))
+            kind, ts = _path_age_source(path, source, self.dated_re, self.evergreen)
+            if kind == "mtime":
+                ts = self.mtimes.get(path)
             m = 1.0 if ts is None else hybrid.decay_multiplier((self.now_ms - ts) / DAY_MS, self.half_life)
             self._cache[key] = m
         return m
+
+
+@functools.lru_cache(maxsize=65536)
+def _path_age_source(path: str, source: str, dated_re: str, evergreen: tuple[str, ...]) -> tuple[str, int | None]:
+    """What a path's age comes from (hybrid.file_timestamp_ms, split so the path parsing is cached across
+    searches): ("dated", ms of its date), ("evergreen", None) or ("mtime", None: look the file's mtime up)."""
+    ts = hybrid.date_from_path(path, dated_re)
+    if ts is not None:
+        return "dated", ts
+    if source == "memory" and hybrid.is_evergreen(path, dated_re, evergreen):
+        return "evergreen", None
+    return "mtime", None
 
 
 def _ranking_key(r: Scored) -> tuple:
