@@ -61,6 +61,7 @@ class OctybotBackend(StoreBackedBackend):
         "supersede_threshold": 0.6,
         "store_roles": "user,assistant",  # Octybot's Stop hook stores the turn; which roles feed extraction
         "min_sentence_words": 3,  # acknowledgements ("Noted.") carry nothing to store
+        "max_related_shown": 5,  # related entities listed per entity in the <memory> block
     }
 
     def __init__(self, config=None, context=None):
@@ -219,15 +220,15 @@ class OctybotBackend(StoreBackedBackend):
             out.append((n, s))
         return out, ents
 
-    @staticmethod
-    def render(g: Graph, picked: list[tuple[Node, float]], ents: dict[str, float]) -> str:
+    def render(self, g: Graph, picked: list[tuple[Node, float]], ents: dict[str, float]) -> str:
         if not picked:
             return ""
         lines = ["<memory>"]
         if ents:
             lines.append("## Entities")
             for eid in ents:
-                rel = sorted(g.nodes[x].content for x in g.links.get(eid, ()) if g.nodes[x].type == "entity")
+                rel = sorted(g.nodes[x].content for x in g.links.get(eid, ())
+                             if g.nodes[x].type == "entity")[: self.config["max_related_shown"]]
                 lines.append(f"- {g.nodes[eid].content}" + (f" (related: {', '.join(rel)})" if rel else ""))
         for t in ("instruction", "fact", "opinion", "event"):
             sec = [n for n, _ in picked if n.type == t]
