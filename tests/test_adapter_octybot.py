@@ -134,3 +134,13 @@ async def test_conformance_passes():
     results = await _conformance_in_process(OctybotBackend())
     assert not [r for r in results if r.status == "FAIL"], render(results, "octybot")
     assert sum(r.status == "PASS" for r in results) >= 12
+
+
+async def test_memory_block_lists_at_most_max_related_shown_relations():
+    batch = IngestBatch((session("s1", 0, "Priya Natarajan manages Brightwell and Northgate Legal."),))
+    for cap, line in ((5, "- Priya Natarajan (related: Brightwell, Northgate Legal)"),
+                      (1, "- Priya Natarajan (related: Brightwell)")):
+        b = OctybotBackend({"max_related_shown": cap})
+        await b.ingest("ns", batch)
+        r = await b.retrieve("ns", RetrieveQuery("What does Priya Natarajan manage?", 3))
+        assert line in r.formatted_context.splitlines()

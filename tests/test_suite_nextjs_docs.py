@@ -15,7 +15,7 @@ from services.common.tokens import count_tokens
 from services.coordinator.runner import RunConfig, run_suite
 from services.coordinator.suites.base import SuiteUnavailable
 from services.coordinator.suites.data.nextjs_docs_tasks import TASKS
-from services.coordinator.suites.nextjs_docs import api_coverage, doc_rank
+from services.coordinator.suites.nextjs_docs import api_coverage, doc_in_context, doc_rank
 from services.coordinator.suites.nextjs_docs_corpus import agents_md_index, fetch_docs, load_docs
 
 FN = "01-app/03-api-reference/04-functions/"
@@ -51,6 +51,8 @@ def test_doc_rank_and_api_coverage():
             {"evidence_ids": [FN + "updateTag.md"]}]
     assert doc_rank(mems, [FN + "updateTag.md", FN + "cookies.md"]) == 2
     assert doc_rank(mems, ["nope.md"]) is None
+    assert doc_in_context(None, "## 01-app/x.md\ntext", ["01-app/x.md"]) and doc_in_context(2, "", ["y.md"])
+    assert not doc_in_context(None, "## 01-app/y.md", ["01-app/x.md"])
     assert api_coverage("import { updateTag } from 'next/cache'", ["updateTag", "next/cache"])
     assert not api_coverage("updatetag", ["updateTag"])  # API names are case-sensitive
 

@@ -61,6 +61,7 @@ class OctybotBackend(StoreBackedBackend):
         "supersede_threshold": 0.6,
         "store_roles": "user,assistant",  # Octybot's Stop hook stores the turn; which roles feed extraction
         "min_sentence_words": 3,  # acknowledgements ("Noted.") carry nothing to store
+        "max_related_shown": 5,  # related entities listed per entity in the <memory> block
     }
 
     def __init__(self, config=None, context=None):
@@ -120,14 +121,16 @@ class OctybotBackend(StoreBackedBackend):
         self._apply(g, units, names, vecs[: len(units)], dict(zip(new_names, vecs[len(units):], strict=True)))
 
     def _apply(self, g: Graph, units, names, vecs: np.ndarray, name_vecs: dict[str, np.ndarray]) -> None:
-        rows = [g.vectors]
+        """Add the batch's nodes and edges. The embedding matrix grows once per batch (rows filled in order), so a
+        supersede check mid-batch sees every earlier node without copying the matrix again."""
         base = len(g.vectors)
+        g.vectors = np.concatenate([g.vectors, np.zeros((len(units) + len(name_vecs), g.dim), dtype=np.float32)])
 
         def add_node(node_id, type_, content, created, evidence, vec) -> Node:
             nonlocal base
             n = Node(node_id, type_, content, created, evidence, base)
+            g.vectors[base] = vec
             base += 1
-            rows.append(vec[None, :].astype(np.float32))
             g.nodes[node_id] = n
             return n
 
@@ -140,14 +143,8 @@ class OctybotBackend(StoreBackedBackend):
                     g.entity_by_name[name.lower()] = eid
                     add_node(eid, "entity", name, created, [], name_vecs[name])
                     self.n["entities_created"] = self.n.get("entities_created", 0) + 1
-                g.nodes[eid].evidence_ids = sorted(set(g.nodes[eid].evidence_ids) | set(evidence))
                 ent_ids.append(eid)
-            if is_correction(sent) and ent_ids:
-                g.vectors = np.concatenate(rows)
-                rows[:] = [g.vectors]
-                old = self._supersede_target(g, type_, vec, set(ent_ids))
-            else:
-                old = None
+            old = self._supersede_target(g, type_, vec, ent_ids) if ent_ids and is_correction(sent) else None
             nid = f"n{len(g.nodes)}"
             add_node(nid, type_, sent, created, evidence, vec)
             if old is not None:
@@ -159,10 +156,12 @@ class OctybotBackend(StoreBackedBackend):
             for i, a in enumerate(ent_ids):
                 for b in ent_ids[i + 1:]:
                     g.add_edge(a, b, "related_to")
-        g.vectors = np.concatenate(rows) if len(rows) > 1 else g.vectors
+        g.vectors = g.vectors[:base]
 
-    def _supersede_target(self, g: Graph, type_: str, vec: np.ndarray, ents: set[str]) -> Node | None:
-        cands = [n for n in g.live((type_,)) if g.links.get(n.id, set()) & ents]
+    def _supersede_target(self, g: Graph, type_: str, vec: np.ndarray, ents: list[str]) -> Node | None:
+        """The most similar live node of the same type about one of the entities (the entities' neighbours)."""
+        ids = sorted({x for e in ents for x in g.links.get(e, ())}, key=lambda x: g.nodes[x].row)
+        cands = [g.nodes[x] for x in ids if g.nodes[x].type == type_ and not g.nodes[x].superseded_by]
         if not cands:
             return None
         sims = g.vectors[[n.row for n in cands]] @ vec
@@ -221,15 +220,15 @@ class OctybotBackend(StoreBackedBackend):
             out.append((n, s))
         return out, ents
 
-    @staticmethod
-    def render(g: Graph, picked: list[tuple[Node, float]], ents: dict[str, float]) -> str:
+    def render(self, g: Graph, picked: list[tuple[Node, float]], ents: dict[str, float]) -> str:
         if not picked:
             return ""
         lines = ["<memory>"]
         if ents:
             lines.append("## Entities")
             for eid in ents:
-                rel = sorted(g.nodes[x].content for x in g.links.get(eid, ()) if g.nodes[x].type == "entity")
+                rel = sorted(g.nodes[x].content for x in g.links.get(eid, ())
+                             if g.nodes[x].type == "entity")[: self.config["max_related_shown"]]
                 lines.append(f"- {g.nodes[eid].content}" + (f" (related: {', '.join(rel)})" if rel else ""))
         for t in ("instruction", "fact", "opinion", "event"):
             sec = [n for n, _ in picked if n.type == t]
