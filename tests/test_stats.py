@@ -66,3 +66,24 @@ def test_per_category():
     out = stats.per_category({"a": 1.0, "b": 0.0, "c": 1.0, "d": None}, {"a": "F", "b": "F", "c": "R", "d": "R"})
     assert out["F"]["n"] == 2 and out["F"]["mean"] == 0.5
     assert out["R"] == {"n": 1, "mean": 1.0, "ci": [1.0, 1.0]}
+
+
+def test_bootstrap_default_is_a_95_percent_interval():
+    from services.coordinator.stats import bootstrap_ci
+
+    x = [float(i) for i in range(20)]
+    default = bootstrap_ci(x, seed=3)
+    assert default == bootstrap_ci(x, confidence=0.95, seed=3)
+    m, lo90, hi90 = bootstrap_ci(x, confidence=0.90, seed=3)
+    assert m == default[0] == 9.5
+    assert default[1] < lo90 and hi90 < default[2]  # 95% is strictly wider than 90% on the same resamples
+
+
+def test_tie_rule_includes_the_threshold_on_both_sides():
+    from services.coordinator.stats import winner
+
+    # |difference| == threshold is a tie (seed 001 §8: "within" the threshold); just past it is not.
+    assert winner(0.0, 0.5, True, 0.5) == "tie" and winner(0.5, 0.0, True, 0.5) == "tie"
+    assert winner(0.0, 0.5000001, True, 0.5) == "b" and winner(0.5000001, 0.0, True, 0.5) == "a"
+    assert winner(10.0, 11.0, False, 1.0) == "tie" and winner(10.0, 12.0, False, 1.0) == "a"
+    assert winner(None, 1.0, True, 0.5) == "n/a"

@@ -15,9 +15,11 @@ from services.turn_sim.states import STATES
 
 @pytest.mark.slow
 async def test_run_costs_tiny(tmp_path):
-    cfg = CostsConfig(turns_per_state=3, idle_s=0.5, active_turns=2, sustained_turns=4, token_queries=3,
+    # The leak check needs >= 3 RSS samples in the sustained stretch whatever the machine's speed: 20 turns of at
+    # least the LLM's 5 ms each last >= 100 ms, sampled every 20 ms.
+    cfg = CostsConfig(turns_per_state=3, idle_s=0.5, active_turns=2, sustained_turns=20, token_queries=3,
                       top_ks=(1, 5), continuity_backends=("none",), drills=False, llm_latency_ms=5,
-                      cortex_mock_args=["--embedder", "hash"])
+                      sample_interval_s=0.02, cortex_mock_args=["--embedder", "hash"])
     res = await run_costs(tmp_path, config=cfg)
     assert res["backend"] == "cortex"
     assert set(res["states"]) == set(STATES) and all(s["n"] == 3 for s in res["states"].values())
