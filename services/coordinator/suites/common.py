@@ -317,8 +317,9 @@ def render_comparisons(comp: Mapping[str, Any], title: str = "Scorecard") -> str
         out += ["", f"#### {title}: {cond} vs {c['baseline']}", "",
                 f"{cond} wins {sc['wins']}, loses {sc['losses']}, ties {sc['ties']} of {sc['metrics']} metrics "
                 f"(tie thresholds: 0.005 for rates/scores, 1.0 for tokens and ms; p from a two-sided paired "
-                f"permutation test, 10,000 sign flips of whole {unit}s; 95% CIs by {method}, 1,000 resamples, "
-                f"over {first.get('units', '?')} {unit}s; a rate at 0 or 1 gets a Wilson interval).", ""]
+                f"permutation test, 10,000 sign flips of whole {unit}s; 95% CIs by {method}"
+                f"{', 1,000 resamples' if 'bootstrap' in method else ''}, over {first.get('units', '?')} {unit}s; "
+                "a rate at 0 or 1 gets a Wilson interval).", ""]
         rows = []
         for x in c["comparisons"]:
             d = 1 if x["threshold"] >= 1 else 3

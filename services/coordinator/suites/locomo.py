@@ -325,7 +325,7 @@ class LocomoSuite(Suite):
                f"{C.judge_label(metrics)} (used only for binary J when enabled). Categories by number: "
                + ", ".join(f"{k} {v}" for k, v in CATEGORY_NAMES.items()) + ". Category 5 is scored the official "
                "way and kept out of the headline F1 (cats 1-4).", "",
-               "### Headline (mean [95% bootstrap CI])", ""]
+               "### Headline (mean [95% CI by conversation; method under Intervals])", ""]
         rows = []
         for c in conds:
             o = m[c]["overall"]
