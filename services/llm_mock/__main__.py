@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from collections.abc import Sequence
 
-from services.common.grpc_util import install_stop_signals
+from services.common.metrics_http import serve_http_until_stopped
 from services.llm_mock.app import start_server
 from services.llm_mock.config import MockConfig
 
@@ -54,13 +53,7 @@ def parse_args(argv: Sequence[str] | None = None) -> MockConfig:
 
 async def serve(cfg: MockConfig) -> None:
     runner, port = await start_server(cfg)
-    stop = asyncio.Event()
-    install_stop_signals(stop)
-    print(f"READY http={port} pid={os.getpid()}", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        await runner.cleanup()
+    await serve_http_until_stopped(runner, port)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
