@@ -350,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--option", action="append", default=[], help="suite option key=value (repeatable)")
         p.add_argument("--concurrency", type=int, default=4)
         p.add_argument("--judge-passes", type=int, default=1)
-        p.add_argument("--embedder", default=None, help="minilm (default), wordllama, hash (tests only)")
+        p.add_argument("--embedder", default=None, help="minilm (default), wordllama, remote (MEMRIG_EMBED_BASE_URL), hash (tests only)")
         p.add_argument("--target", action="append", default=[], help="backend=HOST:PORT of a running backend")
         p.add_argument("--in-process", action="store_true", help="run backends inside this process")
         p.add_argument("--fresh", action="store_true", help="discard existing samples in --out instead of resuming")

@@ -144,3 +144,30 @@ def test_service_starts_as_a_process_and_stops_on_sigterm(tmp_path):
     finally:
         p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=30) == 0
+
+
+async def test_remote_embedder_reads_an_openai_compatible_endpoint(server, tmp_path):
+    """`embedder: "remote"` (MEMRIG_EMBED_BASE_URL) gets the endpoint's vectors, normalised, in input order,
+    through the shared cache; its name says which model at which host."""
+    from services.common.embeddings import EmbeddingCache, RemoteEmbedder
+
+    base, emb = server
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    r = await asyncio.to_thread(RemoteEmbedder, cache, base, "hash", "", 2)
+    assert r.dim == 16 and r.name.startswith("remote:hash@127.0.0.1:")
+    texts = ["a b", "port 3001", "pnpm", "a b"]
+    got = await r.aencode(texts)
+    np.testing.assert_allclose(got, emb.encode(texts), atol=1e-6)
+    assert cache.misses == 3 and cache.hits == 1  # the repeated text came from the cache
+    bad = RemoteEmbedder.__new__(RemoteEmbedder)
+    bad.base_url, bad.model, bad.api_key, bad.timeout_s, bad.name = base, "nope", "", 5.0, "remote:nope"
+    with pytest.raises(RuntimeError, match="HTTP 404"):
+        await asyncio.to_thread(bad._encode_uncached, ["x"])
+
+
+def test_remote_embedder_needs_a_base_url(monkeypatch):
+    from services.common.embeddings import RemoteEmbedder
+
+    monkeypatch.delenv("MEMRIG_EMBED_BASE_URL", raising=False)
+    with pytest.raises(ValueError, match="MEMRIG_EMBED_BASE_URL"):
+        RemoteEmbedder(None)

@@ -222,3 +222,46 @@ def test_relative_data_dir_works(tmp_path, monkeypatch):
     ms = asyncio.run(go())
     assert ms and ms[0].evidence_ids == ["mem-pnpm"]
     assert not any((tmp_path / "rel-data" / "openclaw-real").iterdir())  # close() removes its run directory
+
+
+@needs_openclaw
+@pytest.mark.slow
+def test_a_real_endpoint_serves_port_and_openclaw_alike(tmp_path, monkeypatch):
+    """MEMRIG_EMBED_BASE_URL: OpenClaw calls the endpoint itself and the port embeds through it too (`remote`),
+    so both rank with the same vectors."""
+    from prometheus_client import CollectorRegistry
+
+    from services.adapters.openclaw_real.fidelity import compare, hits
+    from services.common.embeddings import HashEmbedder
+    from services.embeddings_api.app import EmbeddingsConfig, start_server
+
+    async def go():
+        runner, port = await start_server(EmbeddingsConfig(models=(), preloaded={"hash-model": HashEmbedder(None)}),
+                                          "127.0.0.1", 0, CollectorRegistry())
+        monkeypatch.setenv("MEMRIG_EMBED_BASE_URL", f"http://127.0.0.1:{port}/v1")
+        monkeypatch.setenv("MEMRIG_EMBED_MODEL", "hash-model")
+        ctx = BackendContext(data_dir=tmp_path, embedding_cache_path=str(tmp_path / "e.sqlite"))
+        real = OpenClawRealBackend({"embedder": "remote"}, ctx)
+        port_b = OpenClawBackend({"embedder": "remote", "preset": "openclaw"}, ctx)
+        try:
+            await real.start()
+            await port_b.start()
+            await real.ingest("n", IngestBatch(documents=DOCS))
+            await port_b.index_workspace("n", real._ws["n"])
+            port_b._ws["n"] = real._ws["n"]
+            d = real.describe_config()
+            rows = []
+            for q in ("pnpm", "billing PostgreSQL", "deploys"):
+                rq = RetrieveQuery(q, 6, reference_time=DAY0)
+                rows.append(compare("remote", q, q, None, hits((await port_b.retrieve("n", rq)).memories),
+                                    hits((await real.retrieve("n", rq)).memories), set()))
+            return d, rows
+        finally:
+            await real.close()
+            await port_b.close()
+            await runner.cleanup()
+
+    d, rows = asyncio.run(go())
+    assert d["embeddings_endpoint"].endswith("/v1") and d["embedding_model"] == "hash-model"
+    assert all(r.same_order and r.real for r in rows), rows
+    assert max(r.max_score_diff or 0.0 for r in rows) < 1e-4

@@ -197,18 +197,64 @@ class HashEmbedder(Embedder):
         return out
 
 
+class RemoteEmbedder(Embedder):
+    """A real OpenAI-compatible `/v1/embeddings` endpoint (`embedder: "remote"`): MEMRIG_EMBED_BASE_URL (e.g.
+    https://api.openai.com/v1), MEMRIG_EMBED_MODEL (default text-embedding-3-small, OpenClaw's default) and
+    MEMRIG_EMBED_API_KEY. One request per batch, no retries (a rig must not hide faults); rows come back in the
+    request's order (`index`) and are L2-normalised like every other embedder's. The dimension is read from one
+    probe request when the embedder is made."""
+
+    def __init__(self, cache: EmbeddingCache | None = None, base_url: str | None = None, model: str | None = None,
+                 api_key: str | None = None, batch_size: int = 256, timeout_s: float = 60.0):
+        super().__init__(cache, batch_size)
+        self.base_url = (base_url or os.environ.get("MEMRIG_EMBED_BASE_URL") or "").rstrip("/")
+        if not self.base_url:
+            raise ValueError("embedder 'remote': set MEMRIG_EMBED_BASE_URL to an OpenAI-compatible /v1 base URL")
+        self.model = model or os.environ.get("MEMRIG_EMBED_MODEL") or "text-embedding-3-small"
+        self.api_key = api_key if api_key is not None else os.environ.get("MEMRIG_EMBED_API_KEY", "")
+        self.timeout_s = timeout_s
+        from urllib.parse import urlsplit
+
+        self.name = f"remote:{self.model}@{urlsplit(self.base_url).netloc}"
+        self.dim = int(self._encode_uncached(["dimension probe"]).shape[1])
+
+    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+        import json
+        import urllib.error
+        import urllib.request
+
+        body = json.dumps({"model": self.model, "input": texts, "encoding_format": "float"}).encode()
+        headers = {"content-type": "application/json"}
+        if self.api_key:
+            headers["authorization"] = f"Bearer {self.api_key}"
+        req = urllib.request.Request(f"{self.base_url}/embeddings", body, headers)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
+                data = json.loads(r.read())["data"]
+        except urllib.error.HTTPError as e:
+            raise RuntimeError(f"embedder {self.name}: HTTP {e.code}: {e.read()[:300]!r}") from e
+        except (urllib.error.URLError, OSError, ValueError, KeyError) as e:
+            raise RuntimeError(f"embedder {self.name}: {type(e).__name__}: {e}") from e
+        rows = sorted(data, key=lambda d: d["index"])
+        if len(rows) != len(texts):
+            raise RuntimeError(f"embedder {self.name}: {len(rows)} vectors for {len(texts)} inputs")
+        return np.asarray([d["embedding"] for d in rows], dtype=np.float32)
+
+
 _EMBEDDERS: dict[str, Embedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 _CACHES: dict[str, EmbeddingCache] = {}
 
 
 def embedder_names() -> list[str]:
-    return ["minilm", "wordllama", "hash"]
+    return ["minilm", "wordllama", "hash", "remote"]
 
 
 def get_embedder(name: str | None = None, cache_path: str | Path | None = None, use_cache: bool = True) -> Embedder:
     """The process-wide embedder for `name` (loaded once; never per request)."""
-    name = (name or os.environ.get("MEMRIG_EMBEDDER") or DEFAULT_EMBEDDER).lower()
+    # A configured real endpoint is the rig-wide default, so port and real OpenClaw both embed through it.
+    default = "remote" if os.environ.get("MEMRIG_EMBED_BASE_URL") else DEFAULT_EMBEDDER
+    name = (name or os.environ.get("MEMRIG_EMBEDDER") or default).lower()
     key = f"{name}|{cache_path or ''}|{use_cache}"
     with _EMBEDDERS_LOCK:
         if key in _EMBEDDERS:
@@ -224,6 +270,8 @@ def get_embedder(name: str | None = None, cache_path: str | Path | None = None, 
             emb = WordLlamaEmbedder(cache)
         elif name == "hash":
             emb = HashEmbedder(cache)
+        elif name == "remote":
+            emb = RemoteEmbedder(cache)
         else:
             raise ValueError(f"embedder: unknown name {name!r}; expected one of {embedder_names()}")
         _EMBEDDERS[key] = emb

@@ -121,8 +121,8 @@ class OpenClawBackend(MemoryBackend):
             raise ValueError("openclaw: 'min_score' must be a number in [0, 1] (or null for the preset's)")
         if cfg["storage"] not in ("memory", "file"):
             raise ValueError("openclaw: storage must be 'memory' or 'file'")
-        if cfg["embedder"] not in ("", "none", "minilm", "wordllama", "hash"):
-            raise ValueError("openclaw: embedder must be '', 'none', 'minilm', 'wordllama' or 'hash'")
+        if cfg["embedder"] not in ("", "none", "minilm", "wordllama", "hash", "remote"):
+            raise ValueError("openclaw: embedder must be '', 'none', 'minilm', 'wordllama', 'hash' or 'remote'")
         FlushSkipper(float(cfg["flush_skip_rate"]), cfg["flush_skip_mode"], int(cfg["flush_seed"]))
         if not isinstance(cfg["recent_sessions"], int) or cfg["recent_sessions"] < 0:
             raise ValueError("openclaw: recent_sessions must be an integer >= 0")

@@ -39,6 +39,7 @@ from services.adapters.openclaw.backend import (
 )
 from services.adapters.openclaw.workspace import Workspace
 from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, availability
+from services.common.embeddings import RemoteEmbedder
 from services.common.types import (
     ChannelDiagnostics,
     Memory,
@@ -107,21 +108,28 @@ class OpenClawRealBackend(OpenClawBackend):
         self._embed_model = ""
         self._health: dict[str, Any] = {}
         self._stderr_log: Path | None = None
-        self.n["sidecar_searches"] = 0
+        self._drain: asyncio.Task | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
     def index(self):  # the port's index is not used: OpenClaw keeps its own
         raise AttributeError("openclaw-real has no port index; OpenClaw indexes the workspace itself")
 
-    def embedder_info(self) -> tuple[str, int]:
-        if self.fts_only:
-            return "", 0
-        if os.environ.get("MEMRIG_EMBED_BASE_URL"):
-            return self._embed_model or os.environ.get("MEMRIG_EMBED_MODEL", ""), 0
-        return super().embedder_info()
-
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            await self.close()  # nothing left behind: no sidecar, no embeddings server, no temp dirs
+            raise
+
+    async def _drain_stdout(self, stream: asyncio.StreamReader) -> None:
+        """Keep reading the sidecar's stdout after READY (into its log), so a chatty dependency can never fill
+        the pipe and stall the process."""
+        while line := await stream.readline():
+            with open(self._stderr_log, "ab") as log:
+                log.write(line)
+
+    async def _start(self) -> None:
         a = await asyncio.to_thread(availability)
         if not a.ok:
             raise SidecarError(f"openclaw-real: OpenClaw unavailable: {a.reason}")
@@ -136,14 +144,14 @@ class OpenClawRealBackend(OpenClawBackend):
         env = dict(os.environ)
         if not self.fts_only:
             provider = "openai-compatible"
-            if os.environ.get("MEMRIG_EMBED_BASE_URL"):
-                self._embed_url = os.environ["MEMRIG_EMBED_BASE_URL"].rstrip("/")
-                self._embed_model = os.environ.get("MEMRIG_EMBED_MODEL", "text-embedding-3-small")
-                env["MEMRIG_OPENCLAW_EMBED_API_KEY"] = os.environ.get("MEMRIG_EMBED_API_KEY", "")
+            emb = await asyncio.to_thread(lambda: self.embedder)
+            if isinstance(emb, RemoteEmbedder):
+                # A real endpoint: OpenClaw calls it itself, with the same model the port embeds with.
+                self._embed_url, self._embed_model = emb.base_url, emb.model
+                env["MEMRIG_OPENCLAW_EMBED_API_KEY"] = emb.api_key
             else:
                 from services.embeddings_api.app import EmbeddingsConfig, start_server
 
-                emb = await asyncio.to_thread(lambda: self.embedder)
                 self._embed_model = emb.name
                 self._embed_runner, port = await start_server(
                     EmbeddingsConfig(models=(), preloaded={emb.name: emb}), "127.0.0.1", 0)
@@ -169,6 +177,7 @@ class OpenClawRealBackend(OpenClawBackend):
         if not line.startswith(b"READY"):
             await self._stop_sidecar()
             raise SidecarError(f"openclaw-real: the sidecar exited before it was ready; log: {self._log_tail()}")
+        self._drain = asyncio.create_task(self._drain_stdout(self._proc.stdout))
         self._session = aiohttp.ClientSession(
             connector=aiohttp.UnixConnector(path=sidecar_conf["socket"]),
             timeout=aiohttp.ClientTimeout(total=float(self.config["request_timeout_s"])))
@@ -194,6 +203,9 @@ class OpenClawRealBackend(OpenClawBackend):
             await p.wait()
 
     async def close(self) -> None:
+        if self._drain is not None:
+            self._drain.cancel()
+            self._drain = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -235,8 +247,8 @@ class OpenClawRealBackend(OpenClawBackend):
             "max_results": "request top_k (OpenClaw default 6)",
             "provider": "none (FTS-only)" if self.fts_only else "openai-compatible",
             "embedding_model": "" if self.fts_only else (self._embed_model or self.embedder_info()[0]),
-            "embeddings_endpoint": ("" if self.fts_only else "MEMRIG_EMBED_BASE_URL" if os.environ.get(
-                "MEMRIG_EMBED_BASE_URL") else "in-process /v1/embeddings on 127.0.0.1 (the rig's embedder + cache)"),
+            "embeddings_endpoint": ("" if self.fts_only else self._embed_url if self._embed_runner is None
+                                    else "in-process /v1/embeddings on 127.0.0.1 (the rig's embedder + cache)"),
             "node": self._health.get("node", ""),
             "openclaw_version": self._health.get("openclaw", OPENCLAW_VERSION),
             "clock": "reference_time → OpenClaw's Date.now() for each search (wall clock when absent)",
