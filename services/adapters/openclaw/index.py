@@ -329,28 +329,29 @@ class IndexStore:
                                  truncate_utf16_safe(r.text, self.snippet_max_chars), float(scores[i]), r.source))
         return out
 
+    def _fts_rows(self, namespace: str, sql_for_prefix, args: list) -> list[tuple]:
+        """Run one FTS5 MATCH query against the namespace's tables (`sql_for_prefix(prefix)` builds it) under the
+        store lock; an unknown namespace or a query FTS5 rejects yields no rows."""
+        with self._lock:
+            p = self._prefix(namespace, create=False)
+            if p is None:
+                return []
+            try:
+                return self._conn.execute(sql_for_prefix(p), args).fetchall()
+            except sqlite3.OperationalError:
+                return []
+
     def search_keyword(self, namespace: str, fts_query: str | None, limit: int, model: str | None,
                        rank_to_score) -> list[KeywordHit]:
         """searchKeyword: MATCH the built query, ORDER BY bm25 ASC LIMIT; textScore = bm25RankToScore(rank).
         The model clause is omitted in FTS-only mode (model None). A query FTS5 rejects yields no hits."""
         if not fts_query or limit <= 0:
             return []
-        with self._lock:
-            p = self._prefix(namespace, create=False)
-            if p is None:
-                return []
-            sql = (f"SELECT id, path, source, start_line, end_line, text, bm25({p}chunks_fts) AS rank"
-                   f" FROM {p}chunks_fts WHERE {p}chunks_fts MATCH ?")
-            args: list = [fts_query]
-            if model is not None:
-                sql += " AND model = ?"
-                args.append(model)
-            sql += " ORDER BY rank ASC LIMIT ?"
-            args.append(limit)
-            try:
-                rows = self._conn.execute(sql, args).fetchall()
-            except sqlite3.OperationalError:
-                return []
+        model_clause = "" if model is None else " AND model = ?"
+        args = [fts_query] + ([] if model is None else [model]) + [limit]
+        rows = self._fts_rows(namespace, lambda p: (
+            f"SELECT id, path, source, start_line, end_line, text, bm25({p}chunks_fts) AS rank"
+            f" FROM {p}chunks_fts WHERE {p}chunks_fts MATCH ?{model_clause} ORDER BY rank ASC LIMIT ?"), args)
         return [KeywordHit(cid, path, int(s), int(e), truncate_utf16_safe(text, self.snippet_max_chars),
                            rank_to_score(float(rank)), source)
                 for cid, path, source, s, e, text, rank in rows]
@@ -362,17 +363,9 @@ class IndexStore:
         Returns (id, path, source, start_line, end_line, text, rank); a query FTS5 rejects yields no rows."""
         if not fts_query or limit <= 0:
             return []
-        with self._lock:
-            p = self._prefix(namespace, create=False)
-            if p is None:
-                return []
-            try:
-                rows = self._conn.execute(
-                    f"SELECT id, path, source, start_line, end_line, text, bm25({p}chunks_fts) AS rank"
-                    f" FROM {p}chunks_fts WHERE {p}chunks_fts MATCH ? ORDER BY rank ASC LIMIT ?",
-                    (fts_query, limit)).fetchall()
-            except sqlite3.OperationalError:
-                return []
+        rows = self._fts_rows(namespace, lambda p: (
+            f"SELECT id, path, source, start_line, end_line, text, bm25({p}chunks_fts) AS rank"
+            f" FROM {p}chunks_fts WHERE {p}chunks_fts MATCH ? ORDER BY rank ASC LIMIT ?"), [fts_query, limit])
         return [(cid, path, source, int(s), int(e), text, float(rank)) for cid, path, source, s, e, text, rank in rows]
 
     def search_path_rows(self, namespace: str, fts_query: str | None) -> list[tuple[str, str, float]]:
@@ -381,16 +374,9 @@ class IndexStore:
         left out, as the upstream EXISTS clause does."""
         if not fts_query:
             return []
-        with self._lock:
-            p = self._prefix(namespace, create=False)
-            if p is None:
-                return []
-            try:
-                rows = self._conn.execute(
-                    f"SELECT path, source, bm25({p}paths_fts) AS rank FROM {p}paths_fts WHERE {p}paths_fts MATCH ?"
-                    " ORDER BY rank ASC, path ASC, source ASC", (fts_query,)).fetchall()
-            except sqlite3.OperationalError:
-                return []
+        rows = self._fts_rows(namespace, lambda p: (
+            f"SELECT path, source, bm25({p}paths_fts) AS rank FROM {p}paths_fts WHERE {p}paths_fts MATCH ?"
+            " ORDER BY rank ASC, path ASC, source ASC"), [fts_query])
         first = self.first_chunks(namespace)
         return [(path, source, float(rank)) for path, source, rank in rows if path in first]
 
