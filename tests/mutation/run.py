@@ -29,8 +29,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,9 @@ class ModuleResult:
     pending: int = 0
     seconds: float = 0.0
     baseline_ok: bool = True
+    baseline_s: float = 0.0  # one run of the module's whole test command on unmutated code
+    selective: bool = False  # mutants ran the tests that reach the changed line first (coverage map built)
+    commit: str = ""  # the code measured: git HEAD, "+dirty" when the working tree differed
     error: str = ""
     survivors: list[dict[str, Any]] = field(default_factory=list)
     equivalents: list[dict[str, Any]] = field(default_factory=list)
@@ -211,8 +216,25 @@ def cosmic_ray_bin() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "cosmic_ray.cli"]
 
 
+def coverage_map(scratch: Path, m: dict[str, Any], args: list[str], env: dict[str, str], work: Path,
+                 slug: str) -> Path | None:
+    """Run the module's tests once under coverage with per-test contexts and write the line → tests map
+    (tests/mutation/coverage_map.py); None when that fails (every mutant then runs the whole command)."""
+    data, out = work / f"{slug}.coverage", work / f"{slug}.map.json"
+    cmd = [sys.executable, "-m", "coverage", "run", f"--data-file={data}", f"--include={scratch / m['path']}",
+           "-m", "pytest", "-p", "tests.mutation.coverage_map", *args, *m["tests"]]
+    run = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
+    if run.returncode != 0:
+        return None
+    from tests.mutation.coverage_map import write_map
+
+    cover = write_map(data, scratch / m["path"], out)
+    return out if cover["tests"] else None
+
+
 def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
-               equivalents: dict[tuple[str, str, str], str], all_operators: bool = False) -> ModuleResult:
+               equivalents: dict[tuple[str, str, str], str], all_operators: bool = False,
+               selective: bool = True) -> ModuleResult:
     res = ModuleResult(m["path"], list(m["tests"]))
     work = scratch / ".mutation"
     work.mkdir(exist_ok=True)
@@ -220,9 +242,9 @@ def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
     cfg, db = work / f"{slug}.toml", work / f"{slug}.sqlite"
     args = list(m.get("args", defaults.get("args", [])))
     test_cmd = shlex.join([sys.executable, "-m", "pytest", *args, *m["tests"]])
+    timeout = float(m.get("timeout", defaults.get("timeout", 120)))
     excluded = [] if all_operators else list(m.get("exclude-operators", defaults.get("exclude-operators", [])))
-    cfg.write_text(cosmic_ray_config(m["path"], test_cmd, float(m.get("timeout", defaults.get("timeout", 120))),
-                                     excluded))
+    cfg.write_text(cosmic_ray_config(m["path"], test_cmd, timeout, excluded))
     env = {**os.environ, "PYTHONPATH": f"{scratch}{os.pathsep}{scratch / 'proto'}"}
     cr = cosmic_ray_bin()
     t0 = time.perf_counter()
@@ -233,11 +255,23 @@ def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
                             *([] if len(cr) == 1 else ["-m", "cosmic_ray.tools.filters.operators_filter"]),
                             str(db), str(cfg)], cwd=scratch, env=env, check=True, capture_output=True)
         skip_annotation_mutants(db, (scratch / m["path"]).read_text())
+        tb = time.perf_counter()
         base = subprocess.run([*cr, "baseline", str(cfg)], cwd=scratch, env=env, capture_output=True, text=True)
+        res.baseline_s = round(time.perf_counter() - tb, 1)
         if base.returncode != 0:
             res.baseline_ok = False
             res.error = f"baseline failed (the tests fail on unmutated code): {base.stderr[-800:]}"
             return res
+        cover = coverage_map(scratch, m, args, env, work, slug) if selective else None
+        if cover is not None:
+            original = work / f"{slug}.original.py"
+            shutil.copy2(scratch / m["path"], original)
+            wrapped = shlex.join([sys.executable, "-m", "tests.mutation.selective", "--map", str(cover),
+                                  "--module", str(scratch / m["path"]), "--original", str(original),
+                                  "--paths", str(len(m["tests"])), "--",
+                                  *shlex.split(test_cmd)])
+            cfg.write_text(cosmic_ray_config(m["path"], wrapped, timeout, excluded))
+            res.selective = True
         subprocess.run([*cr, "exec", str(cfg), str(db)], cwd=scratch, env=env, check=True, capture_output=True)
         dump = subprocess.run([*cr, "dump", str(db)], cwd=scratch, env=env, check=True, capture_output=True,
                               text=True).stdout
@@ -250,6 +284,13 @@ def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
     return res
 
 
+def code_version() -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True)
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def render(results: list[ModuleResult], target: float, total_s: float) -> str:
     out = ["# Mutation testing (cosmic-ray)", "",
            f"Kill rate = killed / (killed + survived); a timeout counts as killed; equivalent mutants "
@@ -257,13 +298,18 @@ def render(results: list[ModuleResult], target: float, total_s: float) -> str:
            f"Total {total_s / 60:.1f} min.", "",
            "Not run: `skipped` (operators the plan excludes) and `annot.` (mutants inside annotations, which "
            "`from __future__ import annotations` never evaluates).", "",
+           "Selective (`sel.`): each mutant first ran the tests that executed its line (a coverage map); a survivor "
+           "is always a survivor of the whole test command. `code`: the commit measured (`+dirty`: with "
+           "uncommitted changes). `base s`: one run of the whole test command.", "",
            "| module | mutants | killed | (timeouts) | survived | equivalent | incompetent | skipped | annot. | "
-           "kill rate | time s | tests |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "kill rate | time s | base s | sel. | code | tests |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         rate = "not measured" if r.error else ("—" if r.kill_rate is None else f"{r.kill_rate:.1%}")
         out.append(f"| {r.path} | {r.mutants} | {r.killed} | {r.timeouts} | {r.survived} | {r.equivalent} | "
-                   f"{r.incompetent} | {r.skipped} | {r.annotations} | {rate} | {r.seconds:.0f} | {', '.join(Path(t).name for t in r.tests)} |")
+                   f"{r.incompetent} | {r.skipped} | {r.annotations} | {rate} | {r.seconds:.0f} | {r.baseline_s:.1f} | "
+                   f"{'yes' if r.selective else 'no'} | {r.commit or '?'} | "
+                   f"{', '.join(Path(t).name for t in r.tests)} |")
     for r in results:
         if r.error:
             out += ["", f"## {r.path}: not measured", "", "```", r.error, "```"]
@@ -278,15 +324,36 @@ def render(results: list[ModuleResult], target: float, total_s: float) -> str:
     return "\n".join(out) + "\n"
 
 
+def previous_results(path: Path, keep_out: set[str]) -> list[ModuleResult]:
+    """The modules of an earlier report.json in the same --out that this run does not measure again, so one
+    report holds every module however the runs were split."""
+    if not path.is_file():
+        return []
+    try:
+        rows = json.loads(path.read_text()).get("modules", [])
+    except (OSError, ValueError):
+        return []
+    fields = set(ModuleResult.__dataclass_fields__)
+    return [ModuleResult(**{k: v for k, v in r.items() if k in fields}) for r in rows if r.get("path") not in keep_out]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--modules", help="comma-separated module paths (or substrings) from modules.toml; default all")
     ap.add_argument("--out", default=str(ROOT / "results" / "mutation"))
-    ap.add_argument("--keep", action="store_true", help="keep the scratch copy (its path is printed)")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch copies (their paths are printed)")
     ap.add_argument("--list", action="store_true", help="list the modules and their tests, run nothing")
     ap.add_argument("--all-operators", action="store_true",
                     help="ignore the plan's exclude-operators (every cosmic-ray operator; several times slower)")
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="modules measured at once, each in its own scratch copy (default 2)")
+    ap.add_argument("--no-selective", action="store_true",
+                    help="run the whole test command for every mutant (no coverage map; slower, same verdicts)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="drop the other modules' rows of an earlier report in --out instead of keeping them")
     a = ap.parse_args(argv)
+    if a.jobs < 1:
+        raise SystemExit("--jobs must be at least 1")
     defaults, modules, eq = load_plan()
     modules = select(modules, a.modules)
     if a.list:
@@ -295,31 +362,45 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     target = float(defaults.get("target", 0.9))
     eq_keys = equivalent_keys(eq)
-    scratch = Path(tempfile.mkdtemp(prefix="memrig-mutation-"))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    earlier = [] if a.fresh else previous_results(out / "report.json", {m["path"] for m in modules})
+    version = code_version()
+    order = {m["path"]: i for i, m in enumerate(load_plan()[1])}
     t0 = time.perf_counter()
     results: list[ModuleResult] = []
-    try:
+    lock = threading.Lock()
+    scratches: list[Path] = []
+
+    def one(m: dict[str, Any]) -> ModuleResult:
+        scratch = Path(tempfile.mkdtemp(prefix="memrig-mutation-"))
+        with lock:
+            scratches.append(scratch)
         scratch_copy(scratch)
-        for m in modules:
-            print(f"mutation: {m['path']} ...", flush=True)
-            r = run_module(scratch, m, defaults, eq_keys, a.all_operators)
-            rate = "not measured" if r.error else (f"{r.kill_rate:.1%}" if r.kill_rate is not None else "—")
-            print(f"mutation: {m['path']}: {r.mutants} mutants ({r.skipped} skipped by operator, {r.annotations} in "
-                  f"annotations), {r.killed} killed, "
-                  f"{r.survived} survived, {r.equivalent} equivalent, kill rate {rate}, {r.seconds:.0f} s", flush=True)
+        print(f"mutation: {m['path']} ...", flush=True)
+        r = run_module(scratch, m, defaults, eq_keys, a.all_operators, selective=not a.no_selective)
+        r.commit = version
+        rate = "not measured" if r.error else (f"{r.kill_rate:.1%}" if r.kill_rate is not None else "—")
+        print(f"mutation: {m['path']}: {r.mutants} mutants ({r.skipped} skipped by operator, {r.annotations} in "
+              f"annotations), {r.killed} killed, {r.survived} survived, {r.equivalent} equivalent, "
+              f"kill rate {rate}, {r.seconds:.0f} s", flush=True)
+        with lock:
             results.append(r)
+            rows = sorted(earlier + results, key=lambda x: order.get(x.path, len(order)))
             total = time.perf_counter() - t0
-            (out / "report.md").write_text(render(results, target, total))
+            (out / "report.md").write_text(render(rows, target, total))
             (out / "report.json").write_text(json.dumps(
                 {"tool": "cosmic-ray", "target": target, "seconds": round(total, 1),
-                 "modules": [{**asdict(r), "kill_rate": r.kill_rate} for r in results]}, indent=1))
-    finally:
-        if a.keep:
-            print(f"mutation: scratch copy kept at {scratch}")
-        else:
+                 "modules": [{**asdict(x), "kill_rate": x.kill_rate} for x in rows]}, indent=1))
+        if not a.keep:
             shutil.rmtree(scratch, ignore_errors=True)
+        return r
+
+    with ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        list(pool.map(one, modules))
+    if a.keep:
+        for s in scratches:
+            print(f"mutation: scratch copy kept at {s}")
     print(f"mutation: report in {out / 'report.md'}")
     bad = [r for r in results if r.error or (r.kill_rate is not None and r.kill_rate < target)]
     return 1 if bad else 0
