@@ -92,7 +92,7 @@ load-bench: setup
 # results/mutation/report.md. CPU-heavy (see README); MODULES=a.py,b.py limits it. Not part of `make test`.
 mutation: setup
 	nice -n 19 $(BIN)/python -m tests.mutation.run $(if $(MODULES),--modules $(MODULES),) \
-		--out $(or $(OUT),results/mutation)
+		--jobs $(or $(JOBS),2) $(if $(RERUN),--rerun-survivors,) --out $(or $(OUT),results/mutation)
 
 clean:
 	rm -rf results/.tmp build *.egg-info

@@ -116,3 +116,27 @@ def test_plan_equivalents_match_cosmic_ray_diffs():
     r = ModuleResult("services/coordinator/metrics/latency.py", ["t"])
     tally(r, [row], equivalent_keys(load_plan()[2]))
     assert (r.equivalent, r.survived) == (1, 0) and "never negative" in r.equivalents[0]["reason"]
+
+
+def test_rerun_survivors_only_for_the_same_complete_source():
+    from tests.mutation.run import rerun_set
+
+    prev = ModuleResult("m.py", ["t"], mutants=10, killed=8, survived=1, equivalent=1, source_sha256="abc",
+                        commit="c1", survivors=[{"operator": "core/NumberReplacer", "occurrence": 3}],
+                        equivalents=[{"operator": "core/ReplaceComparisonOperator_Lt_LtE", "occurrence": 0}])
+    assert rerun_set(prev, "abc") == {("core/NumberReplacer", 3), ("core/ReplaceComparisonOperator_Lt_LtE", 0)}
+    assert rerun_set(prev, "def") is None  # the module changed: its mutants are not the same
+    assert rerun_set(None, "abc") is None
+    for broken in ({"pending": 1}, {"incompetent": 1}, {"error": "baseline failed"}, {"mutants": 0}):
+        assert rerun_set(ModuleResult(**{**prev.__dict__, **broken}), "abc") is None
+
+
+def test_carried_mutants_count_as_killed_and_are_reported():
+    from tests.mutation.run import CARRIED
+
+    rows = [_row(1, "core/NumberReplacer", "killed"), _row(2, "core/NumberReplacer", "survived", DIFF_SURV)]
+    rows.append([rows[0][0] | {"job_id": "3"}, {"worker_outcome": "skipped", "output": CARRIED}])
+    r = ModuleResult("m.py", ["tests/test_x.py"], carried_from="c1")
+    tally(r, rows, {})
+    assert (r.mutants, r.killed, r.carried, r.survived, r.skipped) == (3, 2, 1, 1, 0)
+    assert "| 1 from c1 |" in render([r], 0.9, 60.0)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import os
 import shlex
@@ -59,6 +60,9 @@ class ModuleResult:
     baseline_s: float = 0.0  # one run of the module's whole test command on unmutated code
     selective: bool = False  # mutants ran the tests that reach the changed line first (coverage map built)
     commit: str = ""  # the code measured: git HEAD, "+dirty" when the working tree differed
+    source_sha256: str = ""  # of the mutated module as measured
+    carried: int = 0  # --rerun-survivors: killed in the earlier full run of the same source, not run again
+    carried_from: str = ""  # the commit of that earlier run
     error: str = ""
     survivors: list[dict[str, Any]] = field(default_factory=list)
     equivalents: list[dict[str, Any]] = field(default_factory=list)
@@ -180,6 +184,33 @@ def equivalent_keys(equivalents: list[dict[str, Any]]) -> dict[tuple[str, str, s
     return {(e["module"], e["operator"], e["changed"].strip()): e["reason"] for e in equivalents}
 
 
+CARRIED = "carried: killed in an earlier run of the same source"
+
+
+def carry_killed(db_path: Path, rerun: set[tuple[str, int]]) -> int:
+    """--rerun-survivors: mark every pending mutant not in `rerun` ((operator, occurrence) of the earlier run's
+    survivors and equivalents) as killed-before, so only those run again; returns how many were carried."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    n = 0
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            if not any((m.operator_name, m.occurrence) in rerun for m in item.mutations):
+                db.set_result(item.job_id, WorkResult(output=CARRIED, worker_outcome=WorkerOutcome.SKIPPED))
+                n += 1
+    return n
+
+
+def rerun_set(prev: ModuleResult | None, source_sha: str) -> set[tuple[str, int]] | None:
+    """The mutants to run again when an earlier result of the same source is complete (nothing pending or
+    incompetent, measured), else None (a full run)."""
+    if (prev is None or prev.error or not prev.source_sha256 or prev.source_sha256 != source_sha
+            or prev.pending or prev.incompetent or prev.mutants == 0):
+        return None
+    return {(x["operator"], int(x["occurrence"])) for x in [*prev.survivors, *prev.equivalents]}
+
+
 def tally(res: ModuleResult, rows: list[list[Any]], equivalents: dict[tuple[str, str, str], str]) -> None:
     """Count the dump rows ([work item, result or null]) of one module into `res`."""
     for item, result in rows:
@@ -189,7 +220,10 @@ def tally(res: ModuleResult, rows: list[list[Any]], equivalents: dict[tuple[str,
             res.pending += 1
             continue
         if str(result.get("worker_outcome", "")).lower() == "skipped":
-            if (result.get("output") or "").startswith("annotation"):
+            if (result.get("output") or "").startswith(CARRIED):
+                res.killed += 1
+                res.carried += 1
+            elif (result.get("output") or "").startswith("annotation"):
                 res.annotations += 1
             else:
                 res.skipped += 1
@@ -234,8 +268,9 @@ def coverage_map(scratch: Path, m: dict[str, Any], args: list[str], env: dict[st
 
 def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
                equivalents: dict[tuple[str, str, str], str], all_operators: bool = False,
-               selective: bool = True) -> ModuleResult:
+               selective: bool = True, previous: ModuleResult | None = None) -> ModuleResult:
     res = ModuleResult(m["path"], list(m["tests"]))
+    res.source_sha256 = hashlib.sha256((scratch / m["path"]).read_bytes()).hexdigest()
     work = scratch / ".mutation"
     work.mkdir(exist_ok=True)
     slug = m["path"].replace("/", "_").removesuffix(".py")
@@ -255,6 +290,10 @@ def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
                             *([] if len(cr) == 1 else ["-m", "cosmic_ray.tools.filters.operators_filter"]),
                             str(db), str(cfg)], cwd=scratch, env=env, check=True, capture_output=True)
         skip_annotation_mutants(db, (scratch / m["path"]).read_text())
+        rerun = rerun_set(previous, res.source_sha256) if previous is not None else None
+        if rerun is not None:
+            carry_killed(db, rerun)
+            res.carried_from = previous.commit
         tb = time.perf_counter()
         base = subprocess.run([*cr, "baseline", str(cfg)], cwd=scratch, env=env, capture_output=True, text=True)
         res.baseline_s = round(time.perf_counter() - tb, 1)
@@ -300,15 +339,17 @@ def render(results: list[ModuleResult], target: float, total_s: float) -> str:
            "`from __future__ import annotations` never evaluates).", "",
            "Selective (`sel.`): each mutant first ran the tests that executed its line (a coverage map); a survivor "
            "is always a survivor of the whole test command. `code`: the commit measured (`+dirty`: with "
-           "uncommitted changes). `base s`: one run of the whole test command.", "",
+           "uncommitted changes). `base s`: one run of the whole test command. `carried`: with `--rerun-survivors`, "
+           "killed in the earlier full run of the same source (`from`) and not run again.", "",
            "| module | mutants | killed | (timeouts) | survived | equivalent | incompetent | skipped | annot. | "
-           "kill rate | time s | base s | sel. | code | tests |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "kill rate | time s | base s | sel. | code | carried | tests |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         rate = "not measured" if r.error else ("—" if r.kill_rate is None else f"{r.kill_rate:.1%}")
         out.append(f"| {r.path} | {r.mutants} | {r.killed} | {r.timeouts} | {r.survived} | {r.equivalent} | "
                    f"{r.incompetent} | {r.skipped} | {r.annotations} | {rate} | {r.seconds:.0f} | {r.baseline_s:.1f} | "
                    f"{'yes' if r.selective else 'no'} | {r.commit or '?'} | "
+                   f"{f'{r.carried} from {r.carried_from}' if r.carried else '—'} | "
                    f"{', '.join(Path(t).name for t in r.tests)} |")
     for r in results:
         if r.error:
@@ -349,6 +390,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="modules measured at once, each in its own scratch copy (default 2)")
     ap.add_argument("--no-selective", action="store_true",
                     help="run the whole test command for every mutant (no coverage map; slower, same verdicts)")
+    ap.add_argument("--rerun-survivors", action="store_true",
+                    help="run again only the survivors (and equivalents) of the earlier full run in --out, for each "
+                         "module whose source is unchanged (tests added since); the others count as killed then. "
+                         "For iterating on tests; quote figures from a full run")
     ap.add_argument("--fresh", action="store_true",
                     help="drop the other modules' rows of an earlier report in --out instead of keeping them")
     a = ap.parse_args(argv)
@@ -364,7 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     eq_keys = equivalent_keys(eq)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    earlier = [] if a.fresh else previous_results(out / "report.json", {m["path"] for m in modules})
+    prior = {r.path: r for r in previous_results(out / "report.json", set())}
+    earlier = [] if a.fresh else [r for p, r in prior.items() if p not in {m["path"] for m in modules}]
     version = code_version()
     order = {m["path"]: i for i, m in enumerate(load_plan()[1])}
     t0 = time.perf_counter()
@@ -378,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
             scratches.append(scratch)
         scratch_copy(scratch)
         print(f"mutation: {m['path']} ...", flush=True)
-        r = run_module(scratch, m, defaults, eq_keys, a.all_operators, selective=not a.no_selective)
+        r = run_module(scratch, m, defaults, eq_keys, a.all_operators, selective=not a.no_selective,
+                       previous=prior.get(m["path"]) if a.rerun_survivors else None)
         r.commit = version
         rate = "not measured" if r.error else (f"{r.kill_rate:.1%}" if r.kill_rate is not None else "—")
         print(f"mutation: {m['path']}: {r.mutants} mutants ({r.skipped} skipped by operator, {r.annotations} in "
