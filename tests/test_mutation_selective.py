@@ -117,3 +117,77 @@ def test_coverage_map_names_the_tests_that_ran_each_line(tmp_path):
     assert m["tests"]["4"] == ["test_c.py::test_low"]
     assert m["tests"]["5"] == ["test_c.py::test_high"]
     assert m["import_lines"] == [1, 2]  # the constant and the def run while the test file is collected
+
+
+def test_forkserver_preloads_only_what_lies_outside_the_repository(tmp_path):
+    from types import SimpleNamespace
+
+    from tests.mutation.forkserver import project_names, third_party
+
+    (tmp_path / "services").mkdir()
+    (tmp_path / "proto").mkdir()
+    (tmp_path / "proto" / "memrig_pb2.py").write_text("")
+    (tmp_path / "conftest.py").write_text("")
+    own = project_names(tmp_path)
+    assert {"services", "proto", "memrig_pb2", "conftest"} <= own
+    mods = {"numpy": SimpleNamespace(__file__="/usr/lib/numpy/__init__.py"),
+            "services.x": SimpleNamespace(__file__="/elsewhere/services/x.py"),  # a repo package, wherever it is
+            "local": SimpleNamespace(__file__=str(tmp_path / "local.py")),  # lives in the repository
+            "sys": SimpleNamespace(), "__main__": SimpleNamespace(__file__="/x/m.py")}
+    assert third_party(mods, tmp_path, own) == ["numpy"]
+
+
+def test_forkserver_runs_each_request_in_a_fresh_child_that_sees_the_file_on_disk(tmp_path):
+    from tests.mutation.forkserver import request
+
+    (tmp_path / "cmod.py").write_text("VALUE = 1\n")
+    (tmp_path / "test_c.py").write_text("from cmod import VALUE\ndef test_v():\n    assert VALUE == 1\n")
+    sock = tmp_path / "s"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "PYTHONDONTWRITEBYTECODE": "1"}
+    args = ["-q", "-p", "no:cacheprovider", "test_c.py"]
+    proc = subprocess.Popen([sys.executable, "-m", "tests.mutation.forkserver", "--socket", str(sock), "--", *args],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        assert request(str(sock), args) == 0
+        (tmp_path / "cmod.py").write_text("VALUE = 2\n")  # a mutant: the next child imports it afresh
+        assert request(str(sock), args) == 1
+        (tmp_path / "cmod.py").write_text("VALUE = 1\n")
+        assert request(str(sock), args) == 0
+        assert request(str(sock), [*args[:-1], "missing_test.py"]) == 4  # pytest's usage error, passed through
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert request(str(sock), args) is None  # no server: the caller runs the command itself
+
+
+def test_forkserver_kills_the_run_when_the_client_goes_away(tmp_path):
+    import socket
+    import time
+
+    (tmp_path / "test_h.py").write_text(
+        "import os, time\ndef test_hang():\n"
+        f"    open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid()))\n    time.sleep(60)\n")
+    sock = tmp_path / "s"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "PYTHONDONTWRITEBYTECODE": "1"}
+    args = ["-q", "-p", "no:cacheprovider", "test_h.py"]
+    proc = subprocess.Popen([sys.executable, "-m", "tests.mutation.forkserver", "--socket", str(sock), "--",
+                             "--co", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:  # a client that times out, as cosmic-ray does
+            c.connect(str(sock))
+            c.sendall((json.dumps({"args": args}) + "\n").encode())
+            deadline = time.monotonic() + 20
+            while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text():
+                assert time.monotonic() < deadline, "the test never started"
+                time.sleep(0.05)
+        pid = int((tmp_path / "pid").read_text())
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+            assert time.monotonic() < deadline, "the abandoned run is still alive"
+            time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

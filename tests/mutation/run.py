@@ -11,6 +11,11 @@ Operators: by default the plan excludes binary-operator replacements into FloorD
 bitwise operators (on this float/str code they raise at once: killed, but each costs a full test run; they
 were ~60% of all mutants); `--all-operators` keeps them.
 
+Speed: each mutant first runs only the tests whose coverage reached its line and the whole command only when
+they pass (tests/mutation/selective.py: verdicts equal a full run's), and every pytest run is a fork of a warm
+server holding pytest and the third-party imports (tests/mutation/forkserver.py; `--no-fork` turns it off).
+`--jobs N` modules run at once, each in its own scratch copy.
+
 Output (`--out`, default results/mutation): report.md (kill rate per module, surviving mutants with their
 diffs, equivalent mutants with reasons, timing) and report.json. Exit status 1 when a measured module is below
 the target kill rate (modules.toml, 90%) or a baseline failed.
@@ -27,6 +32,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -59,6 +65,7 @@ class ModuleResult:
     baseline_ok: bool = True
     baseline_s: float = 0.0  # one run of the module's whole test command on unmutated code
     selective: bool = False  # mutants ran the tests that reach the changed line first (coverage map built)
+    forked: bool = False  # test runs were forks of a warm server (tests/mutation/forkserver.py)
     commit: str = ""  # the code measured: git HEAD, "+dirty" when the working tree differed
     source_sha256: str = ""  # of the mutated module as measured
     carried: int = 0  # --rerun-survivors: killed in the earlier full run of the same source, not run again
@@ -257,7 +264,8 @@ def coverage_map(scratch: Path, m: dict[str, Any], args: list[str], env: dict[st
     data, out = work / f"{slug}.coverage", work / f"{slug}.map.json"
     cmd = [sys.executable, "-m", "coverage", "run", f"--data-file={data}", f"--include={scratch / m['path']}",
            "-m", "pytest", "-p", "tests.mutation.coverage_map", *args, *m["tests"]]
-    run = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
+    run = subprocess.run(cmd, cwd=scratch, env={**env, "PYTHONDONTWRITEBYTECODE": "1"}, capture_output=True,
+                         text=True)
     if run.returncode != 0:
         return None
     from tests.mutation.coverage_map import write_map
@@ -266,9 +274,44 @@ def coverage_map(scratch: Path, m: dict[str, Any], args: list[str], env: dict[st
     return out if cover["tests"] else None
 
 
+class ForkServer:
+    """tests/mutation/forkserver.py for one module's scratch copy: started after the baseline, checked on unmutated
+    code (the module's whole test command must pass through it), stopped by PID (its process group)."""
+
+    def __init__(self, scratch: Path, pytest_args: list[str], env: dict[str, str]):
+        self.dir = Path(tempfile.mkdtemp(prefix="mrfs-"))
+        self.socket = str(self.dir / "s")
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.mutation.forkserver", "--socket", self.socket,
+                                      "--", *pytest_args], cwd=scratch, env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     start_new_session=True)
+
+    def ready(self, pytest_args: list[str], timeout: float = 120.0) -> bool:
+        from tests.mutation.forkserver import request
+
+        ok: list[bool] = []
+        reader = threading.Thread(target=lambda: ok.append(self.proc.stdout.readline().strip() == "ready"),
+                                  daemon=True)
+        reader.start()
+        reader.join(timeout)
+        return bool(ok and ok[0]) and request(self.socket, pytest_args) == 0
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
                equivalents: dict[tuple[str, str, str], str], all_operators: bool = False,
-               selective: bool = True, previous: ModuleResult | None = None) -> ModuleResult:
+               selective: bool = True, previous: ModuleResult | None = None, fork: bool = True) -> ModuleResult:
     res = ModuleResult(m["path"], list(m["tests"]))
     res.source_sha256 = hashlib.sha256((scratch / m["path"]).read_bytes()).hexdigest()
     work = scratch / ".mutation"
@@ -282,6 +325,7 @@ def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
     cfg.write_text(cosmic_ray_config(m["path"], test_cmd, timeout, excluded))
     env = {**os.environ, "PYTHONPATH": f"{scratch}{os.pathsep}{scratch / 'proto'}"}
     cr = cosmic_ray_bin()
+    server: ForkServer | None = None
     t0 = time.perf_counter()
     try:
         subprocess.run([*cr, "init", str(cfg), str(db)], cwd=scratch, env=env, check=True, capture_output=True)
@@ -305,9 +349,17 @@ def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
         if cover is not None:
             original = work / f"{slug}.original.py"
             shutil.copy2(scratch / m["path"], original)
+            if fork:
+                server = ForkServer(scratch, [*args, *m["tests"]], env)
+                if server.ready([*args, *m["tests"]]):
+                    res.forked = True
+                else:
+                    server.stop()
+                    server = None
             wrapped = shlex.join([sys.executable, "-m", "tests.mutation.selective", "--map", str(cover),
                                   "--module", str(scratch / m["path"]), "--original", str(original),
-                                  "--paths", str(len(m["tests"])), "--",
+                                  "--paths", str(len(m["tests"])),
+                                  *(["--server", server.socket] if server else []), "--",
                                   *shlex.split(test_cmd)])
             cfg.write_text(cosmic_ray_config(m["path"], wrapped, timeout, excluded))
             res.selective = True
@@ -318,6 +370,8 @@ def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
         res.error = f"{' '.join(e.cmd[:3])} exited {e.returncode}: {(e.stderr or b'')[-800:]!r}"
         return res
     finally:
+        if server is not None:
+            server.stop()
         res.seconds = round(time.perf_counter() - t0, 1)
     tally(res, [json.loads(line) for line in dump.splitlines() if line.strip()], equivalents)
     return res
@@ -338,7 +392,7 @@ def render(results: list[ModuleResult], target: float, total_s: float) -> str:
            "Not run: `skipped` (operators the plan excludes) and `annot.` (mutants inside annotations, which "
            "`from __future__ import annotations` never evaluates).", "",
            "Selective (`sel.`): each mutant first ran the tests that executed its line (a coverage map); a survivor "
-           "is always a survivor of the whole test command. `code`: the commit measured (`+dirty`: with "
+           "is always a survivor of the whole test command; `+ fork`: test runs were forks of a warm server. `code`: the commit measured (`+dirty`: with "
            "uncommitted changes). `base s`: one run of the whole test command. `carried`: with `--rerun-survivors`, "
            "killed in the earlier full run of the same source (`from`) and not run again.", "",
            "| module | mutants | killed | (timeouts) | survived | equivalent | incompetent | skipped | annot. | "
@@ -348,7 +402,7 @@ def render(results: list[ModuleResult], target: float, total_s: float) -> str:
         rate = "not measured" if r.error else ("—" if r.kill_rate is None else f"{r.kill_rate:.1%}")
         out.append(f"| {r.path} | {r.mutants} | {r.killed} | {r.timeouts} | {r.survived} | {r.equivalent} | "
                    f"{r.incompetent} | {r.skipped} | {r.annotations} | {rate} | {r.seconds:.0f} | {r.baseline_s:.1f} | "
-                   f"{'yes' if r.selective else 'no'} | {r.commit or '?'} | "
+                   f"{'yes' if r.selective else 'no'}{' + fork' if r.forked else ''} | {r.commit or '?'} | "
                    f"{f'{r.carried} from {r.carried_from}' if r.carried else '—'} | "
                    f"{', '.join(Path(t).name for t in r.tests)} |")
     for r in results:
@@ -390,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="modules measured at once, each in its own scratch copy (default 2)")
     ap.add_argument("--no-selective", action="store_true",
                     help="run the whole test command for every mutant (no coverage map; slower, same verdicts)")
+    ap.add_argument("--no-fork", action="store_true",
+                    help="start every test run as a fresh interpreter instead of forking a warm server")
     ap.add_argument("--rerun-survivors", action="store_true",
                     help="run again only the survivors (and equivalents) of the earlier full run in --out, for each "
                          "module whose source is unchanged (tests added since); the others count as killed then. "
@@ -425,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         scratch_copy(scratch)
         print(f"mutation: {m['path']} ...", flush=True)
         r = run_module(scratch, m, defaults, eq_keys, a.all_operators, selective=not a.no_selective,
-                       previous=prior.get(m["path"]) if a.rerun_survivors else None)
+                       previous=prior.get(m["path"]) if a.rerun_survivors else None, fork=not a.no_fork)
         r.commit = version
         rate = "not measured" if r.error else (f"{r.kill_rate:.1%}" if r.kill_rate is not None else "—")
         print(f"mutation: {m['path']}: {r.mutants} mutants ({r.skipped} skipped by operator, {r.annotations} in "

@@ -13,6 +13,9 @@ PATH with the unmutated copy ORIG; MAP (tests/mutation/coverage_map.py) names th
   when they all pass, the whole command decides, so a survivor is always a survivor of the module's full test
   command and selection only makes killing cheaper, never changes a verdict.
 
+With `--server SOCK` each pytest run happens in a fork of a warm server (tests/mutation/forkserver.py); when the
+server does not answer, as a subprocess.
+
 Exit status: that of the command that decided (0 = the mutant survived).
 """
 
@@ -24,6 +27,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.mutation.forkserver import request
 
 # pytest exit codes that say nothing about the mutant: interrupted, internal error, usage error, no tests collected
 _NOT_A_VERDICT = {2, 3, 4, 5}
@@ -75,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--module", required=True)
     ap.add_argument("--original", required=True)
     ap.add_argument("--paths", type=int, required=True, help="how many trailing arguments of COMMAND are test paths")
+    ap.add_argument("--server", help="a fork server's socket (tests/mutation/forkserver.py) to run pytest in")
     a = ap.parse_args(argv[:cut])
     command = argv[cut + 1:]
     cover = json.loads(Path(a.map).read_text())
@@ -82,9 +88,19 @@ def main(argv: list[str] | None = None) -> int:
     picked = select_tests(lines, cover)
     if picked:
         base, _paths = split_command(command, a.paths)
-        first = subprocess.run([*base, *picked]).returncode
+        first = run([*base, *picked], a.server)
         if first not in (0, *_NOT_A_VERDICT):
             return first  # a reaching test failed: killed
+    return run(command, a.server)
+
+
+def run(command: list[str], server: str | None) -> int:
+    """Exit status of `command` (`python -m pytest ARGS`): in a fork of the server when one is given and
+    answers, else as a subprocess."""
+    if server and command[1:3] == ["-m", "pytest"]:
+        code = request(server, command[3:])
+        if code is not None:
+            return code
     return subprocess.run(command).returncode
 
 
