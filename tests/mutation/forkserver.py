@@ -8,13 +8,14 @@ What keeps verdicts right:
   Bytecode is never written (PYTHONDONTWRITEBYTECODE), so a mutant can't be shadowed by a cached original.
 - Each child runs `pytest.main(args)` in its own process group; when the client goes away (cosmic-ray's timeout
   kills the test command) the server kills that whole group, and it kills the group's leftovers after every run.
-- run.py checks the server on unmutated code before any mutant (the baseline must pass through it too), and uses
-  plain subprocesses for a module whose tests don't pass that way.
+- run.py checks the server on unmutated code before any mutant (the baseline must pass through it too); when the
+  tests fail that way it tries `--safe` (only computational libraries and pytest preloaded: aiohttp/asyncio state
+  imported before the fork has broken a test that patches aiohttp), then plain subprocesses.
 
 Protocol (Unix socket, one request at a time): the client sends one JSON line {"args": [...]} (pytest's arguments)
 and reads one JSON line {"exit": N}.
 
-    python -m tests.mutation.forkserver --socket PATH -- PYTEST_ARGS...     # serve; PYTEST_ARGS pick the preloads
+    python -m tests.mutation.forkserver --socket PATH [--safe] -- PYTEST_ARGS...  # serve; PYTEST_ARGS pick the preloads
 """
 
 from __future__ import annotations
@@ -57,6 +58,13 @@ def third_party(modules: dict[str, object], root: Path, own: set[str]) -> list[s
         except ValueError:
             out.append(name)
     return sorted(out)
+
+
+# The fallback preload when a module's tests fail under the full one (e.g. aiohttp/asyncio state that a test patches
+# behaves differently when imported before the fork): computational libraries and pytest only.
+SAFE_TOP = ("_pytest", "pytest", "pluggy", "iniconfig", "packaging", "numpy", "scipy", "tiktoken", "regex", "google",
+            "grpc", "torch", "transformers", "sentence_transformers", "tokenizers", "safetensors", "huggingface_hub",
+            "bm25s", "sklearn", "psutil", "yaml", "orjson")
 
 
 def _devnull_stdio() -> None:
@@ -188,13 +196,17 @@ def main(argv: list[str] | None = None) -> int:
     cut = argv.index("--") if "--" in argv else len(argv)
     ap = argparse.ArgumentParser(prog="tests.mutation.forkserver")
     ap.add_argument("--socket", required=True)
+    ap.add_argument("--safe", action="store_true", help="preload only the SAFE_TOP libraries")
     a = ap.parse_args(argv[:cut])
     pytest_args = argv[cut + 1:]
     sys.dont_write_bytecode = True
     root = Path.cwd()
     import pytest  # noqa: F401 - preloaded for every child
 
-    preload(discover_preloads(pytest_args, root))
+    names = discover_preloads(pytest_args, root)
+    if a.safe:
+        names = [n for n in names if n.split(".")[0] in SAFE_TOP]
+    preload(names)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(a.socket)
     srv.listen(4)

@@ -1,7 +1,8 @@
 """`make mutation`: mutation testing (cosmic-ray 8.7, a maintained tool) over the modules whose numbers memrig
 quotes, listed with the tests that must kill their mutants in tests/mutation/modules.toml.
 
-Why cosmic-ray: every mutant runs the module's test command in a fresh subprocess, so asyncio, gRPC and forked
+Why cosmic-ray: every mutant runs the module's tests in a fresh process (a subprocess, or a fork of a server that
+has imported nothing from the repository), so asyncio, gRPC and forked
 servers in the tests need no special care, and a hanging mutant is killed by its timeout (and counted killed).
 The working tree is never mutated: the tracked (and untracked, not ignored) files are copied to a scratch
 directory and cosmic-ray edits the copy. Per module: `cosmic-ray init`, `baseline` (the tests must pass on the
@@ -65,7 +66,7 @@ class ModuleResult:
     baseline_ok: bool = True
     baseline_s: float = 0.0  # one run of the module's whole test command on unmutated code
     selective: bool = False  # mutants ran the tests that reach the changed line first (coverage map built)
-    forked: bool = False  # test runs were forks of a warm server (tests/mutation/forkserver.py)
+    forked: str = ""  # test runs were forks of a warm server (forkserver.py): "full" or "safe" preload
     commit: str = ""  # the code measured: git HEAD, "+dirty" when the working tree differed
     source_sha256: str = ""  # of the mutated module as measured
     carried: int = 0  # --rerun-survivors: killed in the earlier full run of the same source, not run again
@@ -278,11 +279,12 @@ class ForkServer:
     """tests/mutation/forkserver.py for one module's scratch copy: started after the baseline, checked on unmutated
     code (the module's whole test command must pass through it), stopped by PID (its process group)."""
 
-    def __init__(self, scratch: Path, pytest_args: list[str], env: dict[str, str]):
+    def __init__(self, scratch: Path, pytest_args: list[str], env: dict[str, str], safe: bool = False):
         self.dir = Path(tempfile.mkdtemp(prefix="mrfs-"))
         self.socket = str(self.dir / "s")
+        self.safe = safe
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.mutation.forkserver", "--socket", self.socket,
-                                      "--", *pytest_args], cwd=scratch, env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
+                                      *(["--safe"] if safe else []), "--", *pytest_args], cwd=scratch, env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                      start_new_session=True)
 
@@ -349,13 +351,13 @@ def run_module(scratch: Path, m: dict[str, Any], defaults: dict[str, Any],
         if cover is not None:
             original = work / f"{slug}.original.py"
             shutil.copy2(scratch / m["path"], original)
-            if fork:
-                server = ForkServer(scratch, [*args, *m["tests"]], env)
+            for safe in ((False, True) if fork else ()):
+                server = ForkServer(scratch, [*args, *m["tests"]], env, safe=safe)
                 if server.ready([*args, *m["tests"]]):
-                    res.forked = True
-                else:
-                    server.stop()
-                    server = None
+                    res.forked = "safe" if safe else "full"
+                    break
+                server.stop()
+                server = None
             wrapped = shlex.join([sys.executable, "-m", "tests.mutation.selective", "--map", str(cover),
                                   "--module", str(scratch / m["path"]), "--original", str(original),
                                   "--paths", str(len(m["tests"])),
@@ -402,7 +404,7 @@ def render(results: list[ModuleResult], target: float, total_s: float) -> str:
         rate = "not measured" if r.error else ("—" if r.kill_rate is None else f"{r.kill_rate:.1%}")
         out.append(f"| {r.path} | {r.mutants} | {r.killed} | {r.timeouts} | {r.survived} | {r.equivalent} | "
                    f"{r.incompetent} | {r.skipped} | {r.annotations} | {rate} | {r.seconds:.0f} | {r.baseline_s:.1f} | "
-                   f"{'yes' if r.selective else 'no'}{' + fork' if r.forked else ''} | {r.commit or '?'} | "
+                   f"{'yes' if r.selective else 'no'}{f' + fork ({r.forked})' if r.forked else ''} | {r.commit or '?'} | "
                    f"{f'{r.carried} from {r.carried_from}' if r.carried else '—'} | "
                    f"{', '.join(Path(t).name for t in r.tests)} |")
     for r in results:
@@ -429,7 +431,11 @@ def previous_results(path: Path, keep_out: set[str]) -> list[ModuleResult]:
     except (OSError, ValueError):
         return []
     fields = set(ModuleResult.__dataclass_fields__)
-    return [ModuleResult(**{k: v for k, v in r.items() if k in fields}) for r in rows if r.get("path") not in keep_out]
+    out = [ModuleResult(**{k: v for k, v in r.items() if k in fields}) for r in rows if r.get("path") not in keep_out]
+    for r in out:
+        if isinstance(r.forked, bool):  # reports before the safe preload said only yes/no
+            r.forked = "full" if r.forked else ""
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
