@@ -57,3 +57,37 @@ def test_binary_label_parsing_and_j():
     assert qa.parse_binary_label("maybe") is None
     assert qa.binary_j([True, False, True, True]) == 0.75
     assert qa.binary_j([]) is None
+
+
+def test_registered_qa_metrics_are_rates_where_higher_is_better():
+    from services.coordinator.metrics.registry import get_metric
+
+    for name, fn in (("token_f1", qa.token_f1), ("locomo_f1", qa.locomo_f1), ("exact_match", qa.exact_match),
+                     ("binary_j", qa.binary_j)):
+        m = get_metric(name)
+        assert (m.higher_is_better, m.unit) == (True, "rate"), name
+        assert m.fn is fn, name
+
+
+def test_only_category_3_keeps_the_first_semicolon_part():
+    # gold "paris; london": category 3 scores against "paris" alone (F1 1.0); categories 2 and 4 against both
+    # tokens: P = 1, R = 1/2, F1 = 2/3
+    assert qa.locomo_f1("paris", "paris; london", 3) == pytest.approx(1.0)
+    for cat in (2, 4):
+        assert qa.locomo_f1("paris", "paris; london", cat) == pytest.approx(2 / 3)
+    # and only category 1 splits on commas: "paris, london" vs gold "paris": category 1 takes the best part (1.0),
+    # category 2 the whole prediction (P = 1/2, R = 1, F1 = 2/3)
+    assert qa.locomo_f1("paris, london", "paris", 1) == pytest.approx(1.0)
+    assert qa.locomo_f1("paris, london", "paris", 2) == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("cat", [0, 6, -1])
+def test_locomo_f1_rejects_a_category_outside_1_to_5(cat):
+    with pytest.raises(ValueError, match=f"category: {cat} is not"):
+        qa.locomo_f1("no information available", "x", cat)
+
+
+def test_exact_match_needs_the_same_token_set_not_a_superset_or_subset():
+    assert qa.exact_match("paris london", "paris") == 0.0
+    assert qa.exact_match("paris", "paris london") == 0.0
+    assert qa.exact_match("London, Paris", "paris london") == 1.0

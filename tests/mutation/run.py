@@ -184,7 +184,7 @@ def skip_annotation_mutants(db_path: Path, source: str) -> int:
 def _diff_key(module: str, operator: str, diff: str) -> tuple[str, str, str]:
     """Identifies a mutant across code moves: module, operator and the changed lines without positions."""
     changed = [ln[1:].strip() for ln in (diff or "").splitlines()
-               if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+               if ln[:1] in "+-" and not ln.startswith(("+++", "---")) and ln[1:].strip()]
     return module, operator, "\n".join(changed)
 
 

@@ -85,6 +85,8 @@ def locomo_f1(prediction: object, gold: object, category: int) -> float:
     """LoCoMo official per-category score: cat 1 multi_answer_f1; cat 2/4 token_f1; cat 3 token_f1 against
     gold.split(';')[0]; cat 5 adversarial_score (gold ignored)."""
     category = int(category)
+    if category not in (1, 2, 3, 4, 5):
+        raise ValueError(f"category: {category} is not a LoCoMo QA category (1-5)")
     if category == 5:
         return adversarial_score(prediction)
     if category == 1:
