@@ -58,18 +58,27 @@ def question_batch(q: dict[str, Any]) -> tuple[IngestBatch, list[str], list[str]
     """(batch, user turn ids, gold user turns, gold sessions) for one question's haystack."""
     sessions, user_turns, gold_turns, gold_sessions = [], [], [], []
     seen: set[str] = set()
-    for sid, date, turns in zip(q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"], strict=False):
+    lengths = [len(q[f]) for f in ("haystack_session_ids", "haystack_dates", "haystack_sessions")]
+    if len(set(lengths)) != 1:
+        raise ValueError(f"{q['question_id']}: haystack_session_ids, haystack_dates and haystack_sessions differ in "
+                         f"length ({', '.join(map(str, lengths))})")
+    for j, (sid, date, turns) in enumerate(zip(q["haystack_session_ids"], q["haystack_dates"],
+                                               q["haystack_sessions"], strict=True)):
         if sid in seen:
             continue
         seen.add(sid)
         msgs = []
         for i, t in enumerate(turns):
             tid = f"{sid}_{i + 1}"
+            role = t.get("role")
+            if role not in ("user", "assistant"):
+                raise ValueError(f"{q['question_id']}: haystack_sessions[{j}][{i}].role {role!r}: expected "
+                                 f"'user' or 'assistant'")
             content = (t.get("content") or "").strip()
             if not content:
                 continue
-            msgs.append(Message(id=tid, role=t.get("role", "user"), content=content))
-            if t.get("role") == "user":
+            msgs.append(Message(id=tid, role=role, content=content))
+            if role == "user":
                 user_turns.append(tid)
                 if t.get("has_answer") and sid in q.get("answer_session_ids", []):
                     gold_turns.append(tid)
