@@ -140,3 +140,26 @@ def test_carried_mutants_count_as_killed_and_are_reported():
     tally(r, rows, {})
     assert (r.mutants, r.killed, r.carried, r.survived, r.skipped) == (3, 2, 1, 1, 0)
     assert "| 1 from c1 |" in render([r], 0.9, 60.0)
+
+
+def test_merge_reports_later_files_win_and_missing_modules_fail(tmp_path):
+    import json
+    from dataclasses import asdict
+
+    from tests.mutation.run import merge_reports
+
+    def report(name, *rows):
+        f = tmp_path / name
+        f.write_text(json.dumps({"seconds": 60.0, "modules": [asdict(r) for r in rows]}))
+        return f
+
+    a = report("a.json", ModuleResult("m1.py", ["t"], mutants=10, killed=5, survived=5),
+               ModuleResult("m2.py", ["t"], mutants=4, killed=4))
+    b = report("b.json", ModuleResult("m1.py", ["t"], mutants=10, killed=9, survived=1))
+    out = tmp_path / "out"
+    assert merge_reports([a, b], out, 0.9, ["m2.py", "m1.py"]) == 0  # m1 90% (b wins), m2 100%
+    got = json.loads((out / "report.json").read_text())
+    assert [(m["path"], m["kill_rate"]) for m in got["modules"]] == [("m2.py", 1.0), ("m1.py", 0.9)]
+    assert "Total 2.0 min" in (out / "report.md").read_text()
+    assert merge_reports([b, a], out, 0.9, ["m2.py", "m1.py"]) == 1  # a wins: m1 at 50%
+    assert merge_reports([b], out, 0.9, ["m2.py", "m1.py"]) == 1  # m2 not measured

@@ -438,6 +438,29 @@ def previous_results(path: Path, keep_out: set[str]) -> list[ModuleResult]:
     return out
 
 
+def merge_reports(files: list[Path], out: Path, target: float, plan_order: list[str]) -> int:
+    """--merge: one report from several runs' report.json (later files win per module), in the plan's order."""
+    rows: dict[str, ModuleResult] = {}
+    seconds = 0.0
+    for f in files:
+        for r in previous_results(f, set()):
+            rows[r.path] = r
+        seconds += float(json.loads(f.read_text()).get("seconds", 0.0))
+    order = {p: i for i, p in enumerate(plan_order)}
+    results = sorted(rows.values(), key=lambda x: order.get(x.path, len(order)))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(render(results, target, seconds))
+    (out / "report.json").write_text(json.dumps(
+        {"tool": "cosmic-ray", "target": target, "seconds": round(seconds, 1), "merged_from": [str(f) for f in files],
+         "modules": [{**asdict(x), "kill_rate": x.kill_rate} for x in results]}, indent=1))
+    print(f"mutation: {len(results)} modules merged into {out / 'report.md'}")
+    missing = [p for p in plan_order if p not in rows]
+    if missing:
+        print(f"mutation: not measured: {', '.join(missing)}")
+    bad = [r for r in results if r.error or (r.kill_rate is not None and r.kill_rate < target)]
+    return 1 if bad or missing else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--modules", help="comma-separated module paths (or substrings) from modules.toml; default all")
@@ -456,12 +479,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="run again only the survivors (and equivalents) of the earlier full run in --out, for each "
                          "module whose source is unchanged (tests added since); the others count as killed then. "
                          "For iterating on tests; quote figures from a full run")
+    ap.add_argument("--merge", nargs="+", metavar="REPORT_JSON",
+                    help="run nothing: combine the module rows of these report.json files (later files win for a "
+                         "module) into --out's report (for runs split over machines or sessions)")
     ap.add_argument("--fresh", action="store_true",
                     help="drop the other modules' rows of an earlier report in --out instead of keeping them")
     a = ap.parse_args(argv)
     if a.jobs < 1:
         raise SystemExit("--jobs must be at least 1")
     defaults, modules, eq = load_plan()
+    if a.merge:
+        return merge_reports([Path(x) for x in a.merge], Path(a.out), float(defaults.get("target", 0.9)),
+                             [m["path"] for m in modules])
     modules = select(modules, a.modules)
     if a.list:
         for m in modules:
