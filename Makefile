@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-openclaw openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation
+.PHONY: setup setup-openclaw openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation mutation-listed
 
 setup: $(STAMP)
 
@@ -93,6 +93,10 @@ load-bench: setup
 mutation: setup
 	nice -n 19 $(BIN)/python -m tests.mutation.run $(if $(MODULES),--modules $(MODULES),) \
 		--jobs $(or $(JOBS),2) $(if $(RERUN),--rerun-survivors,) --out $(or $(OUT),results/mutation)
+
+# Issue 17's hand-written wrong changes, each applied alone: every one must fail its module's tests (~4 min).
+mutation-listed: setup
+	nice -n 10 $(BIN)/python -m tests.mutation.listed
 
 clean:
 	rm -rf results/.tmp build *.egg-info

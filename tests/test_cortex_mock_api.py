@@ -30,10 +30,10 @@ CONV = {
 async def make_client(tmp_path):
     clients: list[TestClient] = []
 
-    async def _make(**kw) -> TestClient:
+    async def _make(clock=None, **kw) -> TestClient:
         kw.setdefault("data_dir", str(tmp_path / "data"))
         kw.setdefault("embedder", "hash")
-        client = TestClient(TestServer(make_app(MockConfig(**kw))))
+        client = TestClient(TestServer(make_app(MockConfig(**kw), clock=clock)))
         await client.start_server()
         clients.append(client)
         return client
@@ -376,21 +376,23 @@ async def test_tenant_isolation(client):
 
 # -- settle delay, persistence, latency, metrics ------------------------------------------------------------
 async def test_settle_delay_hides_mentions_until_it_passes(make_client):
-    c = await make_client(settle_delay_ms=400)
+    """On the mock's injected clock (still while the job runs): MENTIONS edges and entities stay hidden for exactly
+    settle_delay_ms after the ingest, then all appear."""
+    t = [1_000_000.0]
+    c = await make_client(settle_delay_ms=400, clock=lambda: t[0])
     _, j = await post(c, "/v1/jobs/ingest/conversation", CONV)
     done = await wait_job(c, j["job_id"])
     assert done["status"] == "completed" and done["edges_created"] > 0
     _, st = await get(c, "/v1/stats")
     _, k = await get(c, "/v1/knowledge")
-    if st["pending_edges"] == 0:
-        pytest.skip("the machine was too slow to observe the settle window")
+    assert st["pending_edges"] == done["edges_created"]
     assert "MENTIONS" not in st["edges"] and k["entities"] == [] and k["total_memories"] == 3
-    for _ in range(200):
-        _, st = await get(c, "/v1/stats")
-        if st["pending_edges"] == 0:
-            break
-        await asyncio.sleep(0.05)
-    assert st["edges"]["MENTIONS"] == done["edges_created"]
+    t[0] += 0.399
+    _, st = await get(c, "/v1/stats")
+    assert st["pending_edges"] == done["edges_created"]  # 1 ms before the delay ends
+    t[0] += 0.002
+    _, st = await get(c, "/v1/stats")
+    assert st["pending_edges"] == 0 and st["edges"]["MENTIONS"] == done["edges_created"]
     _, k = await get(c, "/v1/knowledge")
     assert {e["name"] for e in k["entities"]} >= {"Redis", "TTL", "Postgres"}
 
