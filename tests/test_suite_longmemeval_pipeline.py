@@ -100,6 +100,14 @@ def test_load_turns_the_oracle_file_into_probes_and_corpora(tmp_path):
     assert q3.evidence_ids == [] and q3.meta["gold_sessions"] == []  # s4 is not an answer session
     assert data.info["retrieval_skipped"] == {"abstention": 1, "no_user_gold": 1}
     assert data.info["questions"] == 3
+    _suite, only_gold = _load(tmp_path, types="multi-session")
+    assert only_gold.info["retrieval_skipped"] == {"abstention": 0, "no_user_gold": 0}
+
+
+def test_the_suite_is_registered():
+    from services.coordinator.suites.registry import get_suite
+
+    assert get_suite("longmemeval") is LongMemEvalSuite
 
 
 def test_a_turn_without_a_known_role_is_an_error_naming_it(tmp_path):

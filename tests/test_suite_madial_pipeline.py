@@ -27,12 +27,13 @@ MEMORY = {
 }
 
 DIALOGUES = [
-    {"user-id": 7, "relevant-id": [2, 99, 1], "test-turn": [3],
+    {"user-id": 7, "relevant-id": [2, 99, 1], "test-turn": [3, 5],  # the first test turn counts
      "dialogue": ["<BOD>", '<User>: "I saw a kite today"', "<Assistant>: Nice!", "<User>: It was red",
                   "<Assistant>: Remember the park?", "<EOD>"]},
     {"user-id": 8, "relevant-id": [42], "test-turn": [1], "dialogue": ["<User>: hello", "<Assistant>: hi"]},
     {"user-id": 9, "relevant-id": [10], "test-turn": [], "dialogue": ["<User>: x"]},  # no test turn: skipped
     {"user-id": 9, "relevant-id": [1], "test-turn": [1], "dialogue": ["<BOD>", "<User>: hi"]},  # empty query
+    {"user-id": 5, "relevant-id": [10], "test-turn": [1], "dialogue": ["<User>: books?", "<Assistant>: yes"]},
 ]
 
 
@@ -90,29 +91,44 @@ def test_load_builds_the_archive_and_the_probes(tmp_path, jsonl):
     assert (m.id, m.role, m.content) == ("mem-2", "user", memory_text(MEMORY["2"]))
     # d0: gold keeps the ids in the archive, in order (99 is missing); d1's only id is missing; d2 has no test
     # turn; d3's query is empty
-    assert [p.id for p in data.probes] == ["d0"]
+    assert [p.id for p in data.probes] == ["d0", "d4"]  # the skipped ones do not stop the loop
+    assert data.probes[1].question == "User: books?" and data.probes[1].evidence_ids == ["mem-10"]
     p = data.probes[0]
     assert p.evidence_ids == ["mem-2", "mem-1"] and p.meta == {"primary": "mem-2", "test_turn": 3}
     assert p.question == "User: I saw a kite today\nAssistant: Nice!"
     assert (p.category, p.namespace) == ("user-7", "archive")
-    assert data.info["memories"] == 3 and data.info["dialogues"] == 1
+    assert data.info["memories"] == 3 and data.info["dialogues"] == 2
     assert data.info["gold_ids_missing_from_archive"] == 2  # 99 in d0, 42 in d1
 
 
 def test_sampling_picks_the_asked_number_of_dialogues(tmp_path):
     _write(tmp_path)
-    picked = MadialSuite({"data_dir": str(tmp_path), "dialogues": 1}, seed=0).load().info["sampling"]
-    assert picked == {"seed": 0, "full": False, "dialogues": 1}
-    sizes = {len(MadialSuite({"data_dir": str(tmp_path), "dialogues": 1}, seed=s).load().probes) for s in range(8)}
-    assert sizes == {0, 1}  # one dialogue drawn out of four: d0 (a probe) or one that yields none
-    assert len(MadialSuite({"data_dir": str(tmp_path), "dialogues": 4}, seed=0).load().probes) == 1
-    assert len(MadialSuite({"data_dir": str(tmp_path), "dialogues": 0}, seed=0).load().probes) == 1  # 0 = all
+    load = lambda n, seed=0: MadialSuite({"data_dir": str(tmp_path), "dialogues": n}, seed=seed).load()  # noqa: E731
+    assert load(1).info["sampling"] == {"seed": 0, "full": False, "dialogues": 1}
+    # one dialogue drawn out of five: d0 or d4 (a probe each) or one that yields none
+    assert {len(load(1, s).probes) for s in range(12)} == {0, 1}
+    for n in (5, 10, 0, -1):  # all five (or more, or 0 / a negative = no sampling): both probes
+        assert [p.id for p in load(n).probes] == ["d0", "d4"], n
 
 
 def test_max_query_chars_option_reaches_the_query(tmp_path):
     _write(tmp_path)
     p = MadialSuite({"data_dir": str(tmp_path), "full": True, "max_query_chars": 30}, seed=0).load().probes[0]
     assert p.question == "Assistant: Nice!"
+
+
+def test_dialogue_query_default_window_is_1200_characters():
+    assert len(dialogue_query(["<User>: " + "x" * 1300], 1)) == 1200  # "User: " + 1194 x
+    two = ["<User>: " + "a" * 594, "<Assistant>: " + "b" * 588]  # 600 and 599 characters: 1200 with the newline
+    assert dialogue_query(two, 2) == "\n".join(["User: " + "a" * 594, "Assistant: " + "b" * 588])
+    three = ["<User>: " + "a" * 595, "<Assistant>: " + "b" * 588]  # 601 + 1 + 599 = 1201: the oldest line goes
+    assert dialogue_query(three, 2) == "Assistant: " + "b" * 588
+
+
+def test_the_suite_is_registered():
+    from services.coordinator.suites.registry import get_suite
+
+    assert get_suite("madial") is MadialSuite
 
 
 class _Ctx:
