@@ -112,7 +112,9 @@ KEYWORDS_2609 = [
     ("나는 집에", ["집에"]),  # "나는" is a stop word; stem "집" is one syllable: not useful
     ("api를 ㅋㅋ이", ["api를", "api", "ㅋㅋ이"]),  # ASCII stem useful; a jamo-only stem is not
     ("그것은", []),  # the stem "그것" is a stop word: the segment goes too
-    ("이", []),  # a segment no longer than the particle is not stripped (and is a stop word)
+    ("이", []),
+    # a particle is stripped only where the word ends with it; the stem here repeats the first word (deduped)
+    ("데이터베이스 데이터베이스에서", ["데이터베이스", "데이터베이스에서"]),  # a segment no longer than the particle is not stripped (and is a stop word)
     # Japanese: parts of ASCII / katakana / Han / 2+ hiragana; Han parts add their bigrams
     ("機械学習を使う", ["機械学習", "機械", "械学", "学習", "使"]),
     ("サーバーのポート", ["サーバー", "ポート"]),
