@@ -2,8 +2,10 @@
 
 import hashlib
 
-from services.adapters.openclaw.chunker import chunk_markdown
-from services.adapters.openclaw.jsstr import js_len, js_slice, truncate_utf16_safe
+import pytest
+
+from services.adapters.openclaw.chunker import chunk_markdown, chunk_markdown_v5, estimate_string_chars
+from services.adapters.openclaw.jsstr import _to_units, js_len, js_slice, truncate_utf16_safe
 
 
 def spans(chunks):
@@ -80,3 +82,93 @@ def test_js_string_helpers():
     assert truncate_utf16_safe(s, 2) == "x"  # never ends on half a pair
     assert truncate_utf16_safe(s, 3) == "x\U0001F600"
     assert truncate_utf16_safe("abc", 700) == "abc"
+
+
+# ---------------------------------------------------------------------------------------------------
+# chunking version 5 (openclaw 2026.9.6). Expectations worked out by hand from the algorithm (comments) and
+# checked against dist/markdown-chunks-DYWd0D11.mjs `chunkMarkdown` + the blank-chunk filter, run under node 20.
+
+E = "\U0001F600"  # not a weighted code point: 2 UTF-16 units, estimate 2
+HAN = "中"  # common CJK: 1 unit, estimate 4
+V5_CASES = [
+    # per entry: "- " and #..###### followed by a space or the line end start a chunk; "-b", "#h" and 7 #s do not
+    ("- a\n-b\n## h\n#h\n####### x\n###### y\n#\n- \n-  z", 400, 80, True,
+     [(1, 2, "- a\n-b"), (3, 5, "## h\n#h\n####### x"), (6, 6, "###### y"), (7, 7, "#"), (8, 8, "- "),
+      (9, 9, "-  z")]),
+    ("intro\n- a", 400, 80, True, [(1, 1, "intro"), (2, 2, "- a")]),  # line 1 is a section whatever it is
+    ("- first\nmore", 400, 80, True, [(1, 2, "- first\nmore")]),
+    # maxChars 32, overlap 12: lines cost 5; "e"*26 costs 27 → window min(12, 32 - 27) = 5 → "dddd" carried
+    ("aaaa\nbbbb\ncccc\ndddd\n" + "e" * 26, 8, 3, False,
+     [(1, 4, "aaaa\nbbbb\ncccc\ndddd"), (4, 5, "dddd\n" + "e" * 26)]),
+    # overlap 16: whole lines carried from the end while they fit the window (empty lines cost 1)
+    ("a" * 10 + "\n" + "b" * 10 + "\n\n" + "c" * 10 + "\n" + "d" * 10, 8, 4, False,
+     [(1, 3, "a" * 10 + "\n" + "b" * 10 + "\n"), (2, 4, "b" * 10 + "\n\n" + "c" * 10),
+      (3, 5, "\n" + "c" * 10 + "\n" + "d" * 10)]),
+    # a blank chunk is dropped; a line longer than maxChars is cut at 32 units with no hard cut afterwards
+    ("a" * 10 + "\n   \n  \n" + "b" * 37, 8, 0, False,
+     [(1, 3, "a" * 10 + "\n   \n  "), (4, 4, "b" * 32), (4, 4, "b" * 5)]),
+    ("a" * 31 + "\n   \n", 8, 0, False, [(1, 1, "a" * 31)]),
+    # window min(32, 32 - 4) = 28: the tail of the long line within 27 estimated chars is carried; the last
+    # chunk ("   " and the empty line) is blank and dropped
+    ("a" * 31 + "\n   \n", 8, 8, False, [(1, 1, "a" * 31), (1, 2, "a" * 27 + "\n   ")]),
+    # the coarse cut never splits a surrogate pair: 31 + 2 units is cut before the emoji
+    ("a" * 31 + E, 8, 0, False, [(1, 1, "a" * 31), (1, 1, E)]),
+    # the tail is taken by whole code points: budget 11 → five emoji (10), not 5½
+    (E * 14 + "\n" + "y" * 12, 8, 3, False, [(1, 1, E * 14), (1, 2, E * 5 + "\n" + "y" * 12)]),
+    # CJK weighting: 12 Han chars estimate 48 > 32 → split by code points, 8 per piece (32)
+    (HAN * 12, 8, 0, False, [(1, 1, HAN * 8), (1, 1, HAN * 4)]),
+    # window min(8, 32 - 17) = 8 → tail budget 7 holds one Han char (4)
+    (HAN * 12, 8, 2, False, [(1, 1, HAN * 8), (1, 1, HAN + "\n" + HAN * 4)]),
+    # 40 Han units: the coarse cut takes 32 units (estimate 128) → 4 pieces of 8; the last 8 fit as they are
+    (HAN * 40, 8, 0, False, [(1, 1, HAN * 8)] * 5),
+    # line 1 costs 29, line 2 13 → window min(12, 19) = 12 → tail budget 11 → "中中" (8)
+    (HAN * 7 + "\n" + HAN * 3, 8, 3, False, [(1, 1, HAN * 7), (1, 2, HAN * 2 + "\n" + HAN * 3)]),
+    # lines of one Han char cost 5: six fit (30); window min(8, 27) = 8 carries one line
+    ("\n".join([HAN] * 7), 8, 2, False, [(1, 6, "\n".join([HAN] * 6)), (6, 7, HAN + "\n" + HAN)]),
+    # astral CJK (U+20000, bucket 5) estimates 16: two per piece
+    ("\U00020000" * 3, 8, 0, False, [(1, 1, "\U00020000" * 2), (1, 1, "\U00020000")]),
+    ("ab" + HAN + "\n" + HAN * 7, 8, 1, False, [(1, 1, "ab" + HAN), (2, 2, HAN * 7)]),
+    ("", 8, 0, False, []),  # the one empty chunk is blank and dropped
+    # maxChars is at least 32 and a negative overlap is 0
+    ("a", 0, 0, False, [(1, 1, "a")]),
+    ("a" * 40, 0, -3, False, [(1, 1, "a" * 32), (1, 1, "a" * 8)]),
+]
+
+
+@pytest.mark.parametrize(("content", "tokens", "overlap", "per_entry", "expected"), V5_CASES)
+def test_chunk_markdown_v5_table(content, tokens, overlap, per_entry, expected):
+    got = chunk_markdown_v5(content, tokens=tokens, overlap=overlap, per_entry=per_entry)
+    assert spans(got) == expected
+    assert all(c.hash == hashlib.sha256(c.text.encode()).hexdigest() for c in got)
+
+
+# estimateStringChars of one code point at both ends of every weighted range of dist/cjk-chars-6ld30jSx.mjs
+# and just outside them: BMP 1 unit + 3 (bucket 1), 11 (2), 7 (3); astral 2 units + 10 (bucket 4), 14 (5).
+ESTIMATES = {
+    127: 1, 128: 1, 182: 1, 183: 4, 184: 1, 710: 1, 711: 8, 712: 1, 713: 8, 715: 8, 716: 1, 728: 1, 729: 8,
+    730: 1, 745: 1, 746: 8, 747: 8, 748: 1, 772: 1, 773: 8, 774: 1, 802: 1, 803: 8, 804: 1, 4351: 1, 4352: 12,
+    4607: 12, 4608: 1, 11903: 1, 11904: 12, 12287: 12, 12288: 4, 12703: 4, 12704: 12, 19967: 12, 19968: 4,
+    40869: 4, 40870: 12, 40959: 12, 40960: 12, 42239: 12, 42240: 1, 42751: 1, 42752: 12, 42759: 12, 42760: 1,
+    43359: 1, 43360: 12, 43391: 12, 43392: 1, 44031: 1, 44032: 4, 55215: 4, 55216: 12, 55295: 12, 63743: 1,
+    63744: 12, 64255: 12, 64256: 1, 65039: 1, 65040: 8, 65103: 8, 65104: 1, 65280: 1, 65281: 4, 65376: 4,
+    65377: 8, 65500: 8, 65501: 1, 65503: 1, 65504: 8, 65510: 8, 65511: 1, 94175: 2, 94176: 16, 94207: 16,
+    94208: 2, 110575: 2, 110576: 16, 110591: 16, 110592: 16, 110959: 16, 110960: 2, 119647: 2, 119648: 12,
+    119665: 12, 119666: 2, 127487: 2, 127488: 16, 127743: 16, 127744: 2, 131071: 2, 131072: 16, 195103: 16,
+    195104: 2, 196607: 2, 196608: 16, 210047: 16, 210048: 2,
+}
+
+
+def test_estimate_string_chars_at_every_range_boundary():
+    got = {cp: estimate_string_chars(_to_units(chr(cp))) for cp in ESTIMATES}
+    assert got == ESTIMATES
+
+
+def test_estimate_string_chars_of_mixed_and_broken_strings():
+    # "a中😀" = 1 + 4 + 2; a lone high surrogate (no low half after it) is one unweighted unit
+    assert estimate_string_chars(_to_units("a中" + E)) == 7
+    assert estimate_string_chars("\ud840") == 1
+    assert estimate_string_chars("\ud840a") == 2
+    assert estimate_string_chars("\ud840\ud840") == 2  # two high halves: no pair
+    assert estimate_string_chars("\ud840\udc00") == 16  # the pair of U+20000
+    assert estimate_string_chars("\udc00\ud840") == 2  # low before high: no pair
+    assert estimate_string_chars(_to_units("é\U00020000")) == 1 + 16
