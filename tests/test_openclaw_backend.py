@@ -364,3 +364,97 @@ async def test_file_storage_under_the_data_dir(tmp_path):
     assert b.disk_bytes() > 0
     assert list((tmp_path / "openclaw").glob("index-*.sqlite"))
     await b.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# configuration, formatting and the search paths not covered above
+
+
+@pytest.mark.parametrize(("config", "field"), [
+    ({"preset": "openclaw-2026-02", "vector_weight": -0.1}, "vector_weight"),
+    ({"preset": "openclaw-2026-02", "text_weight": True}, "text_weight"),
+    ({"preset": "openclaw-2026-02", "text_weight": "0.3"}, "text_weight"),
+    ({"preset": "openclaw-2026-02", "mmr_enabled": 1}, "mmr_enabled"),
+    ({"preset": "openclaw-2026-02", "decay_enabled": "yes"}, "decay_enabled"),
+    ({"preset": "openclaw-late", "vector_weight": 0.6}, "vector_weight"),  # fixed in the late presets
+    ({"preset": "openclaw", "decay_enabled": False}, "decay_enabled"),
+    ({"min_score": 1.5}, "min_score"),
+    ({"min_score": -0.01}, "min_score"),
+    ({"min_score": True}, "min_score"),
+    ({"min_score": "0.3"}, "min_score"),
+    ({"storage": "disk"}, "storage"),
+    ({"embedder": "bert"}, "embedder"),
+    ({"recent_sessions": -1}, "recent_sessions"),
+    ({"recent_sessions": 1.5}, "recent_sessions"),
+])
+def test_bad_config_is_rejected_naming_the_field(config, field):
+    with pytest.raises(ValueError, match=field):
+        make(config)
+
+
+def test_accepted_config_values_and_overrides_in_force():
+    # a late preset accepts a knob equal to its own value; 0 and 1 bound min_score; 0 recent sessions is valid
+    b, _ = make({"preset": "openclaw-late", "mmr_enabled": True, "vector_weight": 0.7, "min_score": 0.0,
+                 "recent_sessions": 0})
+    assert b.params["mmr_enabled"] is True and b.params["min_score"] == 0.0
+    b, _ = make({"preset": "openclaw-2026-02", "vector_weight": 1, "text_weight": 0.0, "mmr_enabled": True,
+                 "decay_enabled": True, "min_score": 1.0})
+    assert (b.params["vector_weight"], b.params["text_weight"], b.params["mmr_enabled"], b.params["decay_enabled"],
+            b.params["min_score"]) == (1, 0.0, True, True, 1.0)
+    assert b.describe_config()["min_score"] == 1.0
+    b, _ = make({"preset": "openclaw-2026-02", "min_score": 0})
+    assert b.params["min_score"] == 0.0 and isinstance(b.params["min_score"], float)
+    # None keeps the preset's value
+    b, _ = make({"preset": "openclaw-2026-02", "vector_weight": None, "min_score": None})
+    assert (b.params["vector_weight"], b.params["min_score"]) == (0.7, 0.35)
+
+
+def test_describe_config_derived_values():
+    early, _ = make({"preset": "openclaw-2026-02"})
+    d = early.describe_config()
+    assert d["candidates"] == "min(200, floor(top_k * 4))"
+    assert d["mode"] == "hybrid" and d["embedding_model"] == early.model
+    assert d["evergreen_paths"] == ["MEMORY.md", "memory.md"]  # tuples are listed
+    assert d["preset"] == "openclaw-2026-02" and d["prompts_hash"] == prompts.prompts_hash()
+    # maxChars = max(32, tokens*4); overlapChars = min(overlap*4, maxChars // 2)
+    early.params.update(chunk_tokens=8, chunk_overlap_tokens=5)
+    d = early.describe_config()
+    assert (d["max_chars"], d["overlap_chars"]) == (32, 16)
+    early.params.update(chunk_tokens=5, chunk_overlap_tokens=3)
+    d = early.describe_config()
+    assert (d["max_chars"], d["overlap_chars"]) == (32, 12)
+
+
+def test_result_and_notes_formatting():
+    from services.adapters.openclaw.backend import citation, format_recent_notes, format_search_results
+    from services.adapters.openclaw.hybrid import Scored
+
+    assert format_search_results([]) == "## memory_search results\n(no results)"
+    rows = [Scored("1", "memory/a.md", 3, 7, "alpha", 0.81249), Scored("2", "MEMORY.md", 1, 1, "beta", 0.5)]
+    assert format_search_results(rows) == ("## memory_search results\n\n"
+                                           "[1] memory/a.md#L3-L7 (score 0.812)\nalpha\n\n"
+                                           "[2] MEMORY.md#L1-L1 (score 0.500)\nbeta")
+    assert citation("x.md", 2, 9) == "x.md#L2-L9"
+    assert format_recent_notes(None, 2) == ""
+
+
+async def test_recent_notes_count_follows_the_config():
+    b, c = make({"recent_sessions": 1})
+    await c.ingest("ns", IngestBatch(sessions=(S1, S2, S3)))
+    res, _ = await c.retrieve("ns", RetrieveQuery("cookie 30 days", top_k=6, reference_time=REF))
+    head = res.formatted_context.split("## memory_search")[0]
+    assert head.startswith("## Recent memory notes (last 1 sessions)\n### memory/2026-01-31.md (session s3)\n")
+    assert "(session s2)" not in head
+    b0, c0 = make({"recent_sessions": 0})
+    await c0.ingest("ns", IngestBatch(sessions=(S1,)))
+    res0, _ = await c0.retrieve("ns", RetrieveQuery("port 4000", top_k=6, reference_time=REF))
+    assert res0.formatted_context.startswith("## memory_search results")
+
+
+async def test_blank_query_returns_nothing_and_searches_are_counted():
+    b, c = make()
+    await c.ingest("ns", IngestBatch(sessions=(S1,)))
+    assert b.search("ns", "   ", 6, None, 0) == ([], [])
+    res, _ = await c.retrieve("ns", RetrieveQuery("port 4000", top_k=6, reference_time=REF))
+    assert res.memories and b.counters()["searches"] == 1
+    assert b.counters()["flushes"] == 1 and b.counters()["llm_calls"] == 1 and b.counters()["flushes_skipped"] == 0
