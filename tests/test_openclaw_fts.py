@@ -98,8 +98,16 @@ def test_late_rank_mapping_at_zero_and_positive():
     assert bm25_rank_to_score(-1.0, "early") == 1.0
     assert bm25_rank_to_score(1.0, "early") == 0.5
     assert bm25_rank_to_score(float("-inf"), "late") == pytest.approx(1 / 1000)
-    with pytest.raises(ValueError, match="bm25 mapping"):
-        bm25_rank_to_score(1.0, "nope")
+    for bad in ("nope", "", "Late"):  # unknown names, including ones sorting before "early" and "late"
+        with pytest.raises(ValueError, match="bm25 mapping"):
+            bm25_rank_to_score(1.0, bad)
+
+
+def test_rank_mapping_names_built_at_run_time():
+    # Mapping names come from configuration (JSON, CLI): equal strings that are not the interned literals.
+    early, late = "".join(["ear", "ly"]), "".join(["la", "te"])
+    assert bm25_rank_to_score(-1.0, early) == 1.0
+    assert bm25_rank_to_score(-1.0, late) == 0.5
 
 
 # Expectations worked out by hand from dist/query-expansion-XZx6aBHC.mjs `tokenize`/`extractKeywords` of
@@ -109,7 +117,8 @@ KEYWORDS_2609 = [
     # "에서" stripped) is added when it is not a stop word and useful (>= 2 Hangul syllables, or ASCII)
     ("서버에서 포트", ["서버에서", "서버", "포트"]),
     ("서버", ["서버"]),  # no particle: no stem
-    ("나는 집에", ["집에"]),  # "나는" is a stop word; stem "집" is one syllable: not useful
+    ("나는 집에", ["집에"]),
+    ("데이터를 확인", ["데이터를", "데이터", "확인"]),  # a three-syllable stem is useful too  # "나는" is a stop word; stem "집" is one syllable: not useful
     ("api를 ㅋㅋ이", ["api를", "api", "ㅋㅋ이"]),  # ASCII stem useful; a jamo-only stem is not
     ("그것은", []),  # the stem "그것" is a stop word: the segment goes too
     ("이", []),
