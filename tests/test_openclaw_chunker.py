@@ -51,6 +51,13 @@ def test_overlap_is_capped_at_half_a_chunk():
     assert out[1].text == "c" * 9 + "\n" + "d" * 9
 
 
+def test_overlap_carries_every_line_that_fits_the_cap():
+    # cap min(16, 16): lines cost 5 → ffff, eeee, dddd (15) are carried; cccc would make 20
+    lines = ["aaaa", "bbbb", "cccc", "dddd", "eeee", "ffff", "gggg"]
+    out = chunk_markdown("\n".join(lines), tokens=8, overlap=4)
+    assert spans(out) == [(1, 6, "\n".join(lines[:6])), (4, 7, "\n".join(lines[3:]))]
+
+
 def test_overlap_keeps_at_least_one_line_even_above_the_cap():
     # overlap 2 tokens = 8 chars; the last line costs 13 > 8 but one line is always carried.
     lines = ["a" * 12, "b" * 12, "c" * 12]
@@ -90,6 +97,7 @@ def test_js_string_helpers():
 
 E = "\U0001F600"  # not a weighted code point: 2 UTF-16 units, estimate 2
 HAN = "中"  # common CJK: 1 unit, estimate 4
+E2 = "\U000103FF"  # surrogates D800 DFFF: 2 units, estimate 2
 V5_CASES = [
     # per entry: "- " and #..###### followed by a space or the line end start a chunk; "-b", "#h" and 7 #s do not
     ("- a\n-b\n## h\n#h\n####### x\n###### y\n#\n- \n-  z", 400, 80, True,
@@ -97,6 +105,8 @@ V5_CASES = [
       (9, 9, "-  z")]),
     ("intro\n- a", 400, 80, True, [(1, 1, "intro"), (2, 2, "- a")]),  # line 1 is a section whatever it is
     ("- first\nmore", 400, 80, True, [(1, 2, "- first\nmore")]),
+    # an entry starts from an empty budget: 7 + 26 = 33 > 32 flushes
+    ("- aaaa\n" + "b" * 25, 8, 0, True, [(1, 1, "- aaaa"), (2, 2, "b" * 25)]),
     # maxChars 32, overlap 12: lines cost 5; "e"*26 costs 27 → window min(12, 32 - 27) = 5 → "dddd" carried
     ("aaaa\nbbbb\ncccc\ndddd\n" + "e" * 26, 8, 3, False,
      [(1, 4, "aaaa\nbbbb\ncccc\ndddd"), (4, 5, "dddd\n" + "e" * 26)]),
@@ -113,12 +123,17 @@ V5_CASES = [
     ("a" * 31 + "\n   \n", 8, 8, False, [(1, 1, "a" * 31), (1, 2, "a" * 27 + "\n   ")]),
     # the coarse cut never splits a surrogate pair: 31 + 2 units is cut before the emoji
     ("a" * 31 + E, 8, 0, False, [(1, 1, "a" * 31), (1, 1, E)]),
-    # the tail is taken by whole code points: budget 11 → five emoji (10), not 5½
+    # the tail is taken by whole code points: budget 11 → five emoji (10), not 5½; U+103FF is the pair
+    # D800 DFFF, the lowest high and the highest low surrogate
     (E * 14 + "\n" + "y" * 12, 8, 3, False, [(1, 1, E * 14), (1, 2, E * 5 + "\n" + "y" * 12)]),
+    (E2 * 14 + "\n" + "y" * 12, 8, 3, False, [(1, 1, E2 * 14), (1, 2, E2 * 5 + "\n" + "y" * 12)]),
     # CJK weighting: 12 Han chars estimate 48 > 32 → split by code points, 8 per piece (32)
     (HAN * 12, 8, 0, False, [(1, 1, HAN * 8), (1, 1, HAN * 4)]),
     # window min(8, 32 - 17) = 8 → tail budget 7 holds one Han char (4)
     (HAN * 12, 8, 2, False, [(1, 1, HAN * 8), (1, 1, HAN + "\n" + HAN * 4)]),
+    # mixed weights: 7 Han + 4 ASCII = 32 per piece; each piece starts from 0, so the 5th "a" starts a third
+    (HAN * 7 + "a" * 4 + HAN * 7 + "a" * 5, 8, 0, False,
+     [(1, 1, HAN * 7 + "a" * 4), (1, 1, HAN * 7 + "a" * 4), (1, 1, "a")]),
     # 40 Han units: the coarse cut takes 32 units (estimate 128) → 4 pieces of 8; the last 8 fit as they are
     (HAN * 40, 8, 0, False, [(1, 1, HAN * 8)] * 5),
     # line 1 costs 29, line 2 13 → window min(12, 19) = 12 → tail budget 11 → "中中" (8)
@@ -168,6 +183,7 @@ def test_estimate_string_chars_of_mixed_and_broken_strings():
     assert estimate_string_chars(_to_units("a中" + E)) == 7
     assert estimate_string_chars("\ud840") == 1
     assert estimate_string_chars("\ud840a") == 2
+    assert estimate_string_chars("\ud840中") == 1 + 4  # a high half before a BMP char is no pair
     assert estimate_string_chars("\ud840\ud840") == 2  # two high halves: no pair
     assert estimate_string_chars("\ud840\udc00") == 16  # the pair of U+20000
     assert estimate_string_chars("\udc00\ud840") == 2  # low before high: no pair
