@@ -458,3 +458,126 @@ async def test_blank_query_returns_nothing_and_searches_are_counted():
     res, _ = await c.retrieve("ns", RetrieveQuery("port 4000", top_k=6, reference_time=REF))
     assert res.memories and b.counters()["searches"] == 1
     assert b.counters()["flushes"] == 1 and b.counters()["llm_calls"] == 1 and b.counters()["flushes_skipped"] == 0
+
+
+class MarkerEmbedder:
+    """3-d vectors by a marker word in the text ("one", "two", "three"); anything else (the query) is e0."""
+
+    name = "marker-3"
+    dim = 3
+    VECS = {"one": (1.0, 0.0, 0.0), "two": (0.8, 0.6, 0.0), "three": (0.3, float(np.sqrt(0.91)), 0.0)}
+
+    def encode(self, texts):
+        out = np.zeros((len(texts), 3), dtype=np.float32)
+        for i, t in enumerate(texts):
+            out[i] = next((v for w, v in self.VECS.items() if w in t.split()), (1.0, 0.0, 0.0))
+        return out
+
+    async def aencode(self, texts, persist=True):
+        return self.encode(texts)
+
+
+DOCS_123 = (Document("a", "alpha one", path="memory/a.md"), Document("b", "alpha two", path="memory/b.md"),
+            Document("c", "alpha three", path="memory/c.md"))
+
+
+async def test_vector_only_when_hybrid_is_off():
+    """hybrid.enabled = false: the vector hits alone, score = cosine, cut at minScore 0.35, no keyword leg."""
+    b, c = make({"preset": "openclaw-2026-02"})
+    b._embedder = MarkerEmbedder()
+    await c.ingest("ns", IngestBatch(documents=DOCS_123))
+    # hybrid on (early): 0.7·cos + 0.3·1.0 (every FTS hit scores 1) → a 1.0, b 0.86, c 0.51
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=6, reference_time=REF))
+    assert [(m.source, round(m.score, 6)) for m in res.memories] == [
+        ("memory/a.md", 1.0), ("memory/b.md", 0.86), ("memory/c.md", 0.51)]
+    b.params["hybrid_enabled"] = False
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=6, reference_time=REF))
+    assert [(m.source, round(m.score, 6)) for m in res.memories] == [("memory/a.md", 1.0), ("memory/b.md", 0.8)]
+    assert [m.channel_scores["text"] for m in res.memories] == [0.0, 0.0]
+    assert [(ch.channel, ch.candidates) for ch in res.channels] == [("fts", 0), ("vector", 3)]
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=1, reference_time=REF))
+    assert [m.source for m in res.memories] == ["memory/a.md"]
+
+
+async def test_early_fts_only_mode():
+    """FTS-only (no embedder), early preset: one keyword search per extracted keyword, each chunk keeps its best
+    score (the early mapping scores every hit 1.0), strict cut; no keyword → the cleaned query itself."""
+    b, c = make({"preset": "openclaw-2026-02", "embedder": "none"})
+    docs = (Document("a", "alpha beta", path="memory/a.md"), Document("b", "gamma delta", path="memory/b.md"),
+            Document("c", "what is this thing", path="memory/c.md"))
+    await c.ingest("ns", IngestBatch(documents=docs))
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha gamma?", top_k=6, reference_time=REF))
+    assert [(m.source, m.score, m.channel_scores["text"], m.channel_scores["vector"]) for m in res.memories] == [
+        ("memory/a.md", 1.0, 1.0, 0.0), ("memory/b.md", 1.0, 1.0, 0.0)]
+    assert (res.channels[0].channel, res.channels[0].candidates) == ("fts", 2)
+    assert res.channels[0].note == "fts-only keywords=['alpha', 'gamma']"
+    assert res.memories[0].attributes["mode"] == "fts-only"
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha gamma?", top_k=1, reference_time=REF))
+    assert [m.source for m in res.memories] == ["memory/a.md"]
+    res, _ = await c.retrieve("ns", RetrieveQuery("What is this?", top_k=6, reference_time=REF))  # stop words only
+    assert [m.source for m in res.memories] == ["memory/c.md"]
+    assert res.channels[0].note == "fts-only keywords=['What is this?']"
+
+
+async def test_late_fts_only_orders_by_best_keyword_score():
+    """Late preset, FTS-only: a chunk hit by two keywords keeps the higher score; rows sorted by it (minScore 0
+    so that the strict cut keeps every hit)."""
+    from services.adapters.openclaw.fts import bm25_rank_to_score
+
+    b, c = make({"preset": "openclaw-late", "embedder": "none", "min_score": 0.0})
+    # a is hit by both keywords: "zebra" (1 of 3 chunks) scores far above "quokka" (2 of 3: IDF clamped to 1e-6)
+    docs = (Document("a", "zebra quokka", path="memory/a.md"),
+            Document("b", "quokka quokka words padding the chunk out", path="memory/b.md"),
+            Document("c", "more words", path="memory/c.md"))
+    await c.ingest("ns", IngestBatch(documents=docs))
+    res, _ = await c.retrieve("ns", RetrieveQuery("quokka zebra", top_k=6, reference_time=REF))
+    kw = {}
+    for term in ("quokka", "zebra"):
+        for hit in b.index.search_keyword("ns", f'"{term}"', 24, None, lambda r: bm25_rank_to_score(r, "late")):
+            kw[hit.path] = max(kw.get(hit.path, 0.0), hit.text_score)
+    expected = sorted(kw.items(), key=lambda x: -x[1])
+    assert [p for p, _ in expected] == ["memory/a.md", "memory/b.md"] and expected[0][1] > 1000 * expected[1][1]
+    assert [(m.source, m.channel_scores["text"]) for m in res.memories] == [
+        (p, pytest.approx(s)) for p, s in expected]
+
+
+async def test_memory_attributes_dates_and_selection_reason():
+    q = "alpha zebra"
+    dated = Document("d1", "alpha port 4000", path="memory/2026-01-03.md")
+    undated = Document("d2", "alpha zebra codename", path="memory/b.md", created_at=datetime(2026, 1, 10, 6,
+                                                                                               tzinfo=UTC))
+    b, c = make({"preset": "openclaw-late"})
+    b._embedder = FakeEmbedder(q)
+    await c.ingest("ns", IngestBatch(documents=(dated, undated)))
+    res, _ = await c.retrieve("ns", RetrieveQuery(q, top_k=6, reference_time=REF))
+    by_path = {m.source: m for m in res.memories}
+    a, k = by_path["memory/2026-01-03.md"], by_path["memory/b.md"]
+    assert a.created_at == datetime(2026, 1, 3, tzinfo=UTC)  # the date in the path
+    assert k.created_at == datetime(2026, 1, 10, 6, tzinfo=UTC)  # the file's mtime
+    assert a.attributes["selected_by"] == "strict" and k.attributes["selected_by"] == "keyword-fallback"
+    assert a.attributes["decay"] == f"{0.5 ** (30 / 30):.6f}"  # 2026-01-03 → 2026-02-02: 30 days
+    assert (a.attributes["preset"], a.attributes["mode"], a.kind) == ("openclaw-late", "hybrid", "chunk")
+    assert a.evidence_ids == ["d1"] and a.text.startswith("alpha port 4000")
+
+
+async def test_embedder_choice_lifecycle_settle_and_reset():
+    b, c = make()  # embedder "" → the process (context) embedder
+    fake = FakeEmbedder("q")
+    b.context._embedder = fake
+    assert b.embedder is fake and b.model == "fake-3" and b.embedder_info() == ("fake-3", 3)
+    own, _ = make({"embedder": "hash"})  # an embedder named in the config is the backend's own
+    own.context._embedder = fake
+    await own.start()
+    assert own._embedder is not None and own.embedder is not fake and own.model == own.embedder.name
+    none, _ = make({"embedder": "none"})
+    await none.start()
+    assert none.embedder is None and none.model == "fts-only" and none._embedder is None
+    await c.ingest("ns", IngestBatch(sessions=(S1, S2)))
+    st = await c.settle("ns")
+    assert st.settled and st.counts["sessions"] == 2 and st.counts["files"] == 3
+    assert st.counts["chunks"] == b.index.counts("ns")["chunks"] > 0
+    assert st.items_indexed == (await b.namespace_stats("ns")).items
+    assert b.disk_bytes() == 0  # in-memory storage
+    assert await c.reset("ns") == 4 and b.index.counts("ns")  # 4 messages dropped == {"files": 0, "chunks": 0}
+    await b.close()
+    assert b._index is None and b.disk_bytes() == 0
