@@ -4,7 +4,15 @@ import hashlib
 
 import pytest
 
-from services.adapters.openclaw.chunker import chunk_markdown, chunk_markdown_v5, estimate_string_chars
+from services.adapters.openclaw.chunker import (
+    _code_points,
+    _take_tail,
+    _truncate_units_safe,
+    chunk_markdown,
+    chunk_markdown_v5,
+    curated_entry_kind,
+    estimate_string_chars,
+)
 from services.adapters.openclaw.jsstr import _to_units, js_len, js_slice, truncate_utf16_safe
 
 
@@ -52,10 +60,12 @@ def test_overlap_is_capped_at_half_a_chunk():
 
 
 def test_overlap_carries_every_line_that_fits_the_cap():
-    # cap min(16, 16): lines cost 5 → ffff, eeee, dddd (15) are carried; cccc would make 20
-    lines = ["aaaa", "bbbb", "cccc", "dddd", "eeee", "ffff", "gggg"]
+    # cap min(16, 16): lines cost 5; six fit (30). Lines 6, 5, 4 (15) are carried, line 3 would make 20; the
+    # carried 15 plus lines 7-9 is 30, line 10 makes 35 → flush; lines 7-9 carried, then 10 and 11.
+    lines = [c * 4 for c in "abcdefghijk"]
     out = chunk_markdown("\n".join(lines), tokens=8, overlap=4)
-    assert spans(out) == [(1, 6, "\n".join(lines[:6])), (4, 7, "\n".join(lines[3:]))]
+    assert [(c.start_line, c.end_line) for c in out] == [(1, 6), (4, 9), (7, 11)]
+    assert out[1].text == "\n".join(lines[3:9])
 
 
 def test_overlap_keeps_at_least_one_line_even_above_the_cap():
@@ -188,3 +198,62 @@ def test_estimate_string_chars_of_mixed_and_broken_strings():
     assert estimate_string_chars("\ud840\udc00") == 16  # the pair of U+20000
     assert estimate_string_chars("\udc00\ud840") == 2  # low before high: no pair
     assert estimate_string_chars(_to_units("é\U00020000")) == 1 + 16
+
+
+# UTF-16 helpers of the v5 chunker, on strings held as UTF-16 units, at the surrogate range edges: high halves
+# D800-DBFF, low halves DC00-DFFF (D7FF, DC00-as-high, DBFF-as-low and E000 are outside).
+HI_LO = "\ud800\udfff"  # U+103FF: lowest high, highest low
+
+
+def test_code_points_pair_only_high_then_low():
+    assert _code_points("a\ud800\udc00b") == ["a", "\ud800\udc00", "b"]
+    assert _code_points("\udbff\udfff" + HI_LO) == ["\udbff\udfff", HI_LO]
+    assert _code_points("\ud7ff\udc00") == ["\ud7ff", "\udc00"]
+    assert _code_points("\udc00\udc00") == ["\udc00", "\udc00"]
+    assert _code_points("\ud800\udbff") == ["\ud800", "\udbff"]
+    assert _code_points("\ud800\ue000") == ["\ud800", "\ue000"]
+    assert _code_points("\ud800\ud800\udc00") == ["\ud800", "\ud800\udc00"]
+    assert _code_points("x\ud800") == ["x", "\ud800"]  # a high half at the end stays alone
+
+
+def test_truncate_units_safe_never_ends_inside_a_pair():
+    assert _truncate_units_safe("abc", 3) == "abc"
+    assert _truncate_units_safe("abcd", 3) == "abc"
+    assert _truncate_units_safe("ab\ud800\udc00", 3) == "ab"
+    assert _truncate_units_safe("ab\ud800x", 3) == "ab\ud800"  # no low half follows: cut as is
+    assert _truncate_units_safe("a\udbff\udfff", 2) == "a"
+    assert _truncate_units_safe("a" + HI_LO, 2) == "a"
+    assert _truncate_units_safe("a\ud7ff\udc00", 2) == "a\ud7ff"
+    assert _truncate_units_safe("a\udc00\udc00", 2) == "a\udc00"
+    assert _truncate_units_safe("a\ud800\ue000", 2) == "a\ud800"
+    assert _truncate_units_safe("a\ud800\udbff", 2) == "a\ud800"
+
+
+def test_take_tail_by_estimated_chars_and_whole_pairs():
+    assert _take_tail("abc", 2) == "bc"
+    assert _take_tail("abc", 0) == ""
+    assert _take_tail("abc", 5) == "abc"
+    assert _take_tail("中中", 7) == "中" and _take_tail("中中", 8) == "中中"
+    assert _take_tail("a\ud800\udc00", 2) == "\ud800\udc00"
+    assert _take_tail("a\ud800\udc00", 1) == ""  # the pair costs 2
+    assert _take_tail("\ud800\udc00", 1) == ""  # a pair at the very start too
+    assert _take_tail("a\udbff\udfff", 1) == "" and _take_tail("a" + HI_LO, 1) == ""
+    assert _take_tail("x\ud840\udc00", 16) == "\ud840\udc00" and _take_tail("x\ud840\udc00", 15) == ""
+    assert _take_tail("\ud7ff\udc00", 1) == "\udc00"  # not pairs: one unit each
+    assert _take_tail("\udc00\udc00", 1) == "\udc00"
+    assert _take_tail("\ud800\udbff", 1) == "\udbff"
+    assert _take_tail("\ud800\ue000", 1) == "\ue000"
+
+
+def test_estimate_string_chars_pairs_at_the_surrogate_edges():
+    assert estimate_string_chars("\ud840\udfff") == 16  # U+203FF: bucket 5
+    assert estimate_string_chars("\ud87e\udc00") == 16  # U+2F800
+    assert estimate_string_chars("\ud840\ue000") == 2  # E000 is no low half: 1 + 1
+    assert estimate_string_chars("\ud841\udbff") == 2  # DBFF is no low half: 1 + 1
+    assert estimate_string_chars("\ud7ff\udc00") == 13  # D7FF (bucket 2: 1 + 11) is no high half; + 1
+
+
+def test_curated_entry_kinds():
+    assert [curated_entry_kind(x) for x in ("- a", "-a", "# h", "#", "###### h", "####### h", "#h", " - a", "")] == [
+        "entry", None, "section", "section", "section", None, None, None, None]
+    assert curated_entry_kind("##\tTabbed") == "section"
