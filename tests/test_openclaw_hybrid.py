@@ -325,3 +325,17 @@ def test_spare_slots_fill_in_merged_order_without_duplicates_and_stop_at_max():
     # nothing strict: keyword-backed rows with score >= 0, first max_results
     assert [r.id for r in h.select_results([k1, neg, k2, k3], keys, 2, 0.35, "spare-slots")] == ["k1", "k2"]
     assert [r.id for r in h.select_results([k1, neg, k2], keys, 6, 0.35, "spare-slots")] == ["k1", "k2"]
+
+
+def test_mmr_reorders_two_items():
+    # two items are reranked too: the higher score first whatever the input order
+    items = [_s("B", 0.5, "b"), _s("A", 1.0, "a")]
+    assert [r.id for r in h.mmr_rerank(items, 0.7, "ascii")] == ["A", "B"]
+
+
+def test_spare_slots_need_a_zero_vector_score_exactly():
+    x = h.Scored("x", "memory/x.md", 1, 2, "", 0.5, vector_score=0.7)
+    neg = h.Scored("neg", "memory/k.md", 1, 2, "", 0.01, vector_score=-0.2, text_score=0.5)  # a vector hit too
+    k = h.Scored("k", "memory/k.md", 3, 4, "", 0.15, vector_score=0.0, text_score=0.5)
+    keys = {neg.range_key, k.range_key}
+    assert [r.id for r in h.select_results([x, neg, k], keys, 6, 0.35, "spare-slots")] == ["x", "k"]
