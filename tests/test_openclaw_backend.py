@@ -581,3 +581,49 @@ async def test_embedder_choice_lifecycle_settle_and_reset():
     assert await c.reset("ns") == 4 and b.index.counts("ns")  # 4 messages dropped == {"files": 0, "chunks": 0}
     await b.close()
     assert b._index is None and b.disk_bytes() == 0
+
+
+class RecordingLLM(FakeLLM):
+    def __init__(self):
+        super().__init__()
+        self.temperatures: list[float] = []
+
+    async def chat(self, messages, temperature=0.0, **kw):
+        self.temperatures.append(temperature)
+        return await super().chat(messages, temperature=temperature, **kw)
+
+
+async def test_flush_temperature_seed_and_unchanged_sessions():
+    llm = RecordingLLM()
+    b, c = make(llm=llm)
+    await c.ingest("ns", IngestBatch(sessions=(S1,)))
+    await c.ingest("ns", IngestBatch(sessions=(S1,)))  # nothing new: no second flush, no attempt counted
+    assert llm.temperatures == [0.0] and b.counters()["flushes"] == 1
+    warm = RecordingLLM()
+    _, c2 = make({"llm_temperature": 0.4}, llm=warm)
+    await c2.ingest("ns", IngestBatch(sessions=(S1,)))
+    assert warm.temperatures == [0.4]
+    # random skipping is seeded per session id with flush_seed (default 0)
+    sessions = [session(f"r{i}", 1 + i, ("user", f"Port {i} is 40{i}.")) for i in range(12)]
+    expected = [not FlushSkipper(0.5, "random", 0).skip(0, s.session_id) for s in sessions]
+    assert 0 < sum(expected) < 12
+    b3, c3 = make({"flush_skip_rate": 0.5, "flush_skip_mode": "random"})
+    await c3.ingest("ns", IngestBatch(sessions=tuple(sessions)))
+    written = {p for p in b3.workspace("ns") if p.startswith("memory/")}
+    assert [f"memory/2026-01-{1 + i:02d}.md" in written for i in range(12)] == expected
+    assert b3.counters()["flushes"] == sum(expected) and b3.counters()["flushes_skipped"] == 12 - sum(expected)
+
+
+async def test_channel_durations_are_elapsed_nanoseconds():
+    import time
+
+    for preset in ("openclaw-late", "openclaw"):
+        b, c = make({"preset": preset})
+        await c.ingest("ns", IngestBatch(sessions=(S1, S2)))
+        qv = np.array([1.0] + [0.0] * (b.embedder.dim - 1), np.float32)
+        t0 = time.perf_counter_ns()
+        _, diags = b.search("ns", "cache TTL 300", 6, qv, 0)
+        wall = time.perf_counter_ns() - t0
+        assert [d.channel for d in diags] == ["fts", "vector", "merge"]
+        assert all(0 <= d.duration_ns <= wall for d in diags)
+        assert sum(d.duration_ns for d in diags) <= wall
