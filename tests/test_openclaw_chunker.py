@@ -144,6 +144,10 @@ V5_CASES = [
     # mixed weights: 7 Han + 4 ASCII = 32 per piece; each piece starts from 0, so the 5th "a" starts a third
     (HAN * 7 + "a" * 4 + HAN * 7 + "a" * 5, 8, 0, False,
      [(1, 1, HAN * 7 + "a" * 4), (1, 1, HAN * 7 + "a" * 4), (1, 1, "a")]),
+    # the first piece starts from 0 too: 7 Han + 4 ASCII = 32, the 5th "a" goes to the next piece
+    (HAN * 7 + "a" * 5 + HAN * 2, 8, 0, False, [(1, 1, HAN * 7 + "a" * 4), (1, 1, "a" + HAN * 2)]),
+    # 21 + 11 = 32: exactly maxChars fits in one chunk
+    ("a" * 20 + "\n" + "b" * 10, 8, 0, False, [(1, 2, "a" * 20 + "\n" + "b" * 10)]),
     # 40 Han units: the coarse cut takes 32 units (estimate 128) → 4 pieces of 8; the last 8 fit as they are
     (HAN * 40, 8, 0, False, [(1, 1, HAN * 8)] * 5),
     # line 1 costs 29, line 2 13 → window min(12, 19) = 12 → tail budget 11 → "中中" (8)
@@ -257,3 +261,39 @@ def test_curated_entry_kinds():
     assert [curated_entry_kind(x) for x in ("- a", "-a", "# h", "#", "###### h", "####### h", "#h", " - a", "")] == [
         "entry", None, "section", "section", "section", None, None, None, None]
     assert curated_entry_kind("##\tTabbed") == "section"
+
+
+def test_truncate_to_zero_units_is_empty():
+    assert _truncate_units_safe("\udc00\ud800", 0) == ""
+
+
+def test_estimate_of_a_long_string_ending_in_a_lone_high_half():
+    assert estimate_string_chars("a" * 300 + "\ud840") == 301
+
+
+# The defaults: 400 tokens → maxChars 1600, 80 tokens overlap → 320 chars. A: 21 lines of 79 chars (cost 80):
+# 20 fill 1600 exactly; 4 lines (320) are carried. B: 20 lines of 80 chars (cost 81): 19 fit (1539); 3 lines
+# (243) are carried, a 4th would make 324. C: a 1601-char line is cut at 1600.
+DEFAULT_A = "\n".join(chr(65 + i) * 79 for i in range(21))
+DEFAULT_B = "\n".join(chr(97 + i) * 80 for i in range(20))
+
+
+def test_v1_defaults():
+    assert [(c.start_line, c.end_line) for c in chunk_markdown(DEFAULT_A)] == [(1, 20), (17, 21)]
+    assert [(c.start_line, c.end_line) for c in chunk_markdown(DEFAULT_B)] == [(1, 19), (17, 20)]
+    assert [c.text for c in chunk_markdown("a" * 1601, overlap=0)] == ["a" * 1600, "a"]
+
+
+def test_v5_defaults():
+    assert [(c.start_line, c.end_line) for c in chunk_markdown_v5(DEFAULT_A)] == [(1, 20), (17, 21)]
+    assert [(c.start_line, c.end_line) for c in chunk_markdown_v5(DEFAULT_B)] == [(1, 19), (17, 20)]
+    assert [c.text for c in chunk_markdown_v5("a" * 1601, overlap=0)] == ["a" * 1600, "a"]
+    # 401 Han chars estimate 1604: split by code points into 400 (1600) and 1; the overlap window
+    # min(320, 1600 - 5) leaves a tail budget of 319 → 79 Han chars (316)
+    assert [c.text for c in chunk_markdown_v5(HAN * 401)] == [HAN * 400, HAN * 79 + "\n" + HAN]
+
+
+def test_v1_overlap_takes_a_line_only_when_it_fits_the_cap():
+    # cap 16: eeee 5, dddd 10, cccc 15; "b" (cost 2) would make 17 > 16
+    out = chunk_markdown("a" * 13 + "\nb\ncccc\ndddd\neeee\nffff", tokens=8, overlap=4)
+    assert [(c.start_line, c.end_line) for c in out] == [(1, 5), (3, 6)]
