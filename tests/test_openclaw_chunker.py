@@ -146,6 +146,11 @@ V5_CASES = [
      [(1, 1, HAN * 7 + "a" * 4), (1, 1, HAN * 7 + "a" * 4), (1, 1, "a")]),
     # the first piece starts from 0 too: 7 Han + 4 ASCII = 32, the 5th "a" goes to the next piece
     (HAN * 7 + "a" * 5 + HAN * 2, 8, 0, False, [(1, 1, HAN * 7 + "a" * 4), (1, 1, "a" + HAN * 2)]),
+    # window min(8, 32 - 31) = 1 still carries the empty line (cost 1)
+    ("a" * 10 + "\n\n" + "b" * 30, 8, 2, False, [(1, 2, "a" * 10 + "\n"), (2, 3, "\n" + "b" * 30)]),
+    # the carry stops at the first line that does not fit: the empty line before it is not taken
+    ("\n" + "b" * 20 + "\ncc\n" + "d" * 10, 8, 2, False,
+     [(1, 3, "\n" + "b" * 20 + "\ncc"), (3, 4, "cc\n" + "d" * 10)]),
     # 21 + 11 = 32: exactly maxChars fits in one chunk
     ("a" * 20 + "\n" + "b" * 10, 8, 0, False, [(1, 2, "a" * 20 + "\n" + "b" * 10)]),
     # 40 Han units: the coarse cut takes 32 units (estimate 128) → 4 pieces of 8; the last 8 fit as they are
@@ -285,6 +290,7 @@ def test_v1_defaults():
 
 
 def test_v5_defaults():
+    assert [(c.start_line, c.end_line) for c in chunk_markdown_v5("- a\n- b")] == [(1, 2)]  # not per entry
     assert [(c.start_line, c.end_line) for c in chunk_markdown_v5(DEFAULT_A)] == [(1, 20), (17, 21)]
     assert [(c.start_line, c.end_line) for c in chunk_markdown_v5(DEFAULT_B)] == [(1, 19), (17, 20)]
     assert [c.text for c in chunk_markdown_v5("a" * 1601, overlap=0)] == ["a" * 1600, "a"]
