@@ -339,3 +339,19 @@ def test_spare_slots_need_a_zero_vector_score_exactly():
     k = h.Scored("k", "memory/k.md", 3, 4, "", 0.15, vector_score=0.0, text_score=0.5)
     keys = {neg.range_key, k.range_key}
     assert [r.id for r in h.select_results([x, neg, k], keys, 6, 0.35, "spare-slots")] == ["x", "k"]
+
+
+def test_selection_sizes_above_the_small_int_cache():
+    # 299 strict rows + keyword-only rows, max 300: exactly one spare slot is filled (sizes > 256 compare by value)
+    strict = [h.Scored(f"s{i}", f"memory/s{i}.md", 1, 1, "", 0.9) for i in range(299)]
+    extra = [h.Scored(f"k{i}", f"memory/k{i}.md", 1, 1, "", 0.1, vector_score=0.0, text_score=0.3) for i in range(3)]
+    keys = {r.range_key for r in extra}
+    out = h.select_results(strict + extra, keys, 300, 0.35, "spare-slots")
+    assert len(out) == 300 and out[-1].id == "k0"
+    full = [h.Scored(f"t{i}", f"memory/t{i}.md", 1, 1, "", 0.9) for i in range(300)]
+    assert len(h.select_results(full + extra, keys, 300, 0.35, "spare-slots")) == 300
+
+
+def test_keyword_rows_scoring_exactly_zero_count_when_nothing_is_strict():
+    z = h.Scored("z", "memory/z.md", 1, 1, "", 0.0, vector_score=0.0, text_score=0.0)
+    assert [r.id for r in h.select_results([z], {z.range_key}, 6, 0.35, "spare-slots")] == ["z"]
