@@ -627,3 +627,15 @@ async def test_channel_durations_are_elapsed_nanoseconds():
         assert [d.channel for d in diags] == ["fts", "vector", "merge"]
         assert all(0 <= d.duration_ns <= wall for d in diags)
         assert sum(d.duration_ns for d in diags) <= wall
+
+
+async def test_a_score_equal_to_min_score_is_strict():
+    # minScore 1.0; "alpha one" has cosine exactly 1 and an FTS hit (early: 1.0): 0.7 + 0.3 = 1.0 exactly
+    b, c = make({"preset": "openclaw-2026-02", "min_score": 1.0})
+    b._embedder = MarkerEmbedder()
+    await c.ingest("ns", IngestBatch(documents=DOCS_123))
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=6, reference_time=REF))
+    assert [(m.source, m.score, m.attributes["selected_by"]) for m in res.memories] == [("memory/a.md", 1.0, "strict")]
+    b.params["hybrid_enabled"] = False  # vector only: cosine 1.0 >= 1.0
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=6, reference_time=REF))
+    assert [(m.source, m.score) for m in res.memories] == [("memory/a.md", 1.0)]
