@@ -151,6 +151,11 @@ V5_CASES = [
     # the carry stops at the first line that does not fit: the empty line before it is not taken
     ("\n" + "b" * 20 + "\ncc\n" + "d" * 10, 8, 2, False,
      [(1, 3, "\n" + "b" * 20 + "\ncc"), (3, 4, "cc\n" + "d" * 10)]),
+    # 21 + 12 = 33: one char over maxChars starts a second chunk
+    ("a" * 20 + "\n" + "b" * 11, 8, 0, False, [(1, 1, "a" * 20), (2, 2, "b" * 11)]),
+    # window min(8, 32 - 4) = 8 takes exactly two 3-char lines (4 + 4)
+    ("\n".join(c * 3 for c in "abcdefghi"), 8, 2, False,
+     [(1, 8, "\n".join(c * 3 for c in "abcdefgh")), (7, 9, "ggg\nhhh\niii")]),
     # 21 + 11 = 32: exactly maxChars fits in one chunk
     ("a" * 20 + "\n" + "b" * 10, 8, 0, False, [(1, 2, "a" * 20 + "\n" + "b" * 10)]),
     # 40 Han units: the coarse cut takes 32 units (estimate 128) → 4 pieces of 8; the last 8 fit as they are
@@ -303,3 +308,24 @@ def test_v1_overlap_takes_a_line_only_when_it_fits_the_cap():
     # cap 16: eeee 5, dddd 10, cccc 15; "b" (cost 2) would make 17 > 16
     out = chunk_markdown("a" * 13 + "\nb\ncccc\ndddd\neeee\nffff", tokens=8, overlap=4)
     assert [(c.start_line, c.end_line) for c in out] == [(1, 5), (3, 6)]
+
+
+def test_v1_budget_restarts_from_zero_after_a_flush_without_overlap():
+    # chunk 2: 21 + 11 = 32 fits exactly; the empty line (1) makes 33 and starts chunk 3
+    out = chunk_markdown("a" * 31 + "\n" + "b" * 20 + "\n" + "c" * 10 + "\n\n" + "d" * 5, tokens=8, overlap=0)
+    assert spans(out) == [(1, 1, "a" * 31), (2, 3, "b" * 20 + "\n" + "c" * 10), (4, 5, "\nddddd")]
+
+
+def test_chunks_are_immutable_values():
+    import dataclasses
+
+    (c,) = chunk_markdown_v5("x")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.text = "y"
+    assert hash(c) == hash(chunk_markdown_v5("x")[0])  # frozen: hashable, equal by value
+
+
+def test_surrogate_helpers_on_long_strings_and_after_a_pair():
+    assert estimate_string_chars("\ud800x") == 2  # a lone D800 is one unweighted unit
+    assert estimate_string_chars("\ud840\udc00中") == 16 + 4  # the unit after a pair is counted
+    assert _code_points("中" * 300 + "\ud840") == ["中"] * 300 + ["\ud840"]
