@@ -355,3 +355,19 @@ def test_selection_sizes_above_the_small_int_cache():
 def test_keyword_rows_scoring_exactly_zero_count_when_nothing_is_strict():
     z = h.Scored("z", "memory/z.md", 1, 1, "", 0.0, vector_score=0.0, text_score=0.0)
     assert [r.id for r in h.select_results([z], {z.range_key}, 6, 0.35, "spare-slots")] == ["z"]
+
+
+def test_rows_are_frozen_hashable_values_with_defaults():
+    import dataclasses
+
+    s = h.Scored("i", "memory/a.md", 1, 2, "t", 0.5)
+    assert (s.vector_score, s.text_score, s.source, s.decay, s.extra) == (0.0, 0.0, "memory", 1.0, {})
+    assert s.range_key == ("memory", "memory/a.md", 1, 2)
+    # extra is a diagnostic: not compared, not hashed
+    assert s == h.Scored("i", "memory/a.md", 1, 2, "t", 0.5, extra={"exact": 1})
+    assert len({s, h.Scored("i", "memory/a.md", 1, 2, "t", 0.5, extra={"exact": 1})}) == 1
+    v, k = h.VectorHit("i", "p", 1, 1, "t", 0.5), h.KeywordHit("i", "p", 1, 1, "t", 0.5)
+    assert (v.source, k.source) == ("memory", "memory") and len({v, k}) == 2
+    for row in (s, v, k):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            row.id = "x"
