@@ -156,6 +156,12 @@ V5_CASES = [
     # window min(8, 32 - 4) = 8 takes exactly two 3-char lines (4 + 4)
     ("\n".join(c * 3 for c in "abcdefghi"), 8, 2, False,
      [(1, 8, "\n".join(c * 3 for c in "abcdefgh")), (7, 9, "ggg\nhhh\niii")]),
+    # after a flush without overlap the budget restarts from 0: 21 + 11 = 32 fits
+    ("a" * 31 + "\n" + "b" * 20 + "\n" + "c" * 10, 8, 0, False, [(1, 1, "a" * 31), (2, 3, "b" * 20 + "\n" + "c" * 10)]),
+    # a carried tail costs its estimate + 1: window min(20, 30) → 19 chars (20) + "b" (2) + 9 chars (10) = 32 fits
+    ("a" * 31 + "\nb\n" + "c" * 9, 8, 5, False, [(1, 1, "a" * 31), (1, 3, "a" * 19 + "\nb\n" + "c" * 9)]),
+    # an empty line costs 1: 31 + 1 = 32 fits
+    ("a" * 30 + "\n\nb", 8, 0, False, [(1, 2, "a" * 30 + "\n"), (3, 3, "b")]),
     # 21 + 11 = 32: exactly maxChars fits in one chunk
     ("a" * 20 + "\n" + "b" * 10, 8, 0, False, [(1, 2, "a" * 20 + "\n" + "b" * 10)]),
     # 40 Han units: the coarse cut takes 32 units (estimate 128) → 4 pieces of 8; the last 8 fit as they are
@@ -302,6 +308,12 @@ def test_v5_defaults():
     # 401 Han chars estimate 1604: split by code points into 400 (1600) and 1; the overlap window
     # min(320, 1600 - 5) leaves a tail budget of 319 → 79 Han chars (316)
     assert [c.text for c in chunk_markdown_v5(HAN * 401)] == [HAN * 400, HAN * 79 + "\n" + HAN]
+
+
+def test_v1_overlap_takes_a_line_that_fills_the_cap_exactly():
+    # 3-char lines cost 4: eight fill 32; the carry takes four (16 = cap)
+    out = chunk_markdown("\n".join(c * 3 for c in "abcdefghi"), tokens=8, overlap=4)
+    assert [(c.start_line, c.end_line) for c in out] == [(1, 8), (5, 9)]
 
 
 def test_v1_overlap_takes_a_line_only_when_it_fits_the_cap():
