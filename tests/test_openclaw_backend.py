@@ -639,3 +639,14 @@ async def test_a_score_equal_to_min_score_is_strict():
     b.params["hybrid_enabled"] = False  # vector only: cosine 1.0 >= 1.0
     res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=6, reference_time=REF))
     assert [(m.source, m.score) for m in res.memories] == [("memory/a.md", 1.0)]
+
+
+async def test_fts_only_mode_of_2026_9_finishes_the_keyword_rows_alone():
+    b, c = make({"embedder": "none"})  # the default preset, openclaw 2026.9.6
+    await c.ingest("ns", IngestBatch(sessions=(S1, S2, S3)))
+    res, _ = await c.retrieve("ns", RetrieveQuery("what was the cookie duration?", top_k=6, reference_time=REF))
+    assert [ch.channel for ch in res.channels] == ["fts"]  # no vector leg, no hybrid merge
+    assert res.channels[0].note.startswith("boosted body+path, fallback terms=")
+    assert res.memories and res.memories[0].attributes["path"] == "memory/2026-01-31.md"
+    assert all(m.channel_scores["vector"] == 0.0 and m.attributes["mode"] == "fts-only" for m in res.memories)
+    assert res.memories[0].attributes["preset"] == "openclaw"
