@@ -146,6 +146,8 @@ V5_CASES = [
      [(1, 1, HAN * 7 + "a" * 4), (1, 1, HAN * 7 + "a" * 4), (1, 1, "a")]),
     # the first piece starts from 0 too: 7 Han + 4 ASCII = 32, the 5th "a" goes to the next piece
     (HAN * 7 + "a" * 5 + HAN * 2, 8, 0, False, [(1, 1, HAN * 7 + "a" * 4), (1, 1, "a" + HAN * 2)]),
+    # no overlap: nothing is carried, not even an empty line
+    ("a" * 10 + "\n\n" + "b" * 30, 8, 0, False, [(1, 2, "a" * 10 + "\n"), (3, 3, "b" * 30)]),
     # window min(8, 32 - 31) = 1 still carries the empty line (cost 1)
     ("a" * 10 + "\n\n" + "b" * 30, 8, 2, False, [(1, 2, "a" * 10 + "\n"), (2, 3, "\n" + "b" * 30)]),
     # the carry stops at the first line that does not fit: the empty line before it is not taken
@@ -263,6 +265,7 @@ def test_take_tail_by_estimated_chars_and_whole_pairs():
     assert _take_tail("\udc00\udc00", 1) == "\udc00"
     assert _take_tail("\ud800\udbff", 1) == "\udbff"
     assert _take_tail("\ud800\ue000", 1) == "\ue000"
+    assert _take_tail("\udc00x\ud800", 10) == "\udc00x\ud800"  # the first unit has no unit before it
 
 
 def test_estimate_string_chars_pairs_at_the_surrogate_edges():
@@ -314,6 +317,12 @@ def test_v1_overlap_takes_a_line_that_fills_the_cap_exactly():
     # 3-char lines cost 4: eight fill 32; the carry takes four (16 = cap)
     out = chunk_markdown("\n".join(c * 3 for c in "abcdefghi"), tokens=8, overlap=4)
     assert [(c.start_line, c.end_line) for c in out] == [(1, 8), (5, 9)]
+
+
+def test_v1_overlap_stops_at_the_first_line_that_does_not_fit():
+    # cap 16: "cc" (3) is carried, the 20-char line (21) does not fit; the empty line before it is not taken
+    out = chunk_markdown("\n" + "b" * 20 + "\ncc\n" + "d" * 10, tokens=8, overlap=4)
+    assert [(c.start_line, c.end_line) for c in out] == [(1, 3), (3, 4)]
 
 
 def test_v1_overlap_takes_a_line_only_when_it_fits_the_cap():
