@@ -115,7 +115,8 @@ V5_CASES = [
       (9, 9, "-  z")]),
     ("intro\n- a", 400, 80, True, [(1, 1, "intro"), (2, 2, "- a")]),  # line 1 is a section whatever it is
     ("- first\nmore", 400, 80, True, [(1, 2, "- first\nmore")]),
-    # an entry starts from an empty budget: 7 + 26 = 33 > 32 flushes
+    # an entry starts from an empty budget: 7 + 25 = 32 fits, 7 + 26 = 33 > 32 flushes
+    ("- aaaa\n" + "b" * 24, 8, 0, True, [(1, 2, "- aaaa\n" + "b" * 24)]),
     ("- aaaa\n" + "b" * 25, 8, 0, True, [(1, 1, "- aaaa"), (2, 2, "b" * 25)]),
     # maxChars 32, overlap 12: lines cost 5; "e"*26 costs 27 → window min(12, 32 - 27) = 5 → "dddd" carried
     ("aaaa\nbbbb\ncccc\ndddd\n" + "e" * 26, 8, 3, False,
@@ -241,6 +242,7 @@ def test_code_points_pair_only_high_then_low():
 def test_truncate_units_safe_never_ends_inside_a_pair():
     assert _truncate_units_safe("abc", 3) == "abc"
     assert _truncate_units_safe("abcd", 3) == "abc"
+    assert _truncate_units_safe("ab\ud800", 3) == "ab\ud800"  # already short enough: as is
     assert _truncate_units_safe("ab\ud800\udc00", 3) == "ab"
     assert _truncate_units_safe("ab\ud800x", 3) == "ab\ud800"  # no low half follows: cut as is
     assert _truncate_units_safe("a\udbff\udfff", 2) == "a"
