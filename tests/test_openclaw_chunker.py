@@ -243,6 +243,7 @@ def test_truncate_units_safe_never_ends_inside_a_pair():
     assert _truncate_units_safe("abc", 3) == "abc"
     assert _truncate_units_safe("abcd", 3) == "abc"
     assert _truncate_units_safe("ab\ud800", 3) == "ab\ud800"  # already short enough: as is
+    assert _truncate_units_safe("\ud800\udc00", 1) == ""  # a pair never fits in one unit
     assert _truncate_units_safe("ab\ud800\udc00", 3) == "ab"
     assert _truncate_units_safe("ab\ud800x", 3) == "ab\ud800"  # no low half follows: cut as is
     assert _truncate_units_safe("a\udbff\udfff", 2) == "a"
@@ -275,6 +276,7 @@ def test_estimate_string_chars_pairs_at_the_surrogate_edges():
     assert estimate_string_chars("\ud87e\udc00") == 16  # U+2F800
     assert estimate_string_chars("\ud840\ue000") == 2  # E000 is no low half: 1 + 1
     assert estimate_string_chars("\ud841\udbff") == 2  # DBFF is no low half: 1 + 1
+    assert estimate_string_chars("\uff01\udc00") == 4 + 1  # U+FF01 (bucket 1) is no high half
     assert estimate_string_chars("\ud7ff\udc00") == 13  # D7FF (bucket 2: 1 + 11) is no high half; + 1
 
 
