@@ -161,6 +161,11 @@ V5_CASES = [
      [(1, 8, "\n".join(c * 3 for c in "abcdefgh")), (7, 9, "ggg\nhhh\niii")]),
     # after a flush without overlap the budget restarts from 0: 21 + 11 = 32 fits
     ("a" * 31 + "\n" + "b" * 20 + "\n" + "c" * 10, 8, 0, False, [(1, 1, "a" * 31), (2, 3, "b" * 20 + "\n" + "c" * 10)]),
+    # ... and 21 + 12 = 33 does not fit
+    ("a" * 31 + "\n" + "b" * 20 + "\n" + "c" * 11, 8, 0, False,
+     [(1, 1, "a" * 31), (2, 2, "b" * 20), (3, 3, "c" * 11)]),
+    # a full 32-char piece leaves a window of 0: nothing is carried, not even the empty line before it
+    ("a\n\n" + "b" * 32, 8, 2, False, [(1, 2, "a\n"), (3, 3, "b" * 32)]),
     # a carried tail costs its estimate + 1: window min(20, 30) → 19 chars (20) + "b" (2) + 9 chars (10) = 32 fits
     ("a" * 31 + "\nb\n" + "c" * 9, 8, 5, False, [(1, 1, "a" * 31), (1, 3, "a" * 19 + "\nb\n" + "c" * 9)]),
     # an empty line costs 1: 31 + 1 = 32 fits
