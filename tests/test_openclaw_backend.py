@@ -364,3 +364,289 @@ async def test_file_storage_under_the_data_dir(tmp_path):
     assert b.disk_bytes() > 0
     assert list((tmp_path / "openclaw").glob("index-*.sqlite"))
     await b.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# configuration, formatting and the search paths not covered above
+
+
+@pytest.mark.parametrize(("config", "field"), [
+    ({"preset": "openclaw-2026-02", "vector_weight": -0.1}, "vector_weight"),
+    ({"preset": "openclaw-2026-02", "text_weight": True}, "text_weight"),
+    ({"preset": "openclaw-2026-02", "text_weight": "0.3"}, "text_weight"),
+    ({"preset": "openclaw-2026-02", "mmr_enabled": 1}, "mmr_enabled"),
+    ({"preset": "openclaw-2026-02", "decay_enabled": "yes"}, "decay_enabled"),
+    ({"preset": "openclaw-late", "vector_weight": 0.6}, "vector_weight"),  # fixed in the late presets
+    ({"preset": "openclaw", "decay_enabled": False}, "decay_enabled"),
+    ({"min_score": 1.5}, "min_score"),
+    ({"min_score": -0.01}, "min_score"),
+    ({"min_score": True}, "min_score"),
+    ({"min_score": "0.3"}, "min_score"),
+    ({"storage": "disk"}, "storage"),
+    ({"embedder": "bert"}, "embedder"),
+    ({"recent_sessions": -1}, "recent_sessions"),
+    ({"recent_sessions": 1.5}, "recent_sessions"),
+])
+def test_bad_config_is_rejected_naming_the_field(config, field):
+    with pytest.raises(ValueError, match=field):
+        make(config)
+
+
+def test_accepted_config_values_and_overrides_in_force():
+    # a late preset accepts a knob equal to its own value; 0 and 1 bound min_score; 0 recent sessions is valid
+    b, _ = make({"preset": "openclaw-late", "mmr_enabled": True, "vector_weight": 0.7, "min_score": 0.0,
+                 "recent_sessions": 0})
+    assert b.params["mmr_enabled"] is True and b.params["min_score"] == 0.0
+    b, _ = make({"preset": "openclaw-2026-02", "vector_weight": 1, "text_weight": 0.0, "mmr_enabled": True,
+                 "decay_enabled": True, "min_score": 1.0})
+    assert (b.params["vector_weight"], b.params["text_weight"], b.params["mmr_enabled"], b.params["decay_enabled"],
+            b.params["min_score"]) == (1, 0.0, True, True, 1.0)
+    assert b.describe_config()["min_score"] == 1.0
+    b, _ = make({"preset": "openclaw-2026-02", "min_score": 0})
+    assert b.params["min_score"] == 0.0 and isinstance(b.params["min_score"], float)
+    # None keeps the preset's value
+    b, _ = make({"preset": "openclaw-2026-02", "vector_weight": None, "min_score": None})
+    assert (b.params["vector_weight"], b.params["min_score"]) == (0.7, 0.35)
+
+
+def test_describe_config_derived_values():
+    early, _ = make({"preset": "openclaw-2026-02"})
+    d = early.describe_config()
+    assert d["candidates"] == "min(200, floor(top_k * 4))"
+    assert d["mode"] == "hybrid" and d["embedding_model"] == early.model
+    assert d["evergreen_paths"] == ["MEMORY.md", "memory.md"]  # tuples are listed
+    assert d["preset"] == "openclaw-2026-02" and d["prompts_hash"] == prompts.prompts_hash()
+    # maxChars = max(32, tokens*4); overlapChars = min(overlap*4, maxChars // 2)
+    early.params.update(chunk_tokens=8, chunk_overlap_tokens=5)
+    d = early.describe_config()
+    assert (d["max_chars"], d["overlap_chars"]) == (32, 16)
+    early.params.update(chunk_tokens=5, chunk_overlap_tokens=3)
+    d = early.describe_config()
+    assert (d["max_chars"], d["overlap_chars"]) == (32, 12)
+
+
+def test_result_and_notes_formatting():
+    from services.adapters.openclaw.backend import citation, format_recent_notes, format_search_results
+    from services.adapters.openclaw.hybrid import Scored
+
+    assert format_search_results([]) == "## memory_search results\n(no results)"
+    rows = [Scored("1", "memory/a.md", 3, 7, "alpha", 0.81249), Scored("2", "MEMORY.md", 1, 1, "beta", 0.5)]
+    assert format_search_results(rows) == ("## memory_search results\n\n"
+                                           "[1] memory/a.md#L3-L7 (score 0.812)\nalpha\n\n"
+                                           "[2] MEMORY.md#L1-L1 (score 0.500)\nbeta")
+    assert citation("x.md", 2, 9) == "x.md#L2-L9"
+    assert format_recent_notes(None, 2) == ""
+
+
+async def test_recent_notes_count_follows_the_config():
+    b, c = make({"recent_sessions": 1})
+    await c.ingest("ns", IngestBatch(sessions=(S1, S2, S3)))
+    res, _ = await c.retrieve("ns", RetrieveQuery("cookie 30 days", top_k=6, reference_time=REF))
+    head = res.formatted_context.split("## memory_search")[0]
+    assert head.startswith("## Recent memory notes (last 1 sessions)\n### memory/2026-01-31.md (session s3)\n")
+    assert "(session s2)" not in head
+    b0, c0 = make({"recent_sessions": 0})
+    await c0.ingest("ns", IngestBatch(sessions=(S1,)))
+    res0, _ = await c0.retrieve("ns", RetrieveQuery("port 4000", top_k=6, reference_time=REF))
+    assert res0.formatted_context.startswith("## memory_search results")
+
+
+async def test_blank_query_returns_nothing_and_searches_are_counted():
+    b, c = make()
+    await c.ingest("ns", IngestBatch(sessions=(S1,)))
+    assert b.search("ns", "   ", 6, None, 0) == ([], [])
+    res, _ = await c.retrieve("ns", RetrieveQuery("port 4000", top_k=6, reference_time=REF))
+    assert res.memories and b.counters()["searches"] == 1
+    assert b.counters()["flushes"] == 1 and b.counters()["llm_calls"] == 1 and b.counters()["flushes_skipped"] == 0
+
+
+class MarkerEmbedder:
+    """3-d vectors by a marker word in the text ("one", "two", "three"); anything else (the query) is e0."""
+
+    name = "marker-3"
+    dim = 3
+    VECS = {"one": (1.0, 0.0, 0.0), "two": (0.8, 0.6, 0.0), "three": (0.3, float(np.sqrt(0.91)), 0.0)}
+
+    def encode(self, texts):
+        out = np.zeros((len(texts), 3), dtype=np.float32)
+        for i, t in enumerate(texts):
+            out[i] = next((v for w, v in self.VECS.items() if w in t.split()), (1.0, 0.0, 0.0))
+        return out
+
+    async def aencode(self, texts, persist=True):
+        return self.encode(texts)
+
+
+DOCS_123 = (Document("a", "alpha one", path="memory/a.md"), Document("b", "alpha two", path="memory/b.md"),
+            Document("c", "alpha three", path="memory/c.md"))
+
+
+async def test_vector_only_when_hybrid_is_off():
+    """hybrid.enabled = false: the vector hits alone, score = cosine, cut at minScore 0.35, no keyword leg."""
+    b, c = make({"preset": "openclaw-2026-02"})
+    b._embedder = MarkerEmbedder()
+    await c.ingest("ns", IngestBatch(documents=DOCS_123))
+    # hybrid on (early): 0.7·cos + 0.3·1.0 (every FTS hit scores 1) → a 1.0, b 0.86, c 0.51
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=6, reference_time=REF))
+    assert [(m.source, round(m.score, 6)) for m in res.memories] == [
+        ("memory/a.md", 1.0), ("memory/b.md", 0.86), ("memory/c.md", 0.51)]
+    b.params["hybrid_enabled"] = False
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=6, reference_time=REF))
+    assert [(m.source, round(m.score, 6)) for m in res.memories] == [("memory/a.md", 1.0), ("memory/b.md", 0.8)]
+    assert [m.channel_scores["text"] for m in res.memories] == [0.0, 0.0]
+    assert [(ch.channel, ch.candidates) for ch in res.channels] == [("fts", 0), ("vector", 3)]
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=1, reference_time=REF))
+    assert [m.source for m in res.memories] == ["memory/a.md"]
+
+
+async def test_early_fts_only_mode():
+    """FTS-only (no embedder), early preset: one keyword search per extracted keyword, each chunk keeps its best
+    score (the early mapping scores every hit 1.0), strict cut; no keyword → the cleaned query itself."""
+    b, c = make({"preset": "openclaw-2026-02", "embedder": "none"})
+    docs = (Document("a", "alpha beta", path="memory/a.md"), Document("b", "gamma delta", path="memory/b.md"),
+            Document("c", "what is this thing", path="memory/c.md"))
+    await c.ingest("ns", IngestBatch(documents=docs))
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha gamma?", top_k=6, reference_time=REF))
+    assert [(m.source, m.score, m.channel_scores["text"], m.channel_scores["vector"]) for m in res.memories] == [
+        ("memory/a.md", 1.0, 1.0, 0.0), ("memory/b.md", 1.0, 1.0, 0.0)]
+    assert (res.channels[0].channel, res.channels[0].candidates) == ("fts", 2)
+    assert res.channels[0].note == "fts-only keywords=['alpha', 'gamma']"
+    assert res.memories[0].attributes["mode"] == "fts-only"
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha gamma?", top_k=1, reference_time=REF))
+    assert [m.source for m in res.memories] == ["memory/a.md"]
+    res, _ = await c.retrieve("ns", RetrieveQuery("What is this?", top_k=6, reference_time=REF))  # stop words only
+    assert [m.source for m in res.memories] == ["memory/c.md"]
+    assert res.channels[0].note == "fts-only keywords=['What is this?']"
+
+
+async def test_late_fts_only_orders_by_best_keyword_score():
+    """Late preset, FTS-only: a chunk hit by two keywords keeps the higher score; rows sorted by it (minScore 0
+    so that the strict cut keeps every hit)."""
+    from services.adapters.openclaw.fts import bm25_rank_to_score
+
+    b, c = make({"preset": "openclaw-late", "embedder": "none", "min_score": 0.0})
+    # a is hit by both keywords: "zebra" (1 of 3 chunks) scores far above "quokka" (2 of 3: IDF clamped to 1e-6)
+    docs = (Document("a", "zebra quokka", path="memory/a.md"),
+            Document("b", "quokka quokka words padding the chunk out", path="memory/b.md"),
+            Document("c", "more words", path="memory/c.md"))
+    await c.ingest("ns", IngestBatch(documents=docs))
+    res, _ = await c.retrieve("ns", RetrieveQuery("quokka zebra", top_k=6, reference_time=REF))
+    kw = {}
+    for term in ("quokka", "zebra"):
+        for hit in b.index.search_keyword("ns", f'"{term}"', 24, None, lambda r: bm25_rank_to_score(r, "late")):
+            kw[hit.path] = max(kw.get(hit.path, 0.0), hit.text_score)
+    expected = sorted(kw.items(), key=lambda x: -x[1])
+    assert [p for p, _ in expected] == ["memory/a.md", "memory/b.md"] and expected[0][1] > 1000 * expected[1][1]
+    assert [(m.source, m.channel_scores["text"]) for m in res.memories] == [
+        (p, pytest.approx(s)) for p, s in expected]
+
+
+async def test_memory_attributes_dates_and_selection_reason():
+    q = "alpha zebra"
+    dated = Document("d1", "alpha port 4000", path="memory/2026-01-03.md")
+    undated = Document("d2", "alpha zebra codename", path="memory/b.md", created_at=datetime(2026, 1, 10, 6,
+                                                                                               tzinfo=UTC))
+    b, c = make({"preset": "openclaw-late"})
+    b._embedder = FakeEmbedder(q)
+    await c.ingest("ns", IngestBatch(documents=(dated, undated)))
+    res, _ = await c.retrieve("ns", RetrieveQuery(q, top_k=6, reference_time=REF))
+    by_path = {m.source: m for m in res.memories}
+    a, k = by_path["memory/2026-01-03.md"], by_path["memory/b.md"]
+    assert a.created_at == datetime(2026, 1, 3, tzinfo=UTC)  # the date in the path
+    assert k.created_at == datetime(2026, 1, 10, 6, tzinfo=UTC)  # the file's mtime
+    assert a.attributes["selected_by"] == "strict" and k.attributes["selected_by"] == "keyword-fallback"
+    assert a.attributes["decay"] == f"{0.5 ** (30 / 30):.6f}"  # 2026-01-03 → 2026-02-02: 30 days
+    assert (a.attributes["preset"], a.attributes["mode"], a.kind) == ("openclaw-late", "hybrid", "chunk")
+    assert a.evidence_ids == ["d1"] and a.text.startswith("alpha port 4000")
+
+
+async def test_embedder_choice_lifecycle_settle_and_reset():
+    b, c = make()  # embedder "" → the process (context) embedder
+    fake = FakeEmbedder("q")
+    b.context._embedder = fake
+    assert b.embedder is fake and b.model == "fake-3" and b.embedder_info() == ("fake-3", 3)
+    own, _ = make({"embedder": "hash"})  # an embedder named in the config is the backend's own
+    own.context._embedder = fake
+    await own.start()
+    assert own._embedder is not None and own.embedder is not fake and own.model == own.embedder.name
+    none, _ = make({"embedder": "none"})
+    await none.start()
+    assert none.embedder is None and none.model == "fts-only" and none._embedder is None
+    await c.ingest("ns", IngestBatch(sessions=(S1, S2)))
+    st = await c.settle("ns")
+    assert st.settled and st.counts["sessions"] == 2 and st.counts["files"] == 3
+    assert st.counts["chunks"] == b.index.counts("ns")["chunks"] > 0
+    assert st.items_indexed == (await b.namespace_stats("ns")).items
+    assert b.disk_bytes() == 0  # in-memory storage
+    assert await c.reset("ns") == 4 and b.index.counts("ns")  # 4 messages dropped == {"files": 0, "chunks": 0}
+    await b.close()
+    assert b._index is None and b.disk_bytes() == 0
+
+
+class RecordingLLM(FakeLLM):
+    def __init__(self):
+        super().__init__()
+        self.temperatures: list[float] = []
+
+    async def chat(self, messages, temperature=0.0, **kw):
+        self.temperatures.append(temperature)
+        return await super().chat(messages, temperature=temperature, **kw)
+
+
+async def test_flush_temperature_seed_and_unchanged_sessions():
+    llm = RecordingLLM()
+    b, c = make(llm=llm)
+    await c.ingest("ns", IngestBatch(sessions=(S1,)))
+    await c.ingest("ns", IngestBatch(sessions=(S1,)))  # nothing new: no second flush, no attempt counted
+    assert llm.temperatures == [0.0] and b.counters()["flushes"] == 1
+    warm = RecordingLLM()
+    _, c2 = make({"llm_temperature": 0.4}, llm=warm)
+    await c2.ingest("ns", IngestBatch(sessions=(S1,)))
+    assert warm.temperatures == [0.4]
+    # random skipping is seeded per session id with flush_seed (default 0)
+    sessions = [session(f"r{i}", 1 + i, ("user", f"Port {i} is 40{i}.")) for i in range(12)]
+    expected = [not FlushSkipper(0.5, "random", 0).skip(0, s.session_id) for s in sessions]
+    assert 0 < sum(expected) < 12
+    b3, c3 = make({"flush_skip_rate": 0.5, "flush_skip_mode": "random"})
+    await c3.ingest("ns", IngestBatch(sessions=tuple(sessions)))
+    written = {p for p in b3.workspace("ns") if p.startswith("memory/")}
+    assert [f"memory/2026-01-{1 + i:02d}.md" in written for i in range(12)] == expected
+    assert b3.counters()["flushes"] == sum(expected) and b3.counters()["flushes_skipped"] == 12 - sum(expected)
+
+
+async def test_channel_durations_are_elapsed_nanoseconds():
+    import time
+
+    for preset in ("openclaw-late", "openclaw"):
+        b, c = make({"preset": preset})
+        await c.ingest("ns", IngestBatch(sessions=(S1, S2)))
+        qv = np.array([1.0] + [0.0] * (b.embedder.dim - 1), np.float32)
+        t0 = time.perf_counter_ns()
+        _, diags = b.search("ns", "cache TTL 300", 6, qv, 0)
+        wall = time.perf_counter_ns() - t0
+        assert [d.channel for d in diags] == ["fts", "vector", "merge"]
+        assert all(0 <= d.duration_ns <= wall for d in diags)
+        assert sum(d.duration_ns for d in diags) <= wall
+
+
+async def test_a_score_equal_to_min_score_is_strict():
+    # minScore 1.0; "alpha one" has cosine exactly 1 and an FTS hit (early: 1.0): 0.7 + 0.3 = 1.0 exactly
+    b, c = make({"preset": "openclaw-2026-02", "min_score": 1.0})
+    b._embedder = MarkerEmbedder()
+    await c.ingest("ns", IngestBatch(documents=DOCS_123))
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=6, reference_time=REF))
+    assert [(m.source, m.score, m.attributes["selected_by"]) for m in res.memories] == [("memory/a.md", 1.0, "strict")]
+    b.params["hybrid_enabled"] = False  # vector only: cosine 1.0 >= 1.0
+    res, _ = await c.retrieve("ns", RetrieveQuery("alpha", top_k=6, reference_time=REF))
+    assert [(m.source, m.score) for m in res.memories] == [("memory/a.md", 1.0)]
+
+
+async def test_fts_only_mode_of_2026_9_finishes_the_keyword_rows_alone():
+    b, c = make({"embedder": "none"})  # the default preset, openclaw 2026.9.6
+    await c.ingest("ns", IngestBatch(sessions=(S1, S2, S3)))
+    res, _ = await c.retrieve("ns", RetrieveQuery("what was the cookie duration?", top_k=6, reference_time=REF))
+    assert [ch.channel for ch in res.channels] == ["fts"]  # no vector leg, no hybrid merge
+    assert res.channels[0].note.startswith("boosted body+path, fallback terms=")
+    assert res.memories and res.memories[0].attributes["path"] == "memory/2026-01-31.md"
+    assert all(m.channel_scores["vector"] == 0.0 and m.attributes["mode"] == "fts-only" for m in res.memories)
+    assert res.memories[0].attributes["preset"] == "openclaw"

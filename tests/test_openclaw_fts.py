@@ -5,7 +5,12 @@ import sqlite3
 
 import pytest
 
-from services.adapters.openclaw.fts import bm25_rank_to_score, build_fts_query, extract_keywords
+from services.adapters.openclaw.fts import (
+    bm25_rank_to_score,
+    build_fts_query,
+    extract_keywords,
+    extract_keywords_2609,
+)
 from services.adapters.openclaw.presets import EARLY, LATE, candidate_count
 
 
@@ -74,3 +79,68 @@ def test_extract_keywords():
     # pure numbers and 2-letter ASCII words are dropped; duplicates removed; symbols stay inside a segment
     assert extract_keywords("Port 4000? port db c++") == ["port", "c++"]
     assert extract_keywords("之前方案") == ["之", "前", "方", "案", "之前", "前方", "方案"]
+
+
+def test_fts_query_with_a_custom_token_regex_uses_that_regex():
+    # Neither era's pattern: the given regex is compiled and used as is (digits only here).
+    assert build_fts_query("a1 b22 c", r"[0-9]+") == '"1" AND "22"'
+    assert build_fts_query("abc", r"[0-9]+") is None
+    # a pattern sorting after the late one ("[\p{..." < "[a-z...") too
+    assert build_fts_query("x1 Yz", r"[a-z]+") == '"x" AND "z"'
+
+
+def test_late_rank_mapping_at_zero_and_positive():
+    # rank 0 is not negative: 1/(1+0) = 1 (a negative rank r gives |r|/(1+|r|), 0 at r = -0.0 only)
+    assert bm25_rank_to_score(0.0, "late") == 1.0
+    assert bm25_rank_to_score(-1.0, "late") == 0.5
+    assert bm25_rank_to_score(-3.0, "late") == 0.75
+    assert bm25_rank_to_score(1.0, "late") == 0.5
+    assert bm25_rank_to_score(-1.0, "early") == 1.0
+    assert bm25_rank_to_score(1.0, "early") == 0.5
+    assert bm25_rank_to_score(float("-inf"), "late") == pytest.approx(1 / 1000)
+    for bad in ("nope", "", "Late"):  # unknown names, including ones sorting before "early" and "late"
+        with pytest.raises(ValueError, match="bm25 mapping"):
+            bm25_rank_to_score(1.0, bad)
+
+
+def test_rank_mapping_names_built_at_run_time():
+    # Mapping names come from configuration (JSON, CLI): equal strings that are not the interned literals.
+    early, late = "".join(["ear", "ly"]), "".join(["la", "te"])
+    assert bm25_rank_to_score(-1.0, early) == 1.0
+    assert bm25_rank_to_score(-1.0, late) == 0.5
+
+
+# Expectations worked out by hand from dist/query-expansion-XZx6aBHC.mjs `tokenize`/`extractKeywords` of
+# openclaw@2026.9.6, and checked by running that file's extractKeywords under node 20 on the same queries.
+KEYWORDS_2609 = [
+    # Korean: the segment is kept unless it (or its stem) is a stop word; its stem (longest trailing particle
+    # "에서" stripped) is added when it is not a stop word and useful (>= 2 Hangul syllables, or ASCII)
+    ("서버에서 포트", ["서버에서", "서버", "포트"]),
+    ("서버", ["서버"]),  # no particle: no stem
+    ("나는 집에", ["집에"]),
+    ("데이터를 확인", ["데이터를", "데이터", "확인"]),  # a three-syllable stem is useful too  # "나는" is a stop word; stem "집" is one syllable: not useful
+    ("api를 ㅋㅋ이", ["api를", "api", "ㅋㅋ이"]),  # ASCII stem useful; a jamo-only stem is not
+    ("그것은", []),  # the stem "그것" is a stop word: the segment goes too
+    ("이", []),
+    # a particle is stripped only where the word ends with it; the stem here repeats the first word (deduped)
+    ("데이터베이스 데이터베이스에서", ["데이터베이스", "데이터베이스에서"]),  # a segment no longer than the particle is not stripped (and is a stop word)
+    # Japanese: parts of ASCII / katakana / Han / 2+ hiragana; Han parts add their bigrams
+    ("機械学習を使う", ["機械学習", "機械", "械学", "学習", "使"]),
+    ("サーバーのポート", ["サーバー", "ポート"]),
+    # Chinese: Han characters, then bigrams of adjacent ones; "之前" (ZH) and "前" (JA) are stop words in 2026.9.6
+    ("之前方案", ["之", "方", "案", "前方", "方案"]),
+    # ASCII: "_" is punctuation (\p{P}); 2-letter words, pure numbers and pure symbols dropped
+    ("Port 4000? port db c++ _x __ 12ab ...", ["port", "c++", "12ab"]),
+    ("the bug, THE Bug; bugs", ["bug", "bugs"]),
+]
+
+
+@pytest.mark.parametrize(("query", "expected"), KEYWORDS_2609)
+def test_extract_keywords_2609_table(query, expected):
+    assert extract_keywords_2609(query) == expected
+
+
+def test_extract_keywords_early_japanese_and_symbols():
+    assert extract_keywords("機械学習を使う") == ["機械学習", "機械", "械学", "学習", "使"]
+    assert extract_keywords("abc ab a1 99 ++ 12ab") == ["abc", "a1", "12ab"]
+    assert extract_keywords("") == []
