@@ -197,6 +197,11 @@ def test_ndcg_any_ideal_from_corpus_count_and_repeats():
     # rank 4 weighs 1/log2(4)
     assert r.ndcg_any_at_k(["a", "b", "c", "g"], {"g"}, 4) == pytest.approx(0.5)
     assert r.ndcg_any_at_k(["a"], set(), 4) is None
+    # no gold id in the corpus and none found: an empty ideal scores 0 (no division by zero)
+    assert r.ndcg_any_at_k(["a"], {"g"}, 4, corpus=["a"]) == 0.0
+    assert r.ndcg_any_at_k(["a"], {"g"}, 0) == 0.0
+    # the same for the substring NDCG and the turn->session ideal (gold session without corpus turns)
+    assert r.lme_turn2session_at_k(["A:1"], ["B:1"], ["A:1"], 1, _session) == (0.0, 0.0, 0.0)
 
 
 def _session(t: str) -> str:
