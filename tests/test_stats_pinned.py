@@ -62,6 +62,8 @@ def test_wilson_edges():
     assert stats.wilson_interval(0, 1) == pytest.approx((0.0, 0.793451), abs=1e-6)
     # 90%: z = 1.644854, p = 0, n = 5: z²/(n + z²) = 2.705543 / 7.705543
     assert stats.wilson_interval(0, 5, 0.90) == pytest.approx((0.0, 0.351116), abs=1e-6)
+    # the bounds are clamped: in floats centre - half is -1.4e-17 at 0 of 21, centre + half 1 + 2.2e-16 at 9 of 9
+    assert stats.wilson_interval(0, 21)[0] == 0.0 and stats.wilson_interval(9, 9)[1] == 1.0
 
 
 def test_p_value_arithmetic_is_exact():
