@@ -178,6 +178,11 @@ def test_scorecard_verdicts():
     assert stats.scorecard([mk("a"), mk("a"), mk("b")])["verdict"] == "a"
     assert stats.scorecard([mk("a"), mk("b"), mk("tie")])["verdict"] == "tie"
     assert stats.scorecard([]) == {"wins": 0, "losses": 0, "ties": 0, "n/a": 0, "metrics": 0, "verdict": "tie"}
+    # each label counted only as itself (a string order would count "tie" > "n/a" as n/a)
+    assert stats.scorecard([mk("tie"), mk("tie"), mk("n/a")]) == {"wins": 0, "losses": 0, "ties": 2, "n/a": 1,
+                                                                  "metrics": 3, "verdict": "tie"}
+    # equal counts are a tie however large (past CPython's cached small ints, identity is not equality)
+    assert stats.scorecard([mk("a")] * 300 + [mk("b")] * 300)["verdict"] == "tie"
 
 
 def test_per_category_passes_seed_and_resamples():
