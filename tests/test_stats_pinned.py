@@ -230,3 +230,15 @@ def test_held_out_check_counts_a_mean_on_the_bound_as_inside():
     m = stats.held_out_check({"x": {"m": values}}, {p: p[0] for p in values}, ["m"])["x"]["m"]
     assert (m["inside"], m["inside_pi"], m["of"]) == (3, 3, 3)
     assert all(r["ci"] == [0.5, 0.5] and r["pi"] == [0.5, 0.5] for r in m["rows"])
+
+
+def test_bootstrap_draws_every_value_with_equal_chance():
+    # 19 zeros and a one: a resample holds Binomial(20, 1/20) ones; P(>= 4) = 1.6% < 2.5% < P(>= 3) = 7.5% and
+    # P(0) = 36%, so the 95% percentile interval of the mean is [0, 3/20] (a draw favouring any value moves it)
+    x = [0.0] * 19 + [1.0]
+    for seed in (0, 1):
+        assert stats.bootstrap_ci(x, seed=seed) == (0.05, 0.0, 0.15)
+    values = {f"q{i:02d}": v for i, v in enumerate(x)}
+    assert stats.cluster_bootstrap_ci(values, seed=1) == (0.05, 0.0, 0.15)
+    first = {f"q{i:02d}": v for i, v in enumerate(reversed(x))}
+    assert stats.cluster_bootstrap_ci(first, seed=1) == (0.05, 0.0, 0.15)
