@@ -3,6 +3,7 @@ seeds, confidence), exact p-value arithmetic, the float tolerance of "as extreme
 star and tie boundaries, the seeds compare() feeds each figure, and the leave-one-out check's edges."""
 
 import pytest
+import scipy.stats  # noqa: F401 - stats imports it lazily; importing it here lets the mutation fork server preload it
 
 from services.coordinator import stats
 
