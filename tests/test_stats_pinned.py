@@ -85,6 +85,10 @@ def test_as_extreme_tolerates_float_reordering():
     # below the observed value in floats, so without the tolerance p would be ~8/16
     p = stats.paired_permutation_test([0.1, 0.2, -0.3, 0.4], [0.0] * 4, n_permutations=20000, seed=1)
     assert p == pytest.approx(10 / 16, abs=0.02)
+    # the same with one pair per cluster (the cluster path sums the flipped totals)
+    p = stats.paired_permutation_test([0.1, 0.2, -0.3, 0.4], [0.0] * 4, n_permutations=20000, seed=1,
+                                      groups=["g0", "g1", "g2", "g3"])
+    assert p == pytest.approx(10 / 16, abs=0.02)
 
 
 def test_cluster_flips_scale_by_the_number_of_pairs():
