@@ -245,6 +245,9 @@ def test_memory_recall_at_k_modes():
     assert r.memory_recall_at_k(ev, {"a", "c"}, 2, mode="all") == 1.0
     assert r.memory_recall_at_k(ev, {"a", "c"}, 1, mode="all") == 0.0
     assert r.memory_recall_at_k(ev, [], 1) is None
+    # "all" compares counts by value, also past CPython's cached small ints
+    many = [str(i) for i in range(300)]
+    assert r.memory_recall_at_k([many], many, 1, mode="all") == 1.0
 
 
 def test_mean_skips_none():
