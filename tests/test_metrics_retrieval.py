@@ -248,6 +248,9 @@ def test_memory_recall_at_k_modes():
     # "all" compares counts by value, also past CPython's cached small ints
     many = [str(i) for i in range(300)]
     assert r.memory_recall_at_k([many], many, 1, mode="all") == 1.0
+    # the mode is compared by value: a mode string built at run time (not the interned literal) works too
+    assert r.memory_recall_at_k(ev, gold, 2, mode="".join(["an", "y"])) == 1.0
+    assert r.memory_recall_at_k(ev, gold, 2, mode="".join(["al", "l"])) == 0.0
 
 
 def test_mean_skips_none():

@@ -188,6 +188,13 @@ def test_scorecard_verdicts():
                                                                   "metrics": 3, "verdict": "tie"}
     # equal counts are a tie however large (past CPython's cached small ints, identity is not equality)
     assert stats.scorecard([mk("a")] * 300 + [mk("b")] * 300)["verdict"] == "tie"
+    # labels and units are compared by value: strings built at run time (not interned literals) count the same
+    built = [mk("".join(w)) for w in (["b"], ["a"], ["ti", "e"], ["n/", "a"])]
+    assert stats.scorecard(built) == {"wins": 1, "losses": 1, "ties": 1, "n/a": 1, "metrics": 4, "verdict": "tie"}
+    rate = "".join(["ra", "te"])
+    ones = stats.interval({"a": 1.0, "b": 1.0, "c": 1.0}, unit=rate)
+    assert ones["method"] == "Wilson score interval over 3 questions (every value 1)"
+    assert stats.interval(_ABC, _ABC_CL, unit=rate)["ci"] == [0.0, 1.0]
 
 
 def test_per_category_passes_seed_and_resamples():
