@@ -257,3 +257,14 @@ def test_mean_skips_none():
     assert r.mean([1.0, None, 2.0]) == 1.5
     assert r.mean([None]) is None
     assert r.mean([]) is None
+
+
+def test_fixed_cutoffs_are_exactly_1_3_and_5():
+    # a relevant result exactly at the cut-off counts; one just past it does not
+    assert r.recall_at_1([True, False]) == 1.0 and r.recall_at_1([False, True]) == 0.0
+    assert r.recall_at_3([False, False, True]) == 1.0 and r.recall_at_3([False] * 3 + [True]) == 0.0
+    assert r.recall_at_5([False] * 4 + [True]) == 1.0 and r.recall_at_5([False] * 5 + [True]) == 0.0
+    assert r.precision_at_5([True] * 4 + [False, True]) == pytest.approx(0.8)
+    assert r.precision_at_5([False] * 5 + [True]) == 0.0
+    assert r.ndcg_at_5([False] * 4 + [True]) == pytest.approx(1 / math.log2(6))
+    assert r.ndcg_at_5([False] * 5 + [True]) == 0.0
