@@ -254,3 +254,26 @@ def test_bootstrap_draws_every_value_with_equal_chance():
     assert stats.cluster_bootstrap_ci(values, seed=1) == (0.05, 0.0, 0.15)
     first = {f"q{i:02d}": v for i, v in enumerate(reversed(x))}
     assert stats.cluster_bootstrap_ci(first, seed=1) == (0.05, 0.0, 0.15)
+
+
+def test_the_interval_is_the_95_percent_percentile_interval():
+    # 15 zeros and 5 ones: a resample holds X ~ Binomial(20, 1/4) ones. P(X <= 1) = 2.4% < 2.5% <= P(X <= 2) =
+    # 9.1%, so the 2.5% point is 2/20; P(X >= 10) = 1.4% < 2.5% <= P(X >= 9) = 4.1%, so the 97.5% point is 9/20.
+    # A 90% interval would end at 8/20 (P(X >= 8) = 10.2% > 5%), a 96.7% one start at 1/20.
+    x = [0.0, 0.0, 0.0, 1.0] * 5
+    values = {f"q{i:02d}": v for i, v in enumerate(x)}
+    for seed in (0, 1):
+        assert stats.bootstrap_ci(x, seed=seed) == (0.25, 0.1, 0.45)
+        assert stats.cluster_bootstrap_ci(values, seed=seed) == (0.25, 0.1, 0.45)
+        assert stats.interval(values, seed=seed)["ci"] == [0.1, 0.45]
+
+
+def test_cluster_t_with_two_clusters_and_one_value():
+    # A = [1], B = [0]: r = 0.5, residuals ±0.5, var = 2/1 · 0.5 / 4 = 0.25, se 0.5; t(0.975, 1) = 12.706205
+    m, lo, hi = stats.cluster_t_interval({"A:1": 1.0, "B:1": 0.0}, {"A:1": "A", "B:1": "B"})
+    assert (m, lo, hi) == pytest.approx((0.5, 0.5 - 6.353102, 0.5 + 6.353102), abs=1e-6)
+    # one question answered right: Wilson over 1 question, [1/(1 + z²), 1]
+    one = stats.interval({"a": 1.0})
+    assert one["ci"] == pytest.approx([1 / (1 + Z95 ** 2), 1.0], abs=1e-6) and (one["n"], one["units"]) == (1, 1)
+    assert stats.interval({"a": 0.3}) == {"n": 1, "units": 1, "mean": 0.3, "ci": [0.3, 0.3],
+                                         "method": stats.BOOTSTRAP_PROBE}
