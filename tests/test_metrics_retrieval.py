@@ -268,3 +268,11 @@ def test_fixed_cutoffs_are_exactly_1_3_and_5():
     assert r.precision_at_5([False] * 5 + [True]) == 0.0
     assert r.ndcg_at_5([False] * 4 + [True]) == pytest.approx(1 / math.log2(6))
     assert r.ndcg_at_5([False] * 5 + [True]) == 0.0
+
+
+def test_lme_turn2session_large_k_counts_sessions_by_value():
+    # 400 one-turn sessions, k = 300: the cut-off stays at 300 turns, so gold session S350 is not retrieved
+    # (past CPython's cached small ints the session count must be compared by value, not identity)
+    turns = [f"S{i}:1" for i in range(400)]
+    assert r.lme_turn2session_at_k(turns, ["S350:1"], turns, 300, _session) == (0.0, 0.0, 0.0)
+    assert r.lme_turn2session_at_k(turns, ["S299:1"], turns, 300, _session)[:2] == (1.0, 1.0)
