@@ -223,6 +223,8 @@ def test_lme_turn2session_grows_the_cutoff_to_k_sessions():
     got = r.lme_turn2session_at_k(ranking, ["C:2", "D:1"], corpus, 10, _session)
     assert got == pytest.approx((1.0, 1.0, (0.5 + 1 / math.log2(5)) / (2 + 1 / math.log2(3))))
     assert r.lme_turn2session_at_k(ranking, [], corpus, 3, _session) is None
+    # k = 1, the top session is the gold one: all = 1 (the top equals the gold set); ideal min(2, 1) ones = 1
+    assert r.lme_turn2session_at_k(["C:1", "A:1"], ["C:2"], corpus, 1, _session) == (1.0, 1.0, 1.0)
 
 
 def test_lme_turn2session_stops_growing_at_the_end_of_the_ranking():
