@@ -237,7 +237,10 @@ def paired(values_a: Mapping[str, float | None], values_b: Mapping[str, float | 
 
 
 def winner(mean_a: float | None, mean_b: float | None, higher_is_better: bool, threshold: float) -> str:
-    """'a', 'b' or 'tie' (|difference| <= threshold); 'n/a' when either is missing."""
+    """'a', 'b' or 'tie' (|difference| <= threshold); 'n/a' when either is missing. A negative threshold is
+    refused: no difference, not even 0, could then be a tie."""
+    if threshold < 0:
+        raise ValueError(f"winner: threshold must be >= 0, got {threshold}")
     if mean_a is None or mean_b is None:
         return "n/a"
     diff = mean_b - mean_a
