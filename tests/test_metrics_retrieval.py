@@ -278,3 +278,13 @@ def test_lme_turn2session_large_k_counts_sessions_by_value():
     turns = [f"S{i}:1" for i in range(400)]
     assert r.lme_turn2session_at_k(turns, ["S350:1"], turns, 300, _session) == (0.0, 0.0, 0.0)
     assert r.lme_turn2session_at_k(turns, ["S299:1"], turns, 300, _session)[:2] == (1.0, 1.0)
+
+
+@pytest.mark.parametrize("mode", ["abc", "ALL", ""])
+def test_memory_recall_refuses_an_unknown_mode(mode):
+    from services.coordinator.metrics.retrieval import memory_recall_at_k
+
+    with pytest.raises(ValueError, match=f"mode: {mode!r}; expected"):
+        memory_recall_at_k([["a"]], ["a"], 1, mode)
+    with pytest.raises(ValueError, match="mode:"):
+        memory_recall_at_k([], [], 1, mode)  # checked before the no-gold shortcut

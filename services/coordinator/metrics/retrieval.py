@@ -229,7 +229,9 @@ def memory_recall_at_k(memory_evidence: Sequence[Sequence[str]], gold: Iterable[
                        mode: str = "fraction") -> float | None:
     """Recall at memory rank k: the gold ids cited by the first k MEMORIES, whatever their size (a 15-message
     chunk is one rank). mode "fraction" = |gold ∩ cited| / |gold|, "any" = 1 if any, "all" = 1 if every.
-    None without gold."""
+    None without gold; an unknown mode is an error naming it."""
+    if mode not in ("fraction", "any", "all"):
+        raise ValueError(f"mode: {mode!r}; expected 'fraction', 'any' or 'all'")
     g = set(gold)
     if not g:
         return None
