@@ -162,17 +162,18 @@ def test_full_mode_rerank_score_is_clamped_at_one():
 
 
 def test_packing_window_is_four_times_top_k_but_at_least_20():
-    # token counts: f0 = 1, f1..f19 = 1000 (over the 10-token budget), f20.. = 1: with top_k 2 only the first
-    # 20 ranked items are offered to packing, so f20 is out of reach; with top_k 6 the window is 24.
-    tokens = [1] + [1000] * 19 + [1] * 10
+    # token counts (budget 10): f0, f19, f20, f23 and f24.. take 1 token; f1..f18, f21, f22 take 1000. Packing
+    # only sees the first max(4 × top_k, 20) ranked items: 20 for top_k 2 and 3, 24 for top_k 6.
+    tokens = [1] + [1000] * 18 + [1, 1, 1000, 1000, 1] + [1] * 6
     idx = _many(30, tokens)
     out = _run(idx, "alpha", top_k=2, token_budget=10, debug=True)
-    assert _ids(out) == ["f0"]
-    assert out.debug["packing"] == {"budget_tokens": 10, "used_tokens": 1, "returned": 1, "skipped_over_budget": 0}
+    assert _ids(out) == ["f0", "f19"]
+    assert out.debug["packing"] == {"budget_tokens": 10, "used_tokens": 2, "returned": 2, "skipped_over_budget": 18}
+    assert _ids(_run(idx, "alpha", top_k=3, token_budget=10)) == ["f0", "f19"]  # f20 is the 21st
     out = _run(idx, "alpha", top_k=6, token_budget=10, debug=True)
-    assert _ids(out) == ["f0", "f20", "f21", "f22", "f23"]
-    assert out.debug["packing"] == {"budget_tokens": 10, "used_tokens": 5, "returned": 5,
-                                    "skipped_over_budget": 19}
+    assert _ids(out) == ["f0", "f19", "f20", "f23"]  # f24 is the 25th
+    assert out.debug["packing"] == {"budget_tokens": 10, "used_tokens": 4, "returned": 4,
+                                    "skipped_over_budget": 20}
 
 
 def test_temporal_threshold_and_reference_from_now():
@@ -236,8 +237,7 @@ def test_query_named_entity_is_boosted_and_hidden_mentions_ignored():
                  visible=[0.0, 0.0, 0.0, NOW_TS + 60, 0.0])
     out = _run(idx, "kafka orion", mode="full", debug=True)
     graph = out.debug["channels"]["graph"]["top"]
-    assert [(c["node_id"], c["score"]) for c in graph] == [("f0", pytest.approx(1 / 3, abs=1e-6)),
-                                                           ("f1", pytest.approx(1 / 3, abs=1e-6))]
+    assert [(c["node_id"], c["score"]) for c in graph] == [("f0", 0.333333), ("f1", 0.333333)]  # 6 decimals
     assert out.debug["fusion"]["lists"] == 4 and out.debug["fusion"]["in_multiple_channels"] == 1
     assert _ids(out) == ["f0", "f1"]
 
@@ -250,11 +250,11 @@ def test_result_shape_and_rounding():
              _fact(1, "alpha build", source="reflection", superseded_by="f0", speaker="bot",
                    md={"source_fact_ids": ["f0"]})]
     idx = _index(facts, [(1, 0, 0), (0.8, 0.6, 0)])
-    out = _run(idx, "alpha deploy", mode="fast")
+    out = _run(idx, "alpha deploy green", mode="fast")
     r0, r1 = out.results
     assert r0 == {
         "node_id": "f0", "type": "FACT", "content": "alpha deploy", "score": 0.666667, "source": "extraction",
-        "confidence": 0.1235, "query_alignment": 1.0,
+        "confidence": 0.1235, "query_alignment": 0.8333,
         "metadata": {"speaker": "assistant", "fact_type": "fact", "entity_refs": ["Deploy"],
                      "occurred_at": "2026-02-01T00:00:00+00:00", "session_id": "s1", "message_ids": ["m1"],
                      "session_ids": ["s1"], "mention_count": 3, "superseded": False, "superseded_by": None,
@@ -263,8 +263,9 @@ def test_result_shape_and_rounding():
     assert r1["metadata"] == {"speaker": "bot", "fact_type": "fact", "entity_refs": [], "occurred_at": None,
                               "session_id": "s1", "message_ids": [], "session_ids": [], "mention_count": 1,
                               "superseded": True, "superseded_by": "f0", "source_fact_ids": ["f0"]}
-    assert r1["query_alignment"] == 0.65  # coverage 1/2, cosine .8 -> 0.25 + 0.4
-    assert out.relevance == pytest.approx([1.0, 0.65])
+    # coverage 2/3 and cosine 1 -> 1/3 + 1/2; coverage 1/3 and cosine .8 -> 1/6 + 0.4 (4 decimals)
+    assert r1["query_alignment"] == 0.5667
+    assert out.relevance == pytest.approx([5 / 6, 1 / 6 + 0.4])
     assert out.coverage == "high"
 
 
