@@ -62,6 +62,7 @@ def test_top_ranked_cut_at_the_limit_keeps_boundary_ties_for_the_tie_key():
     assert ranking.top_ranked(scores, 4, tie=tie) == [1, 2, 3, 0]
     assert ranking.top_ranked(scores, 1) == [1]
     assert ranking.top_ranked(scores, 0) == []
+    assert ranking.top_ranked(scores, -1) == []  # a negative limit is no limit to sort to
     assert ranking.top_ranked(scores, 9) == [1, 0, 2, 3, 4]
 
 
@@ -104,3 +105,6 @@ def test_pack_exact_fit_and_zero_limit():
     assert ranking.pack([5, 7], budget=40, limit=0) == ([], 0)
     assert ranking.pack([100, 10, 50], budget=40, limit=5) == ([0], 100)  # first kept, then nothing fits
     assert ranking.pack([], budget=40, limit=5) == ([], 0)
+    assert ranking.pack([5, 7], budget=40, limit=-1) == ([], 0)
+    # a limit above CPython's small-int cache (256): the count must be compared by value
+    assert ranking.pack([1] * 300, budget=10_000, limit=257) == (list(range(257)), 257)
