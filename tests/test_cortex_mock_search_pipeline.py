@@ -182,11 +182,15 @@ def test_temporal_threshold_and_reference_from_now():
     facts = [_fact(0, "alpha one", occurred=datetime(2026, 2, 10, 9, tzinfo=UTC)),
              _fact(1, "alpha two", occurred=datetime(2026, 2, 16, tzinfo=UTC)),
              _fact(2, "alpha three", occurred=datetime(2026, 2, 3, tzinfo=UTC)),
-             _fact(3, "alpha four")]
-    idx = _index(facts, [(0, 1, 0)] * 4)
+             _fact(3, "alpha four"),
+             _fact(4, "zulu five", occurred=datetime(2026, 2, 10, 15, tzinfo=UTC))]
+    idx = _index(facts, [(0, 1, 0)] * 5)
     out = _run(idx, "alpha yesterday", debug=True)  # no reference: the window is resolved against now_ts
     tmp = out.debug["channels"]["temporal"]["top"]
-    assert [(c["node_id"], c["score"]) for c in tmp] == [("f0", 1.0), ("f1", pytest.approx(math.exp(-2.5), abs=1e-6))]
+    # a range window selects on its own: f4 matches no other channel but is inside the window
+    assert [(c["node_id"], c["score"]) for c in tmp] == [("f0", 1.0), ("f4", 1.0),
+                                                         ("f1", pytest.approx(math.exp(-2.5), abs=1e-6))]
+    assert "f4" in _ids(out)
     assert out.debug["temporal"] == {"start": "2026-02-10T00:00:00Z", "end": "2026-02-11T00:00:00Z",
                                      "phrase": "yesterday", "kind": "range"}
     assert out.channels_used == ["bm25", "semantic", "question", "temporal"]
@@ -323,3 +327,43 @@ def test_stage_timings(fake_clock):
     fast = search(idx, Q, SearchParams("alpha", mode="fast"))
     assert fast.timings_ms == {"bm25": 1010.0, "semantic": 10.0, "question": 10.0, "fusion": 200.0, "rerank": 0.0,
                                "packing": pytest.approx(1.235, abs=1e-9)}
+
+
+def test_spread_activation_splits_over_a_fact_with_two_entities():
+    # f0 mentions e0 and e1, f1 mentions e0; seed f0 = 1. Hop 1: each edge of f0 carries 1/2 x .5 = .25.
+    # Hop 2: e0 (degree 2) gives .25/2 x .5 = .0625 to f0 and f1; e1 (degree 1) gives .25 x .5 = .125 to f0.
+    act = cm_search.spread_activation(2, 2, np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([1.0, 0.0]))
+    assert act.tolist() == pytest.approx([0.1875, 0.0625])
+    act = cm_search.spread_activation(2, 2, np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([1.0, 0.0]),
+                                      decay=1.0)
+    assert act.tolist() == pytest.approx([0.75, 0.25])
+
+
+def test_default_token_budget_is_2000():
+    # 1000 + 1000 fills the default budget exactly; the third fact (1 token) no longer fits
+    facts = [_fact(i, f"alpha item{i}", n_tokens=n) for i, n in enumerate([1000, 1000, 1])]
+    idx = _index(facts, [(1, 0, 0)] * 3)
+    out = search(idx, Q, SearchParams("alpha", mode="fast", debug=True), now_ts=NOW_TS)
+    assert _ids(out) == ["f0", "f1"] and out.debug["packing"]["budget_tokens"] == 2000
+    assert out.debug["packing"]["used_tokens"] == 2000
+
+
+def test_full_mode_given_as_a_parsed_string():
+    # a mode parsed from a request body is an equal string but not the interned literal: compared by value
+    idx = _many(40)
+    full = "".join(["fu", "ll"])
+    out = search(idx, Q, SearchParams("alpha item03", top_k=2, mode=full, debug=True), now_ts=NOW_TS)
+    assert out.debug["rerank"] == {"applied": True, "candidates": 30, "superseded_demoted": 0}
+    assert _ids(out)[0] == "f3" and out.results[0]["score"] == 1.0
+    assert out.coverage == "high"  # from the rerank score 1.0 (full mode)
+    assert out.channels_used == ["bm25", "semantic", "question", "graph"]
+
+
+def test_coverage_label_comes_from_the_rerank_score_in_full_mode():
+    # f0 'alpha one' (superseded) vs query 'alpha one': cross-score 1.0 demoted to 0.5, + 0.01 x RRF -> 'partial';
+    # its relevance (undemoted) is 1.0, which would say 'high'
+    idx = _index([_fact(0, "alpha one", superseded_by="f9")], [(1, 0, 0)])
+    out = search(idx, Q, SearchParams("alpha one", mode="full"), now_ts=NOW_TS)
+    assert out.relevance == [1.0] and 0.5 < out.results[0]["score"] < 0.52 and out.coverage == "partial"
+    fast = search(idx, Q, SearchParams("alpha one", mode="fast"), now_ts=NOW_TS)
+    assert fast.coverage == "high"  # fast mode labels by relevance

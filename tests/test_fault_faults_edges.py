@@ -416,3 +416,25 @@ def test_header_faults_all_at_once_in_order():
                     Respond(504, error_body("header", 504), after_s=0.005)]
     assert seen == {"delay_ms": 1.0, "abort": 500, "reset": True, "timeout_after_ms": 5.0}
     assert header_faults({}) == ([], {})
+
+
+def test_base_type_defaults_and_which_types_keep_state():
+    assert F.FaultType.validate({"a": 1}) == {"a": 1}
+    assert F.FaultType.new_state(parse_fault({"type": "reset"}), 0.0) is None
+    with pytest.raises(NotImplementedError):
+        F.FaultType.decide(parse_fault({"type": "reset"}), REQ, random.Random(0), 0.0, None)
+    assert (F.FaultType.STAGES, F.FaultType.DEFAULT_STAGE, F.FaultType.STATEFUL) == (F.STAGES, "request", False)
+    assert {t for t, k in F.FAULT_TYPES.items() if k.STATEFUL} == {"rate_limit", "concurrency_limit"}
+    assert {t for t, k in F.FAULT_TYPES.items() if k.STAGES == ("response",)} == {"slow_body", "truncate",
+                                                                                  "corrupt_body"}
+
+
+def test_dataclass_defaults():
+    s = parse_fault({"type": "reset"})
+    assert (s.max_hits, s.created_at, s.generation, s.order) == (None, 0.0, 0, 0)
+    assert Abort().after_bytes == 0 and ConcurrencyState().in_flight == 0
+    assert Respond(500).body == b"" and Respond(500).headers == () and Respond(500).after_s == 0.0
+    assert RequestInfo(1, "GET", "/").body == b"" and F.Decision(None).drawn == {}
+    assert _act({"type": "http_error", "attributes": {"status": 500}}).after_s == 0.0
+    # decide's default hit count is 0: a one-shot fault fires on its first request
+    assert decide(parse_fault({"type": "reset", "max_hits": 1}), REQ, 1, 0, None)[0].action == Abort(0)
