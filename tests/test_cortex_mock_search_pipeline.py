@@ -367,3 +367,8 @@ def test_coverage_label_comes_from_the_rerank_score_in_full_mode():
     assert out.relevance == [1.0] and 0.5 < out.results[0]["score"] < 0.52 and out.coverage == "partial"
     fast = search(idx, Q, SearchParams("alpha one", mode="fast"), now_ts=NOW_TS)
     assert fast.coverage == "high"  # fast mode labels by relevance
+
+
+def test_default_top_k_is_5():
+    out = search(_many(10), Q, SearchParams("alpha", mode="fast"), now_ts=NOW_TS)
+    assert _ids(out) == [f"f{i}" for i in range(5)]
