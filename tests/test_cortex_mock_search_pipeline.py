@@ -372,3 +372,22 @@ def test_coverage_label_comes_from_the_rerank_score_in_full_mode():
 def test_default_top_k_is_5():
     out = search(_many(10), Q, SearchParams("alpha", mode="fast"), now_ts=NOW_TS)
     assert _ids(out) == [f"f{i}" for i in range(5)]
+
+
+def test_filters_compare_parsed_strings_by_value():
+    # values parsed from a request are equal strings but not the interned literals in the stored metadata
+    def parsed(s: str) -> str:
+        return "".join(list(s))
+
+    idx = _filter_index()
+    assert _ids(_run(idx, "alpha", derivation_mode=parsed("inferred"))) == ["f1"]
+    assert set(_ids(_run(idx, "alpha", fact_type=parsed("fact")))) == {"f0", "f2", "f3"}
+    assert set(_ids(_run(idx, "alpha", include_origins=[parsed("chat")]))) == {"f0", "f3"}
+
+
+def test_rerank_head_is_three_times_top_k_past_30():
+    # full mode reranks only the first max(30, 3 x top_k) fused facts; nothing past them is returned. Tokens
+    # (budget 10): f0 and f30.. take 1, f1..f29 take 1000. top_k 11: head 33 -> f0, f30, f31, f32 fit.
+    tokens = [1] + [1000] * 29 + [1] * 10
+    out = _run(_many(40, tokens), "alpha", top_k=11, token_budget=10, mode="full")
+    assert _ids(out) == ["f0", "f30", "f31", "f32"]
