@@ -391,3 +391,10 @@ def test_rerank_head_is_three_times_top_k_past_30():
     tokens = [1] + [1000] * 29 + [1] * 10
     out = _run(_many(40, tokens), "alpha", top_k=11, token_budget=10, mode="full")
     assert _ids(out) == ["f0", "f30", "f31", "f32"]
+
+
+def test_reflection_source_compared_by_value():
+    # a source read back from storage is an equal string, not the interned literal
+    f = _fact(0, "alpha one", source="".join(["reflec", "tion"]), md={"source_fact_ids": ["f7"]})
+    out = _run(_index([f], [(1, 0, 0)]), "alpha")
+    assert out.results[0]["metadata"]["source_fact_ids"] == ["f7"]
