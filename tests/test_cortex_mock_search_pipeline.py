@@ -398,3 +398,16 @@ def test_reflection_source_compared_by_value():
     f = _fact(0, "alpha one", source="".join(["reflec", "tion"]), md={"source_fact_ids": ["f7"]})
     out = _run(_index([f], [(1, 0, 0)]), "alpha")
     assert out.results[0]["metadata"]["source_fact_ids"] == ["f7"]
+
+
+def test_empty_output_defaults_to_no_temporal_channel():
+    out = cm_search.empty_output(SearchParams("alpha"))
+    assert (out.results, out.coverage, out.channels_used, out.debug) == ([], "none", ["bm25", "semantic", "question"],
+                                                                         None)
+
+
+def test_full_mode_coverage_is_the_top_result_not_the_last():
+    # f1 'alpha one' scores 1.0 (clamped); f0, the same text but superseded, 0.5 + 0.01 x RRF: 'high' from the top
+    idx = _index([_fact(0, "alpha one", superseded_by="f1"), _fact(1, "alpha one")], [(1, 0, 0), (1, 0, 0)])
+    out = search(idx, Q, SearchParams("alpha one", mode="full"), now_ts=NOW_TS)
+    assert _ids(out) == ["f1", "f0"] and out.results[1]["score"] < 0.52 and out.coverage == "high"
