@@ -411,3 +411,12 @@ def test_full_mode_coverage_is_the_top_result_not_the_last():
     idx = _index([_fact(0, "alpha one", superseded_by="f1"), _fact(1, "alpha one")], [(1, 0, 0), (1, 0, 0)])
     out = search(idx, Q, SearchParams("alpha one", mode="full"), now_ts=NOW_TS)
     assert _ids(out) == ["f1", "f0"] and out.results[1]["score"] < 0.52 and out.coverage == "high"
+
+
+def test_query_that_is_exactly_an_entity_name_boosts_it():
+    # no channel but the graph finds anything: no seeds, so orion's activation is its boost 1; f0 gets 1 / 1 x .5
+    idx = _index([_fact(0, "weekly report"), _fact(1, "lunch menu")], [(0, 1, 0), (0, 0, 1)],
+                 mentions=[(0, "orion")])
+    out = search(idx, Q, SearchParams("orion", mode="full", debug=True), now_ts=NOW_TS)
+    assert [(c["node_id"], c["score"]) for c in out.debug["channels"]["graph"]["top"]] == [("f0", 0.5)]
+    assert _ids(out) == ["f0"]
