@@ -420,3 +420,19 @@ def test_query_that_is_exactly_an_entity_name_boosts_it():
     out = search(idx, Q, SearchParams("orion", mode="full", debug=True), now_ts=NOW_TS)
     assert [(c["node_id"], c["score"]) for c in out.debug["channels"]["graph"]["top"]] == [("f0", 0.5)]
     assert _ids(out) == ["f0"]
+
+
+def test_graph_seeds_follow_the_fused_score_not_the_content_order():
+    # Only the semantic channel finds f00..f10 (cos .5 + .04 i), so the fused order is f10, f09, .., f00, the
+    # reverse of the content order; the ten seeds are f10..f01. gb (linked to f10 via west) gets activation,
+    # ga (linked to f00 via east) does not.
+    def v(c):
+        return (c, math.sqrt(1 - c * c), 0.0)
+
+    facts = [_fact(f"{i:02d}", f"zulu item{i:02d}") for i in range(11)] + [_fact("ga", "yankee one"),
+                                                                          _fact("gb", "yankee two")]
+    idx = _index(facts, [v(0.5 + 0.04 * i) for i in range(11)] + [(0, 0, 1)] * 2,
+                 mentions=[(0, "east"), (11, "east"), (10, "west"), (12, "west")])
+    out = _run(idx, "omega", mode="full", top_k=20, debug=True)
+    assert [c["node_id"] for c in out.debug["channels"]["semantic"]["top"]][:2] == ["f10", "f09"]
+    assert [c["node_id"] for c in out.debug["channels"]["graph"]["top"]] == ["fgb", "f10"]  # equal: by content
