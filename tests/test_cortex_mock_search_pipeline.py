@@ -436,3 +436,24 @@ def test_graph_seeds_follow_the_fused_score_not_the_content_order():
     out = _run(idx, "omega", mode="full", top_k=20, debug=True)
     assert [c["node_id"] for c in out.debug["channels"]["semantic"]["top"]][:2] == ["f10", "f09"]
     assert [c["node_id"] for c in out.debug["channels"]["graph"]["top"]] == ["fgb", "f10"]  # equal: by content
+
+
+def test_spread_activation_over_a_single_edge():
+    # f0 -> e0: e0 = 1 / 1 x .5; back: .5 / 1 x .5 = .25
+    assert cm_search.spread_activation(2, 1, np.array([0]), np.array([0]), np.array([1.0, 0.0])).tolist() == [0.25, 0]
+
+
+def test_nothing_matches_nothing_packed():
+    idx = _index([_fact(0, "alpha one")], [(0, 1, 0)])
+    out = _run(idx, "omega", debug=True)
+    assert out.results == [] and out.coverage == "none"
+    assert out.debug["packing"] == {"budget_tokens": 2000, "used_tokens": 0, "returned": 0, "skipped_over_budget": 0}
+
+
+def test_only_reflections_list_their_source_facts():
+    # ingest sources are conversation | text | reflection ("text" sorts after "reflection")
+    facts = [_fact(i, f"alpha {s}", source=s, md={"source_fact_ids": ["f9"]})
+             for i, s in enumerate(("text", "conversation", "reflection"))]
+    out = _run(_index(facts, [(1, 0, 0)] * 3), "alpha")
+    got = {r["source"]: r["metadata"].get("source_fact_ids") for r in out.results}
+    assert got == {"text": None, "conversation": None, "reflection": ["f9"]}
