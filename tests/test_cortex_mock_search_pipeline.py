@@ -367,6 +367,8 @@ def test_coverage_label_comes_from_the_rerank_score_in_full_mode():
     assert out.relevance == [1.0] and 0.5 < out.results[0]["score"] < 0.52 and out.coverage == "partial"
     fast = search(idx, Q, SearchParams("alpha one", mode="fast"), now_ts=NOW_TS)
     assert fast.coverage == "high"  # fast mode labels by relevance
+    parsed_full = "".join(["fu", "ll"])  # as parsed from a request: equal to "full", not the interned literal
+    assert search(idx, Q, SearchParams("alpha one", mode=parsed_full), now_ts=NOW_TS).coverage == "partial"
 
 
 def test_default_top_k_is_5():
