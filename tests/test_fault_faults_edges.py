@@ -438,3 +438,15 @@ def test_dataclass_defaults():
     assert _act({"type": "http_error", "attributes": {"status": 500}}).after_s == 0.0
     # decide's default hit count is 0: a one-shot fault fires on its first request
     assert decide(parse_fault({"type": "reset", "max_hits": 1}), REQ, 1, 0, None)[0].action == Abort(0)
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"type": "slow_body"}, "attributes.bytes_per_s"),
+    ({"type": "latency", "attributes": {"latency_ms": 5, "distribution": "normal"}}, "attributes.stddev_ms"),
+    ({"type": "latency", "attributes": {"latency_ms": 5, "distribution": "lognormal"}}, "attributes.sigma"),
+    ({"type": "timeout_after"}, "attributes.timeout_ms"),
+    ({"type": "concurrency_limit"}, "attributes.max_in_flight"),
+    ({"type": "truncate", "attributes": {"after_bytes": None}}, "attributes.after_bytes"),
+])
+def test_required_attributes_are_named_when_missing(body, field):
+    assert _field(body) == field
