@@ -450,3 +450,9 @@ def test_dataclass_defaults():
 ])
 def test_required_attributes_are_named_when_missing(body, field):
     assert _field(body) == field
+
+
+def test_several_unknown_fields_name_the_first_in_sorted_order():
+    assert _field({"type": "reset", "match": {"zeta": 1, "alpha": 2}}) == "match.alpha"
+    assert _field({"type": "reset", "attributes": {"zz": 1, "after_bytes": 1, "aa": 2}}) == "attributes.aa"
+    assert _field({"type": "reset", "zz": 1, "aa": 2}) == "aa"
