@@ -456,3 +456,20 @@ def test_several_unknown_fields_name_the_first_in_sorted_order():
     assert _field({"type": "reset", "match": {"zeta": 1, "alpha": 2}}) == "match.alpha"
     assert _field({"type": "reset", "attributes": {"zz": 1, "after_bytes": 1, "aa": 2}}) == "attributes.aa"
     assert _field({"type": "reset", "zz": 1, "aa": 2}) == "aa"
+
+
+def test_explicit_chunk_of_one_byte_and_parsed_distribution_names():
+    assert parse_fault({"type": "slow_body", "attributes": {"bytes_per_s": 1000, "chunk_bytes": 1}}).attributes == {
+        "bytes_per_s": 1000.0, "chunk_bytes": 1}
+    normal = "".join(["nor", "mal"])  # parsed from JSON: equal, not the interned literal
+    assert parse_fault({"type": "latency", "attributes": {"latency_ms": 5, "distribution": normal,
+                                                          "stddev_ms": 2}}).attributes == {
+        "distribution": "normal", "latency_ms": 5.0, "stddev_ms": 2.0}
+
+
+def test_actions_are_immutable():
+    import dataclasses
+
+    for act in (Delay(1.0), Respond(500), Abort(), RequestInfo(1, "GET", "/"), Match("GET")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(act, dataclasses.fields(act)[0].name, None)
