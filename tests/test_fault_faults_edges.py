@@ -470,6 +470,6 @@ def test_explicit_chunk_of_one_byte_and_parsed_distribution_names():
 def test_actions_are_immutable():
     import dataclasses
 
-    for act in (Delay(1.0), Respond(500), Abort(), RequestInfo(1, "GET", "/"), Match("GET")):
+    for act in (Delay(1.0), Respond(500), Abort(), Admit(ConcurrencyState()), RequestInfo(1, "GET", "/"), Match("GET")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(act, dataclasses.fields(act)[0].name, None)
