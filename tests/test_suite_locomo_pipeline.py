@@ -24,7 +24,8 @@ CONV_A = {  # upstream index 0 ("conv-26"), so audit file errors_conv_0.json cor
         "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat."},
                       {"speaker": "Bob", "dia_id": "D1:2", "text": "", "blip_caption": "a grey cat"},
                       {"speaker": "Bob", "dia_id": "D1:3", "text": "   "},
-                      {"speaker": "Ann", "dia_id": "D1:1", "text": "duplicate id, dropped"}],
+                      {"speaker": "Ann", "dia_id": "D1:1", "text": "duplicate id, dropped"},
+                      {"speaker": "Ann", "dia_id": "D1:4", "text": "Her name is Mia."}],
         "session_2_date_time": "10:04 am on 12 June, 2023",
         "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "We went hiking.", "blip_caption": "a trail"}],
         "session_3_date_time": "9:00 am on 1 July, 2023",
@@ -47,9 +48,10 @@ CONV_B = {
 AUDIT = [
     {"question_id": "locomo_0_qa0", "question": "What pet did Ann adopt?", "correct_evidence": ["D1:2"],
      "correct_answer": "a grey cat", "error_type": "evidence"},
-    {"question_id": "locomo_0_qa3", "question": "A different question", "correct_evidence": ["D2:1"]},  # mismatch
     {"question_id": "locomo_10_qa0", "question": "x"},  # beyond the upstream order: ignored
+    {"question_id": "locomo_11_qa0", "question": "x"},
     {"question_id": "bad id"},
+    {"question_id": "locomo_0_qa3", "question": "Zebras? (a different question)", "correct_evidence": ["D2:1"]},
 ]
 
 
@@ -84,9 +86,10 @@ def test_conversation_batch_speakers_photos_duplicates_and_dates():
     s1 = batch.sessions[0]
     assert [(m.id, m.role, m.content) for m in s1.messages] == [
         ("D1:1", "user", "Ann: I adopted a cat."),
-        ("D1:2", "assistant", "Bob: [shares a photo: a grey cat]")]
+        ("D1:2", "assistant", "Bob: [shares a photo: a grey cat]"),
+        ("D1:4", "user", "Ann: Her name is Mia.")]
     assert batch.sessions[1].messages[0].content == "Ann: We went hiking. [shares a photo: a trail]"
-    assert ids == {"D1:1", "D1:2", "D2:1"}
+    assert ids == {"D1:1", "D1:2", "D1:4", "D2:1"}
     assert s1.started_at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
     assert last == datetime(2023, 6, 12, 10, 4, tzinfo=UTC)  # the latest non-empty session
 
@@ -255,3 +258,99 @@ def test_render_without_data_statistics_or_comparisons():
     res["statistics"] = {}
     md = s.render(res)
     assert "Intervals:" not in md and "Leave-one-conversation-out" not in md
+
+
+def test_roles_follow_speaker_a_whatever_the_names_sort_to():
+    conv = json.loads(json.dumps({"sample_id": "c", "conversation": {
+        "speaker_a": "Zoe", "speaker_b": "Adam", "session_1_date_time": "1:00 pm on 1 May, 2023",
+        "session_1": [{"speaker": "Adam", "dia_id": "D1:1", "text": "hi"},
+                      {"speaker": "Zoe", "dia_id": "D1:2", "text": "hello"}]}}))
+    batch, _ids, _last = L.conversation_batch(conv)
+    assert [m.role for m in batch.sessions[0].messages] == ["assistant", "user"]
+    _b, ids, last = L.conversation_batch({"sample_id": "e", "conversation": {"speaker_a": "A"}})
+    assert ids == set() and last == datetime(2000, 1, 1, tzinfo=UTC)  # no session: the sentinel date
+
+
+def test_repair_evidence_keeps_going_past_what_it_drops():
+    counts = {"split": 0, "repaired": 0, "dropped": 0}
+    known = {"D1:1", "D2:3"}
+    assert L.repair_evidence(["X;D1:1", "D9:9 D2:03", "", ";;"], known, counts) == ["D1:1", "D2:3"]
+    assert counts == {"split": 2, "repaired": 1, "dropped": 2}  # "" and ";;" hold no part: not splits
+
+
+def test_parse_categories_forms():
+    assert L.parse_categories([1, 2]) == {"1", "2"} == L.parse_categories("1, 2") == L.parse_categories(12)
+    with pytest.raises(ValueError, match="names category '7'"):
+        L.parse_categories("17")
+    with pytest.raises(ValueError, match="names no category"):
+        L.parse_categories(" , ")
+
+
+def test_missing_answers_default_by_category(tmp_path):
+    conv = json.loads(json.dumps(CONV_B))
+    conv["qa"] = [{"question": "q?", "evidence": ["D1:1"], "category": 4},
+                  {"question": "r?", "evidence": [], "category": 5}]
+    _write(tmp_path, convs=(conv,), audit=[])
+    data = LocomoSuite({"data_dir": str(tmp_path), "full": True}, seed=0).load()
+    assert [p.ground_truth for p in data.probes] == ["", "Not mentioned in the conversation"]
+
+
+def test_sampling_bounds(tmp_path):
+    for n in (2, 5, 0, -1):  # all conversations (or more, or 0 / negative = no sampling)
+        _s, data = _load(tmp_path, full=False, conversations=n, questions=10)
+        assert sorted(data.corpora) == ["conv-26", "conv-99"], n
+
+
+def test_registered_and_baseline_fallback():
+    from services.coordinator.suites.registry import get_suite
+
+    assert get_suite("locomo") is LocomoSuite
+    assert L._baseline(["zeta", "alpha"]) == "alpha" and L._baseline([]) is None
+    assert L._baseline(["cortex", "openclaw", "openclaw-real"]) == "openclaw-real"
+
+
+def test_compact_record_counts_the_formatted_context():
+    from services.common.tokens import count_tokens
+
+    rec = {"memories": [], "latency_ms": 1.0, "server_ms": 1.0, "formatted_context": "the grey cat"}
+    assert L.compact_record(rec)["context_tokens"] == count_tokens("the grey cat") > 0
+    assert L.compact_record({**rec, "formatted_context": None})["context_tokens"] == 0
+
+
+def test_temporal_hint_only_for_category_2():
+    s = LocomoSuite({}, seed=0)
+    cond = L.C.answer_conditions(["b"])[0]
+    ctx = _Ctx()
+    asyncio.run(s.run_probe(ctx, _probe("1"), cond))
+    assert ctx.asked[0] == "Q?" + L.SHORT
+
+
+def test_binary_j_and_its_comparison():
+    s = LocomoSuite({}, seed=0)
+    s._info = {}
+    rows = _locomo_samples("openclaw") + _locomo_samples("bm25")
+    for i, r in enumerate(rows):
+        r["probe_id"] = f"conv-{i % 3}:{r['probe_id']}"
+        r["binary_judge"] = {"correct": r["condition"] == "openclaw" and i % 3 != 0}
+    res = s.score(rows)
+    # openclaw: rows 1, 2, 4, 5 of 0..5 judged correct -> 4/6; bm25 none -> 0
+    assert res["conditions"]["openclaw"]["overall"]["binary_j"]["mean"] == pytest.approx(4 / 6)
+    assert res["conditions"]["bm25"]["overall"]["binary_j"]["mean"] == pytest.approx(0.0)
+    comp = {c["metric"]: c for c in res["comparisons"]["bm25"]["comparisons"]}["binary_j"]
+    assert comp["higher_is_better"] is True and comp["winner"] == "a"
+
+
+def test_render_data_line_defaults_and_the_held_out_rows():
+    s, res = _scored()
+    res["data"] = {"conversations": ["c1"], "questions": 1}
+    md = s.render(res)
+    assert ("Evidence ids: 0 split, 0 repaired, 0 dropped. locomo-audit: 0 evidence lists and 0 answers replaced "
+            "(0 corrections not matching their question).") in md
+    res["held_out"] = {"openclaw": {"turn_recall@5": {"inside": 1, "inside_pi": 2, "of": 3, "rows": [
+        {"cluster": "conv-0", "mean": 0.5, "ci": [0.4, 0.6], "pi": [0.1, 0.9]},  # 0 from the CI's centre
+        {"cluster": "conv-1", "mean": 0.9, "ci": [0.2, 0.4], "pi": [0.0, 0.8]},  # 0.6 from the centre: farthest
+        {"cluster": "conv-2", "mean": 0.1, "ci": [0.3, 0.5], "pi": [0.05, 0.95]},  # 0.3 from the centre
+    ]}}}
+    md = s.render(res)
+    assert ("| openclaw | turn_recall@5 | 1 of 3 | 2 of 3 | conv-1 0.900 vs CI [0.200, 0.400], PI [0.000, 0.800] |"
+            in md)
