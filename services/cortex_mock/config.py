@@ -45,6 +45,11 @@ class MockConfig:
     search_threads: int = 1  # threads running retrieves in each process (numpy releases the GIL in the matmuls)
     processes: int = 1  # server processes on the port (the first starts and supervises the others)
     shared_jobs: bool = False  # in-process job records mirrored to <data_dir>/jobs.sqlite (any process answers)
+    # Snapshot embedding matrices as file mappings every process on the data dir shares (shared_arrays.py):
+    # arrays of at least `shared_arrays_min_bytes`, once a snapshot is `share_after_s` old.
+    shared_arrays: bool = True
+    shared_arrays_min_bytes: int = 1 << 20
+    share_after_s: float = 1.0
 
     @classmethod
     def from_env(cls, **overrides: Any) -> MockConfig:
