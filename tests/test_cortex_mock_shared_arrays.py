@@ -170,3 +170,14 @@ async def test_a_young_snapshot_is_searched_privately(tmp_path):
         assert _is_mapped(e.store("t").index(e.embedder).emb)
     finally:
         await e.close()
+
+
+def test_cli_switch_reaches_the_config_and_the_sibling_processes():
+    from services.cortex_mock.__main__ import build_parser, config_from_args, sibling_argv
+
+    on = config_from_args(build_parser().parse_args(["--processes", "2"]))
+    off = config_from_args(build_parser().parse_args(["--processes", "2", "--no-shared-arrays"]))
+    assert on.shared_arrays is True and off.shared_arrays is False
+    assert "--no-shared-arrays" not in sibling_argv(on, "/d", 1234)
+    assert "--no-shared-arrays" in sibling_argv(off, "/d", 1234)
+    assert config_from_args(build_parser().parse_args(sibling_argv(off, "/d", 1234)[3:])).shared_arrays is False
