@@ -125,6 +125,49 @@ async def drain(target: HttpRetrieveTarget, baseline_ms: float, max_wait_s: floa
     return round(time.perf_counter() - t0, 2)
 
 
+async def warm_every_process(url: str, processes: int, queries: Sequence[str], top_k: int, mode: str,
+                             api_key: str = API_KEY, share_wait_s: float = 1.5,
+                             max_attempts: int | None = None) -> dict[str, Any]:
+    """Make every server process on the port answer the whole query set before a climb: its snapshot (a 10k
+    memory rebuild from SQLite), its query-embedding cache, and (a second pass once the snapshot is older than
+    cortex-mock's share_after_s) the swap to the shared matrices. Otherwise a process that the warm-up never
+    reached does all that inside the first measured step. SO_REUSEPORT hands each new connection to one
+    process, so every attempt pins one connection, asks it `GET /health` which process it is, and warms that
+    process over the same connection if it is new. Returns the processes reached and the attempts taken."""
+    warmed: dict[int, float] = {}
+    reshared: set[int] = set()
+    attempts = 0
+    max_attempts = max_attempts or 50 * processes
+
+    async def one_connection(second_pass: bool) -> None:
+        conn = aiohttp.TCPConnector(limit=1)  # one keep-alive connection: every call below reaches one process
+        async with aiohttp.ClientSession(connector=conn, headers={"x-api-key": api_key},
+                                         timeout=aiohttp.ClientTimeout(total=300)) as s:
+            async with s.get(f"{url}/health") as r:
+                pid = int((await r.json())["pid"])
+            if pid in (reshared if second_pass else warmed):
+                return
+            t0 = time.perf_counter()
+            async with s.post(f"{url}/v1/warmup", json={}) as r:
+                await r.read()
+            if second_pass:
+                reshared.add(pid)
+                return
+            for q in queries:
+                async with s.post(f"{url}/v1/retrieve", json={"query": q, "top_k": top_k, "mode": mode}) as r:
+                    await r.read()
+            warmed[pid] = round(time.perf_counter() - t0, 3)
+
+    for second_pass in (False, True):
+        if second_pass:
+            await asyncio.sleep(share_wait_s)
+        while len(reshared if second_pass else warmed) < processes and attempts < max_attempts:
+            attempts += 1
+            await one_connection(second_pass)
+    return {"processes": processes, "warmed": len(warmed), "reshared": len(reshared), "attempts": attempts,
+            "seconds_per_process": {str(k): v for k, v in sorted(warmed.items())}}
+
+
 async def idle_latency_ms(target: HttpRetrieveTarget, n: int = 20) -> float:
     """Median latency of n sequential requests (the idle baseline for `drain`)."""
     xs = []
@@ -565,8 +608,8 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
                                      name=f"direct x{procs}")
             await tgt.start()
             try:
-                for i in range(len(tgt.queries)):  # every process warms its snapshot on first use
-                    await tgt.call(i)
+                warm = await warm_every_process(mock.url, procs, tgt.queries, a.top_k, a.mode)
+                print(f"  warmed: {warm}", flush=True)
                 await open_loop_step(tgt, min(a.start_rate, 20), 2.0, a.seed + 999, cfg, a.arrival)
                 base = await idle_latency_ms(tgt)
                 print(f"rate search with {procs} server processes:", flush=True)
@@ -579,6 +622,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
             result["scaling"][procs] = {k: rs[k] for k in ("max_sustained_rps", "first_failing_rps", "ended_by",
                                                            "ended_by_detail", "cpu_at_best")}
             result["scaling"][procs]["steps"] = rs["steps"]
+            result["scaling"][procs]["warm"] = warm
         result["generator_ceiling"] = await generator_ceiling(a, cfg, out / "rig")
         result["headline"] = headline(result)
     finally:

@@ -153,3 +153,47 @@ def test_markdown_prints_cpu_per_request_and_the_cores_1000_would_take():
     assert "Against the trivial target: server 0.09 ms + generator 0.2 ms a request." in md
     assert "(CPU 1.2 ms)" in md
     assert "| 1 | 500 | 750 | p99: corrected p99 300 ms | 1.6 + 0.3 |" in md
+
+
+async def test_warm_every_process_reaches_each_process_over_its_own_connection():
+    """A stand-in for N processes on one port: each new connection is answered by the next of 3 fake
+    processes (round robin, as SO_REUSEPORT spreads connections); every fake process must see the warm-up and
+    the whole query set once, then one more warm-up after the share wait."""
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    from loadtests.bench import warm_every_process
+
+    owner: dict[int, int] = {}
+    seen: dict[int, dict[str, int]] = {}
+
+    def pid_of(request: web.Request) -> int:
+        key = id(request.transport)
+        if key not in owner:
+            owner[key] = 100 + len(owner) % 3
+        return owner[key]
+
+    async def health(request):
+        return web.json_response({"pid": pid_of(request)})
+
+    async def count(request):
+        c = seen.setdefault(pid_of(request), {"/v1/warmup": 0, "/v1/retrieve": 0})
+        c[request.path] += 1
+        await request.read()
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    app.router.add_post("/v1/warmup", count)
+    app.router.add_post("/v1/retrieve", count)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        out = await warm_every_process(str(server.make_url("")).rstrip("/"), 3, ["q1", "q2", "q3", "q4"], 5,
+                                       "fast", share_wait_s=0.0)
+    finally:
+        await server.close()
+    assert out["warmed"] == 3 and out["reshared"] == 3 and out["attempts"] == 6  # round robin: no repeats
+    assert sorted(seen) == [100, 101, 102]
+    assert all(c == {"/v1/warmup": 2, "/v1/retrieve": 4} for c in seen.values())
+    assert sorted(out["seconds_per_process"]) == ["100", "101", "102"]
