@@ -121,7 +121,7 @@ def _answers(e: CortexEngine, mode: str) -> list:
 async def test_processes_share_one_mapping_and_answer_exactly_as_private_copies(tmp_path):
     """Two engines on one data dir (two server processes) search file-mapped matrices; a third keeps private
     copies. Every answer is identical, before and after an ingest and a forget by the writer."""
-    share = dict(embedder="hash", shared_arrays_min_bytes=0, share_after_s=0.0)
+    share = dict(embedder="hash", shared_arrays=True, shared_arrays_min_bytes=0, share_after_s=0.0)
     writer = CortexEngine(MockConfig(data_dir=str(tmp_path), **share))
     reader = CortexEngine(MockConfig(data_dir=str(tmp_path), **share))
     private = CortexEngine(MockConfig(data_dir=str(tmp_path), embedder="hash", shared_arrays=False))
@@ -160,8 +160,8 @@ async def test_processes_share_one_mapping_and_answer_exactly_as_private_copies(
 
 async def test_a_young_snapshot_is_searched_privately(tmp_path):
     """Below `share_after_s` a snapshot keeps its private copy (a write would soon replace it anyway)."""
-    e = CortexEngine(MockConfig(data_dir=str(tmp_path), embedder="hash", shared_arrays_min_bytes=0,
-                                share_after_s=3600.0))
+    e = CortexEngine(MockConfig(data_dir=str(tmp_path), embedder="hash", shared_arrays=True,
+                                shared_arrays_min_bytes=0, share_after_s=3600.0))
     try:
         await _ingest(e, 0)
         idx = e.store("t").index(e.embedder)
@@ -172,12 +172,30 @@ async def test_a_young_snapshot_is_searched_privately(tmp_path):
         await e.close()
 
 
-def test_cli_switch_reaches_the_config_and_the_sibling_processes():
+def test_shared_by_default_only_when_several_processes_serve_the_data_dir():
     from services.cortex_mock.__main__ import build_parser, config_from_args, sibling_argv
 
-    on = config_from_args(build_parser().parse_args(["--processes", "2"]))
+    lone = config_from_args(build_parser().parse_args([]))
+    several = config_from_args(build_parser().parse_args(["--processes", "2"]))
     off = config_from_args(build_parser().parse_args(["--processes", "2", "--no-shared-arrays"]))
-    assert on.shared_arrays is True and off.shared_arrays is False
-    assert "--no-shared-arrays" not in sibling_argv(on, "/d", 1234)
+    assert lone.shared_arrays is None and lone.shares_arrays() is False  # nobody to share with
+    assert several.shares_arrays() is True and off.shares_arrays() is False
+    sib = config_from_args(build_parser().parse_args(sibling_argv(several, "/d", 1234)[3:]))
+    assert sib.processes == 1 and sib.shares_arrays() is True  # a sibling: --shared-jobs
+    assert "--no-shared-arrays" not in sibling_argv(several, "/d", 1234)
     assert "--no-shared-arrays" in sibling_argv(off, "/d", 1234)
-    assert config_from_args(build_parser().parse_args(sibling_argv(off, "/d", 1234)[3:])).shared_arrays is False
+    assert config_from_args(build_parser().parse_args(sibling_argv(off, "/d", 1234)[3:])).shares_arrays() is False
+    assert MockConfig(shared_arrays=True).shares_arrays() is True
+
+
+async def test_a_lone_process_writes_no_array_files(tmp_path):
+    e = CortexEngine(MockConfig(data_dir=str(tmp_path), embedder="hash", shared_arrays_min_bytes=0,
+                                share_after_s=0.0))
+    try:
+        await _ingest(e, 0)
+        e.retrieve_sync("t", SearchParams(query="cache TTL", top_k=3, mode="fast"))
+        assert not _is_mapped(e.store("t").index(e.embedder).emb)
+        names = sorted(p.name for p in tmp_path.iterdir())
+        assert "cortex_t.sqlite" in names and all(n.startswith("cortex_t.sqlite") for n in names)  # no .arrays
+    finally:
+        await e.close()

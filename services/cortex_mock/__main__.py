@@ -66,9 +66,9 @@ def build_parser(prog: str = "python -m services.cortex_mock", worker: bool = Fa
     ap.add_argument("--redis-prefix", default="cortexmock", help="key prefix in Redis")
     ap.add_argument("--lease-ms", type=float, default=10_000.0, help="worker heartbeat lease")
     ap.add_argument("--max-attempts", type=int, default=3, help="attempts before a job of dead workers fails")
-    ap.add_argument("--no-shared-arrays", dest="shared_arrays", action="store_false",
-                    help="keep each process's snapshot embeddings private (default: file-mapped, shared by the "
-                         "processes on the data dir)")
+    ap.add_argument("--no-shared-arrays", dest="shared_arrays", action="store_false", default=None,
+                    help="keep each process's snapshot embeddings private (default with --processes N > 1: "
+                         "file-mapped, shared by the processes on the data dir)")
     return ap
 
 
@@ -119,7 +119,7 @@ def sibling_argv(cfg: MockConfig, data_dir: str, port: int) -> list[str]:
         argv += ["--redis-url", cfg.redis_url]
     if cfg.embedder:
         argv += ["--embedder", cfg.embedder]
-    if not cfg.shared_arrays:
+    if cfg.shared_arrays is False:
         argv.append("--no-shared-arrays")
     return argv
 

@@ -97,7 +97,7 @@ class CortexEngine:
                 if not create and not self.tenant_path(tenant_id).exists():
                     return None
                 shared = None
-                if self.config.shared_arrays:
+                if self.config.shares_arrays():
                     shared = SharedArrays(self.data_dir / f"cortex_{tenant_id}.arrays",
                                           self.config.shared_arrays_min_bytes)
                 st = TenantStore(self.tenant_path(tenant_id), tenant_id, shared, self.config.share_after_s)
