@@ -17,7 +17,7 @@ import numpy as np
 
 from services.cortex_mock import ranking
 from services.cortex_mock.store import TenantIndex
-from services.cortex_mock.temporal import find_time_window, proximity
+from services.cortex_mock.temporal import find_time_window, proximity_all
 from services.cortex_mock.text import content_tokens
 
 CHANNEL_DEPTH = 50  # candidates each channel contributes to fusion
@@ -145,7 +145,7 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
 
     if window is not None:
         t0 = time.perf_counter()
-        prox = np.array([proximity(f.occurred_at, window, ref) for f in idx.facts])
+        prox = proximity_all(*idx.occurred_us(), window, ref)  # = proximity() per fact, vectorised
         tmask = mask
         if window.kind == "recency":  # "current"/"latest" orders matching facts by age; it selects nothing itself
             pool = np.zeros(n, dtype=bool)

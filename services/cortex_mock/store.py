@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from services.cortex_mock.shared_arrays import SharedArrays
-from services.cortex_mock.temporal import parse_datetime
+from services.cortex_mock.temporal import micros, parse_datetime
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -122,6 +122,7 @@ class TenantIndex:
     _q_groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     # True once `emb`/`q_emb` were swapped for their file-mapped twins (TenantStore.index, shared_arrays.py).
     _shared: bool = field(default=False, repr=False)
+    _occurred_us: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def question_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(question order by owning fact, owning facts, start of each fact's run in that order): the best
@@ -172,6 +173,16 @@ class TenantIndex:
                                              for f in self.facts], dtype=np.int64)
         return self._token_counts
 
+    def occurred_us(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each fact's occurred_at as exact microseconds since the epoch, and whether it has one (the temporal
+        channel scores every fact with numpy: temporal.proximity_all)."""
+        if self._occurred_us is None:
+            has = np.fromiter((f.occurred_at is not None for f in self.facts), bool, len(self.facts))
+            us = np.fromiter((micros(f.occurred_at) if f.occurred_at is not None else 0 for f in self.facts),
+                             np.int64, len(self.facts))
+            self._occurred_us = (us, has)
+        return self._occurred_us
+
     def visible_mentions(self, now: float) -> tuple[np.ndarray, np.ndarray]:
         ok = self.m_visible <= now
         return self.m_fact[ok], self.m_ent[ok]
@@ -180,7 +191,8 @@ class TenantIndex:
         """A new snapshot = this one + a writer's own committed delta (no reload from SQLite). Copies the
         containers it changes, so readers holding this snapshot are unaffected."""
         new = dataclasses.replace(self, rev=rev, built_at=time.time(), _user_masks={}, _tie_rank=None,
-                                  _token_counts=None, _q_groups=None, _shared=False)
+                                  _token_counts=None, _q_groups=None, _shared=False,
+                                  _occurred_us=None)
         new.facts = list(self.facts)
         new.fact_pos = dict(self.fact_pos)
         new.norm_pos = dict(self.norm_pos)
