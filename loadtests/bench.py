@@ -49,6 +49,7 @@ from typing import Any
 import aiohttp
 from hdrh.histogram import HdrHistogram
 
+from loadtests.cpu_meter import StepCpu, cores_needed
 from loadtests.open_loop import (
     DriverConfig,
     HttpRetrieveTarget,
@@ -93,11 +94,15 @@ async def seed_memories(url: str, n: int, seed: int, batch: int = 250, parallel:
 
 # ------------------------------------------------------------------------------------------------- steps
 async def open_loop_step(target: HttpRetrieveTarget, rate: float, duration_s: float, seed: int,
-                         cfg: DriverConfig, arrival: str) -> dict[str, Any]:
+                         cfg: DriverConfig, arrival: str, server_pid: int | None = None) -> dict[str, Any]:
+    """One open-loop step; `cpu` holds the CPU ms a request cost the server's process tree (`server_pid`)
+    and this generator process over the step (loadtests/cpu_meter.py)."""
     phases = [Phase(rate, duration_s, arrival, f"{rate:g}/s")]
     offs, idx = build_schedule(phases, seed)
+    meter = StepCpu(server_pid).start()
     rec = await drive(target, offs, idx, cfg)
     res = summarise(rec, phases, cfg.validity, {"target": target.name, "rate": rate, "seed": seed})
+    res["cpu"] = meter.stop(int(res["ok"]) + int(res["failed"]))
     res.pop("per_phase", None)
     return res
 
@@ -118,6 +123,49 @@ async def drain(target: HttpRetrieveTarget, baseline_ms: float, max_wait_s: floa
         i += 1
         await asyncio.sleep(0.2)
     return round(time.perf_counter() - t0, 2)
+
+
+async def warm_every_process(url: str, processes: int, queries: Sequence[str], top_k: int, mode: str,
+                             api_key: str = API_KEY, share_wait_s: float = 1.5,
+                             max_attempts: int | None = None) -> dict[str, Any]:
+    """Make every server process on the port answer the whole query set before a climb: its snapshot (a 10k
+    memory rebuild from SQLite), its query-embedding cache, and (a second pass once the snapshot is older than
+    cortex-mock's share_after_s) the swap to the shared matrices. Otherwise a process that the warm-up never
+    reached does all that inside the first measured step. SO_REUSEPORT hands each new connection to one
+    process, so every attempt pins one connection, asks it `GET /health` which process it is, and warms that
+    process over the same connection if it is new. Returns the processes reached and the attempts taken."""
+    warmed: dict[int, float] = {}
+    reshared: set[int] = set()
+    attempts = 0
+    max_attempts = max_attempts or 50 * processes
+
+    async def one_connection(second_pass: bool) -> None:
+        conn = aiohttp.TCPConnector(limit=1)  # one keep-alive connection: every call below reaches one process
+        async with aiohttp.ClientSession(connector=conn, headers={"x-api-key": api_key},
+                                         timeout=aiohttp.ClientTimeout(total=300)) as s:
+            async with s.get(f"{url}/health") as r:
+                pid = int((await r.json())["pid"])
+            if pid in (reshared if second_pass else warmed):
+                return
+            t0 = time.perf_counter()
+            async with s.post(f"{url}/v1/warmup", json={}) as r:
+                await r.read()
+            if second_pass:
+                reshared.add(pid)
+                return
+            for q in queries:
+                async with s.post(f"{url}/v1/retrieve", json={"query": q, "top_k": top_k, "mode": mode}) as r:
+                    await r.read()
+            warmed[pid] = round(time.perf_counter() - t0, 3)
+
+    for second_pass in (False, True):
+        if second_pass:
+            await asyncio.sleep(share_wait_s)
+        while len(reshared if second_pass else warmed) < processes and attempts < max_attempts:
+            attempts += 1
+            await one_connection(second_pass)
+    return {"processes": processes, "warmed": len(warmed), "reshared": len(reshared), "attempts": attempts,
+            "seconds_per_process": {str(k): v for k, v in sorted(warmed.items())}}
 
 
 async def idle_latency_ms(target: HttpRetrieveTarget, n: int = 20) -> float:
@@ -161,19 +209,19 @@ def _brief(res: dict[str, Any]) -> dict[str, Any]:
             "dropped": res["dropped"], "achieved_rps": res["achieved_rps"], "valid": res["valid"],
             "invalid_reasons": res["invalid_reasons"], "corrected": res["corrected"], "service": res["service"],
             "schedule_lag": res["schedule_lag"], "queue_wait": res["queue_wait"], "errors": res["errors"],
-            "histoblobs": res["histoblobs"]}
+            "cpu": res.get("cpu"), "histoblobs": res["histoblobs"]}
 
 
 async def rate_search(target: HttpRetrieveTarget, a: argparse.Namespace, cfg: DriverConfig,
                       baseline_ms: float, start_rate: float | None = None, step_s: float | None = None,
-                      max_rate: float | None = None) -> dict[str, Any]:
+                      max_rate: float | None = None, server_pid: int | None = None) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     best, worst = None, None
     step_s = step_s or a.step_s
     max_rate = max_rate or a.max_rate
     rate, k = start_rate or a.start_rate, 0
     while rate <= max_rate:
-        res = await open_loop_step(target, rate, step_s, a.seed + k, cfg, a.arrival)
+        res = await open_loop_step(target, rate, step_s, a.seed + k, cfg, a.arrival, server_pid)
         ok, why = step_passes(res, a.slo_p99_ms)
         steps.append({**_brief(res), "phase": "climb", "pass": ok, "why": why,
                       "drain_s": await drain(target, baseline_ms)})
@@ -190,7 +238,7 @@ async def rate_search(target: HttpRetrieveTarget, a: argparse.Namespace, cfg: Dr
         if mid - best < 1 or worst - mid < 1:
             break
         await asyncio.sleep(a.pause_s)
-        res = await open_loop_step(target, mid, step_s, a.seed + k, cfg, a.arrival)
+        res = await open_loop_step(target, mid, step_s, a.seed + k, cfg, a.arrival, server_pid)
         ok, why = step_passes(res, a.slo_p99_ms)
         steps.append({**_brief(res), "phase": "refine", "pass": ok, "why": why,
                       "drain_s": await drain(target, baseline_ms)})
@@ -201,12 +249,28 @@ async def rate_search(target: HttpRetrieveTarget, a: argparse.Namespace, cfg: Dr
     ended_by = stop_rule(failing[0]["why"]) if failing else "max rate"
     return {"max_sustained_rps": best, "first_failing_rps": worst, "steps": steps,
             "hit_max_rate": worst is None and best is not None, "ended_by": ended_by,
-            "ended_by_detail": failing[0]["why"] if failing else f"reached --max-rate {max_rate:g}"}
+            "ended_by_detail": failing[0]["why"] if failing else f"reached --max-rate {max_rate:g}",
+            "cpu_at_best": cpu_at_best(steps, best)}
+
+
+def cpu_at_best(steps: list[dict[str, Any]], best: float | None) -> dict[str, Any] | None:
+    """CPU per request at the highest passing step (the last one at the sustained rate) and the cores that
+    rate takes at that cost, server + generator."""
+    at = [st for st in steps if st["pass"] and st["rate"] == best and st.get("cpu")]
+    if not at:
+        return None
+    c = at[-1]["cpu"]
+    return {"rate": best, "server_ms_per_req": c["server_ms_per_req"],
+            "generator_ms_per_req": c["generator_ms_per_req"], "server_cores": c["server_cores"],
+            "generator_cores": c["generator_cores"],
+            "cores_needed": cores_needed(best, c["server_ms_per_req"], c["generator_ms_per_req"])}
 
 
 def _progress(step: dict[str, Any]) -> None:
+    cpu = step.get("cpu") or {}
     print(f"  {step['phase']:6s} {step['rate']:8.1f}/s  ok={step['ok']:6d} corrected p99={step['corrected']['p99_ms']} ms"
-          f" service p99={step['service']['p99_ms']} ms lag p99={step['schedule_lag']['p99_ms']} ms -> "
+          f" service p99={step['service']['p99_ms']} ms lag p99={step['schedule_lag']['p99_ms']} ms"
+          f" cpu/req server={cpu.get('server_ms_per_req')} gen={cpu.get('generator_ms_per_req')} ms -> "
           f"{'pass' if step['pass'] else 'FAIL: ' + step['why']} (drained {step['drain_s']} s)", flush=True)
 
 
@@ -274,18 +338,23 @@ def engine_cost(data_dir: str, embedder: str, queries: Sequence[str], n: int, to
         for q in queries:  # warm: the snapshot, the query-embedding cache, the derived per-snapshot lookups
             engine.retrieve_sync(tenant, SearchParams(query=q, top_k=top_k, mode=mode))
         times = []
+        cpu0 = time.process_time()
         for i in range(n):
             t0 = time.perf_counter()
             engine.retrieve_sync(tenant, SearchParams(query=queries[i % len(queries)], top_k=top_k, mode=mode))
             times.append((time.perf_counter() - t0) * 1000.0)
+        cpu_mean = (time.process_time() - cpu0) * 1000.0 / n
         facts = len(engine.store(tenant).index(engine.embedder).facts)
     finally:
         for st in engine.open_tenants().values():
             st.close()
     times.sort()
     mean = sum(times) / len(times)
+    # Wall time moves with the machine's other load (the semantic product streams a 15 MB matrix, so a busy
+    # neighbour evicting the L3 nearly doubles it); the CPU time beside it is this process's own.
     return {"calls": n, "facts": facts, "mean_ms": round(mean, 3), "p50_ms": round(times[len(times) // 2], 3),
             "p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))], 3),
+            "cpu_mean_ms": round(cpu_mean, 3),
             "one_core_rps": round(1000.0 / mean, 1) if mean > 0 else None}
 
 
@@ -327,7 +396,7 @@ async def generator_ceiling(a: argparse.Namespace, cfg: DriverConfig, rig_dir: P
             start = a.gen_start_rate
             while True:  # a first step that already fails says nothing: start lower (a busy machine)
                 out = await rate_search(target, a, cfg, baseline, start_rate=start, step_s=a.scale_step_s,
-                                        max_rate=a.gen_max_rate)
+                                        max_rate=a.gen_max_rate, server_pid=p.pid)
                 if out["max_sustained_rps"] is not None or start / 4 < 5:
                     break
                 start = round(start / 4, 1)
@@ -355,11 +424,16 @@ def headline(result: dict[str, Any]) -> dict[str, Any]:
     best = rates.get(best_p) if best_p is not None else None
     ceiling = (result.get("generator_ceiling") or {}).get("max_sustained_rps")
     eng = result.get("engine_cost") or {}
+    cpu = (scaling.get(best_p) or scaling.get(str(best_p)) or {}).get("cpu_at_best") if best_p is not None else None
     return {"best_rps": best, "best_processes": best_p, "generator_ceiling_rps": ceiling,
             "ratio_to_generator": round(best / ceiling, 4) if best and ceiling else None,
             "engine_one_core_rps": eng.get("one_core_rps"),
             "ratio_to_engine_one_core": round(best / eng["one_core_rps"], 3) if best and eng.get("one_core_rps") else None,
-            "meets_target": bool(best is not None and best >= 1000.0)}
+            "meets_target": bool(best is not None and best >= 1000.0),
+            # issue 14's arithmetic from this run's own CPU readings: what 1,000 req/s would take at this cost
+            "cpu_at_best": cpu,
+            "cores_for_1000_rps": cores_needed(1000.0, cpu["server_ms_per_req"], cpu["generator_ms_per_req"])
+            if cpu else None}
 
 
 # ------------------------------------------------------------------------------------------------- report
@@ -414,12 +488,15 @@ def render_markdown(r: dict[str, Any]) -> str:
             f"; {s['first_failing_rps']:g}/s failed"
         lines.append(f"**Highest sustained retrieve rate at p99 < {c['slo_p99_ms']:g} ms: {best:g} req/s**{tail}.")
     lines += ["", "| step | rate/s | ok | failed | dropped | achieved/s | corrected p50 | corrected p99 | service p99 | "
-              "lag p99 | verdict | drain s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "lag p99 | verdict | drain s | server CPU ms/req | generator CPU ms/req |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for st in s["steps"]:
+        cpu = st.get("cpu") or {}
         lines.append(f"| {st['phase']} | {st['rate']:g} | {st['ok']} | {st['failed']} | {st['dropped']} | "
                      f"{st['achieved_rps']} | {st['corrected']['p50_ms']} | {st['corrected']['p99_ms']} | "
                      f"{st['service']['p99_ms']} | {st['schedule_lag']['p99_ms']} | "
-                     f"{'pass' if st['pass'] else st['why']} | {st.get('drain_s', '')} |")
+                     f"{'pass' if st['pass'] else st['why']} | {st.get('drain_s', '')} | "
+                     f"{cpu.get('server_ms_per_req')} | {cpu.get('generator_ms_per_req')} |")
     lines.append(f"\nThe climb ended by: **{s.get('ended_by', '?')}** ({s.get('ended_by_detail', '')}).")
     h = r.get("headline")
     if h:
@@ -430,13 +507,25 @@ def render_markdown(r: dict[str, Any]) -> str:
                   f"ceiling on this machine (trivial aiohttp target, same driver): {h['generator_ceiling_rps']} "
                   f"req/s (ended by {gc.get('ended_by', '?')}); **ratio {h['ratio_to_generator']}**. Engine "
                   f"single-thread cost over {ec.get('facts')} facts: mean {ec.get('mean_ms')} ms, p50 "
-                  f"{ec.get('p50_ms')} ms, p99 {ec.get('p99_ms')} ms per retrieve = {h['engine_one_core_rps']} "
-                  f"req/s on one core (best sustained / that: {h['ratio_to_engine_one_core']}). Target >= 1000 "
-                  f"req/s: {'met' if h['meets_target'] else 'not met'}.", "",
-                  "| server processes | max sustained req/s | first failing | ended by |", "|---|---|---|---|"]
+                  f"{ec.get('p50_ms')} ms, p99 {ec.get('p99_ms')} ms per retrieve (CPU {ec.get('cpu_mean_ms')} ms) = "
+                  f"{h['engine_one_core_rps']} req/s on one core (best sustained / that: "
+                  f"{h['ratio_to_engine_one_core']}). Target >= 1000 req/s: {'met' if h['meets_target'] else 'not met'}.",
+                  ""]
+        cb, gcpu = h.get("cpu_at_best"), gc.get("cpu_at_best")
+        if cb:
+            lines += [f"CPU per request at the best step (psutil over the server processes; this generator's own "
+                      f"process time): server {cb['server_ms_per_req']} ms + generator {cb['generator_ms_per_req']} "
+                      f"ms, {cb['cores_needed']} cores at {cb['rate']:g} req/s of {r['machine']['cpu_count']}; "
+                      f"at that cost 1,000 req/s would need **{h['cores_for_1000_rps']} cores**."
+                      + (f" Against the trivial target: server {gcpu['server_ms_per_req']} ms + generator "
+                         f"{gcpu['generator_ms_per_req']} ms a request." if gcpu else ""), ""]
+        lines += ["| server processes | max sustained req/s | first failing | ended by | server + generator CPU ms/req "
+                  "at the best step |", "|---|---|---|---|---|"]
         for procs, sc in sorted((r.get("scaling") or {}).items(), key=lambda kv: int(kv[0])):
+            c = sc.get("cpu_at_best") or {}
             lines.append(f"| {procs} | {sc['max_sustained_rps']} | {sc['first_failing_rps']} | "
-                         f"{sc['ended_by']}: {sc['ended_by_detail']} |")
+                         f"{sc['ended_by']}: {sc['ended_by_detail']} | {c.get('server_ms_per_req')} + "
+                         f"{c.get('generator_ms_per_req')} |")
     po = r.get("proxy_overhead")
     if po:
         pd, pp = po["pooled"]["direct"], po["pooled"]["proxied"]
@@ -494,7 +583,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
                                          "proxied": round(await idle_latency_ms(proxied), 3)}
             print(f"idle sequential latency: {result['idle_latency_ms']}", flush=True)
             print("rate search (direct to cortex-mock):", flush=True)
-            result["rate_search"] = await rate_search(direct, a, cfg, baseline)
+            result["rate_search"] = await rate_search(direct, a, cfg, baseline, server_pid=mock.pid)
             best = result["rate_search"]["max_sustained_rps"]
             # Well below saturation, so the comparison shows the extra hop rather than queueing differences.
             prate = a.proxy_rate or max(5.0, min(50.0, round((best or a.start_rate) / 4, 1)))
@@ -505,7 +594,8 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
             await direct.close()
             await proxied.close()
         result["scaling"] = {1: {k: result["rate_search"][k] for k in
-                                 ("max_sustained_rps", "first_failing_rps", "ended_by", "ended_by_detail")}}
+                                 ("max_sustained_rps", "first_failing_rps", "ended_by", "ended_by_detail",
+                                  "cpu_at_best")}}
         rig.stop_all()
         print("engine single-thread cost:", flush=True)
         result["engine_cost"] = await asyncio.to_thread(
@@ -518,20 +608,21 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
                                      name=f"direct x{procs}")
             await tgt.start()
             try:
-                for i in range(len(tgt.queries)):  # every process warms its snapshot on first use
-                    await tgt.call(i)
+                warm = await warm_every_process(mock.url, procs, tgt.queries, a.top_k, a.mode)
+                print(f"  warmed: {warm}", flush=True)
                 await open_loop_step(tgt, min(a.start_rate, 20), 2.0, a.seed + 999, cfg, a.arrival)
                 base = await idle_latency_ms(tgt)
                 print(f"rate search with {procs} server processes:", flush=True)
                 best1 = result["rate_search"]["max_sustained_rps"] or a.start_rate
                 rs = await rate_search(tgt, a, cfg, base, start_rate=max(a.start_rate, round(best1 / 2, 1)),
-                                       step_s=a.scale_step_s)
+                                       step_s=a.scale_step_s, server_pid=mock.pid)
             finally:
                 await tgt.close()
                 rig.stop_all()
             result["scaling"][procs] = {k: rs[k] for k in ("max_sustained_rps", "first_failing_rps", "ended_by",
-                                                           "ended_by_detail")}
+                                                           "ended_by_detail", "cpu_at_best")}
             result["scaling"][procs]["steps"] = rs["steps"]
+            result["scaling"][procs]["warm"] = warm
         result["generator_ceiling"] = await generator_ceiling(a, cfg, out / "rig")
         result["headline"] = headline(result)
     finally:

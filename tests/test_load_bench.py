@@ -52,3 +52,148 @@ def test_markdown_prints_ratio_scaling_and_the_rule():
     assert "= 400.0 req/s on one core" in md
     assert "The climb ended by: **p99**" in md
     assert "| 2 | 40 | 30 | schedule lag: corrected p99 300 ms |" in md
+
+
+def test_cpu_per_request_arithmetic():
+    from loadtests.cpu_meter import cores_busy, cores_needed, cpu_ms_per_request
+
+    assert cpu_ms_per_request(10.0, 10.5, 250) == 2.0  # 0.5 s of CPU over 250 requests
+    assert cpu_ms_per_request(0.0, 0.3, 1000) == 0.3
+    assert cpu_ms_per_request(1.0, 2.0, 0) is None and cpu_ms_per_request(None, 2.0, 10) is None
+    assert cores_busy(2.0, 3.5, 0.5) == 3.0  # 1.5 CPU-seconds in half a second
+    assert cores_busy(2.0, None, 1.0) is None and cores_busy(0.0, 1.0, 0.0) is None
+    # issue 14: 1,000 req/s at 1.2 ms (server) + 0.3 ms (generator) a request = 1.5 cores
+    assert cores_needed(1000.0, 1.2, 0.3) == 1.5
+    assert cores_needed(541.0, 2.0, 0.3) == 1.244
+    assert cores_needed(None, 1.0, 1.0) is None and cores_needed(10.0, None, 1.0) is None
+
+
+def test_step_cpu_reads_the_server_tree_and_this_process():
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from loadtests.cpu_meter import StepCpu, tree_cpu_seconds
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\ntime.sleep(30)"
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time\n"
+                               f"c = subprocess.Popen([sys.executable, '-c', {burn!r}])\n"
+                               f"print(c.pid, flush=True)\ntime.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    try:
+        meter = StepCpu(parent.pid).start()
+        t = time.process_time()
+        while time.process_time() - t < 0.05:  # this process (the generator) spends 50 ms of CPU
+            pass
+        deadline = time.time() + 20
+        while (tree_cpu_seconds(child) or 0.0) < 0.3 and time.time() < deadline:
+            time.sleep(0.05)
+        out = meter.stop(10)
+        # the child's 0.3 s of CPU (at most what it had burnt at `start`, ~0 to a little) counts for the tree
+        assert out["requests"] == 10
+        assert out["generator_ms_per_req"] >= 5.0  # >= 50 ms / 10
+        assert out["server_ms_per_req"] is not None and out["server_ms_per_req"] > 5.0
+        assert tree_cpu_seconds(parent.pid) >= tree_cpu_seconds(child) >= 0.3
+    finally:
+        for pid in (child, parent.pid):
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        parent.wait()
+    assert tree_cpu_seconds(parent.pid) is None  # gone
+    assert StepCpu(None).start().stop(5)["server_ms_per_req"] is None
+
+
+def test_cpu_at_best_and_the_report_line():
+    from loadtests.bench import cpu_at_best
+
+    def st(rate, ok, server):
+        return {"rate": rate, "pass": ok, "cpu": {"server_ms_per_req": server, "generator_ms_per_req": 0.25,
+                                                  "server_cores": 1.0, "generator_cores": 0.2}}
+
+    steps = [st(100, True, 2.0), st(150, True, 1.8), st(225, False, 1.7), st(187.5, True, 1.6)]
+    assert cpu_at_best(steps, 187.5)["server_ms_per_req"] == 1.6
+    assert cpu_at_best(steps, 187.5)["cores_needed"] == 0.347  # 187.5 * (1.6 + 0.25) / 1000
+    assert cpu_at_best(steps, 150)["server_ms_per_req"] == 1.8
+    assert cpu_at_best(steps, None) is None and cpu_at_best(steps, 225) is None  # 225 failed
+    r = {"scaling": {"1": {"max_sustained_rps": 150.0, "cpu_at_best": cpu_at_best(steps, 150)},
+                     "2": {"max_sustained_rps": 187.5, "cpu_at_best": cpu_at_best(steps, 187.5)}},
+         "generator_ceiling": {"max_sustained_rps": 2000.0}, "engine_cost": {"one_core_rps": 500.0}}
+    h = headline(r)
+    assert h["cpu_at_best"]["server_ms_per_req"] == 1.6  # from the best process count (2)
+    assert h["cores_for_1000_rps"] == 1.85  # 1000 * (1.6 + 0.25) / 1000
+
+
+def test_markdown_prints_cpu_per_request_and_the_cores_1000_would_take():
+    cpu = {"server_ms_per_req": 1.6, "generator_ms_per_req": 0.3, "server_cores": 0.8, "generator_cores": 0.15}
+    step = {"phase": "climb", "rate": 500, "ok": 5000, "failed": 0, "dropped": 0, "achieved_rps": 499.0,
+            "corrected": {"p50_ms": 5, "p99_ms": 9}, "service": {"p99_ms": 8}, "schedule_lag": {"p99_ms": 1},
+            "pass": True, "why": "ok", "drain_s": 0.5, "cpu": cpu}
+    best = {"rate": 500, **cpu, "cores_needed": 0.95}
+    sc = {"max_sustained_rps": 500, "first_failing_rps": 750, "ended_by": "p99", "ended_by_detail": "corrected p99 300 ms",
+          "cpu_at_best": best}
+    r = {"config": {"embedder": "hash", "mode": "fast", "top_k": 10, "arrival": "poisson", "concurrency": 64,
+                    "step_s": 1.0, "slo_p99_ms": 250.0, "start_rate": 20.0, "blas_threads": 0},
+         "machine": {"cpu_count": 2, "loadavg_at_start": [1.0, 1.0, 1.0]},
+         "seeding": {"total_memories": 100, "requested": 100, "seconds": 1, "batch": 250},
+         "idle_latency_ms": {"direct": 2, "proxied": 3},
+         "rate_search": {**sc, "hit_max_rate": False, "steps": [step]},
+         "scaling": {"1": sc}, "engine_cost": {"facts": 100, "mean_ms": 1.5, "p50_ms": 1.4, "p99_ms": 3,
+                                               "cpu_mean_ms": 1.2, "one_core_rps": 666.7},
+         "generator_ceiling": {"max_sustained_rps": 3000, "ended_by": "schedule lag",
+                               "cpu_at_best": {"server_ms_per_req": 0.09, "generator_ms_per_req": 0.2}},
+         "command": "python -m loadtests.bench"}
+    r["headline"] = headline(r)
+    md = render_markdown(r)
+    assert "| pass | 0.5 | 1.6 | 0.3 |" in md  # the step row ends with the CPU columns
+    assert "server 1.6 ms + generator 0.3 ms, 0.95 cores at 500 req/s of 2" in md
+    assert "1,000 req/s would need **1.9 cores**" in md  # 1000 * (1.6 + 0.3) / 1000
+    assert "Against the trivial target: server 0.09 ms + generator 0.2 ms a request." in md
+    assert "(CPU 1.2 ms)" in md
+    assert "| 1 | 500 | 750 | p99: corrected p99 300 ms | 1.6 + 0.3 |" in md
+
+
+async def test_warm_every_process_reaches_each_process_over_its_own_connection():
+    """A stand-in for N processes on one port: each new connection is answered by the next of 3 fake
+    processes (round robin, as SO_REUSEPORT spreads connections); every fake process must see the warm-up and
+    the whole query set once, then one more warm-up after the share wait."""
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    from loadtests.bench import warm_every_process
+
+    owner: dict[int, int] = {}
+    seen: dict[int, dict[str, int]] = {}
+
+    def pid_of(request: web.Request) -> int:
+        key = id(request.transport)
+        if key not in owner:
+            owner[key] = 100 + len(owner) % 3
+        return owner[key]
+
+    async def health(request):
+        return web.json_response({"pid": pid_of(request)})
+
+    async def count(request):
+        c = seen.setdefault(pid_of(request), {"/v1/warmup": 0, "/v1/retrieve": 0})
+        c[request.path] += 1
+        await request.read()
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    app.router.add_post("/v1/warmup", count)
+    app.router.add_post("/v1/retrieve", count)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        out = await warm_every_process(str(server.make_url("")).rstrip("/"), 3, ["q1", "q2", "q3", "q4"], 5,
+                                       "fast", share_wait_s=0.0)
+    finally:
+        await server.close()
+    assert out["warmed"] == 3 and out["reshared"] == 3 and out["attempts"] == 6  # round robin: no repeats
+    assert sorted(seen) == [100, 101, 102]
+    assert all(c == {"/v1/warmup": 2, "/v1/retrieve": 4} for c in seen.values())
+    assert sorted(out["seconds_per_process"]) == ["100", "101", "102"]

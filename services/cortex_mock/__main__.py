@@ -66,6 +66,9 @@ def build_parser(prog: str = "python -m services.cortex_mock", worker: bool = Fa
     ap.add_argument("--redis-prefix", default="cortexmock", help="key prefix in Redis")
     ap.add_argument("--lease-ms", type=float, default=10_000.0, help="worker heartbeat lease")
     ap.add_argument("--max-attempts", type=int, default=3, help="attempts before a job of dead workers fails")
+    ap.add_argument("--no-shared-arrays", dest="shared_arrays", action="store_false", default=None,
+                    help="keep each process's snapshot embeddings private (default with --processes N > 1: "
+                         "file-mapped, shared by the processes on the data dir)")
     return ap
 
 
@@ -74,7 +77,7 @@ def config_from_args(a: argparse.Namespace) -> MockConfig:
     for k in ("data_dir", "settle_delay_ms", "embedder", "extractor", "job_delay_ms", "redis_prefix", "lease_ms",
               "max_attempts", "host", "port", "workers", "latency_fast_ms", "latency_full_ms", "latency_sigma",
               "seed", "token_budget", "reuse_port", "max_open_tenants", "tenant_idle_s", "processes",
-              "shared_jobs"):
+              "shared_jobs", "shared_arrays"):
         if hasattr(a, k):
             setattr(cfg, k, getattr(a, k))
     if a.redis_url:
@@ -116,6 +119,8 @@ def sibling_argv(cfg: MockConfig, data_dir: str, port: int) -> list[str]:
         argv += ["--redis-url", cfg.redis_url]
     if cfg.embedder:
         argv += ["--embedder", cfg.embedder]
+    if cfg.shared_arrays is False:
+        argv.append("--no-shared-arrays")
     return argv
 
 

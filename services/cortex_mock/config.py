@@ -45,6 +45,13 @@ class MockConfig:
     search_threads: int = 1  # threads running retrieves in each process (numpy releases the GIL in the matmuls)
     processes: int = 1  # server processes on the port (the first starts and supervises the others)
     shared_jobs: bool = False  # in-process job records mirrored to <data_dir>/jobs.sqlite (any process answers)
+    # Snapshot embedding matrices as file mappings every process on the data dir shares (shared_arrays.py):
+    # arrays of at least `shared_arrays_min_bytes`, once a snapshot is `share_after_s` old. None = when several
+    # server processes serve the data dir (`processes` > 1, or a sibling: `shared_jobs`); a lone process
+    # keeps private copies (nobody to share with, and no derived files beside the tenant databases).
+    shared_arrays: bool | None = None
+    shared_arrays_min_bytes: int = 1 << 20
+    share_after_s: float = 1.0
 
     @classmethod
     def from_env(cls, **overrides: Any) -> MockConfig:
@@ -55,6 +62,11 @@ class MockConfig:
             if v is not None:
                 setattr(cfg, k, v)
         return cfg
+
+    def shares_arrays(self) -> bool:
+        if self.shared_arrays is not None:
+            return self.shared_arrays
+        return self.processes > 1 or self.shared_jobs
 
     def describe(self) -> dict[str, Any]:
         d = asdict(self)

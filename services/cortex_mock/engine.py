@@ -28,6 +28,7 @@ from services.cortex_mock.extract import SourceMessage, extract_messages, extrac
 from services.cortex_mock.ingest import IngestContext, apply_ingest
 from services.cortex_mock.reflect import reflect
 from services.cortex_mock.search import SearchOutput, SearchParams, empty_output, search
+from services.cortex_mock.shared_arrays import SharedArrays
 from services.cortex_mock.store import TenantStore, forget_entity, forget_session, forget_user
 from services.cortex_mock.validation import PROVENANCE_FIELDS
 
@@ -95,7 +96,11 @@ class CortexEngine:
             if st is None:
                 if not create and not self.tenant_path(tenant_id).exists():
                     return None
-                st = TenantStore(self.tenant_path(tenant_id), tenant_id)
+                shared = None
+                if self.config.shares_arrays():
+                    shared = SharedArrays(self.data_dir / f"cortex_{tenant_id}.arrays",
+                                          self.config.shared_arrays_min_bytes)
+                st = TenantStore(self.tenant_path(tenant_id), tenant_id, shared, self.config.share_after_s)
                 self._stores[tenant_id] = st
             self._stores.move_to_end(tenant_id)
             self._last_used[tenant_id] = now

@@ -56,7 +56,7 @@ def top_ranked(scores: np.ndarray, limit: int, min_score: float = 0.0, tie: np.n
         ok, s = ok[keep], s[keep]
     key = ok if tie is None else tie[ok]
     order = np.lexsort((key, -s))  # primary: score desc; secondary: the tie key asc (deterministic)
-    return [int(i) for i in ok[order[:limit]]]
+    return ok[order[:limit]].tolist()  # Python ints
 
 
 def rrf_fuse(rank_lists: dict[str, Sequence], k: int = RRF_K) -> dict:

@@ -17,7 +17,7 @@ import numpy as np
 
 from services.cortex_mock import ranking
 from services.cortex_mock.store import TenantIndex
-from services.cortex_mock.temporal import find_time_window, proximity
+from services.cortex_mock.temporal import find_time_window, proximity_all
 from services.cortex_mock.text import content_tokens
 
 CHANNEL_DEPTH = 50  # candidates each channel contributes to fusion
@@ -88,7 +88,8 @@ def empty_output(p: SearchParams, window_found: bool = False) -> SearchOutput:
 
 
 def _masked(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    return np.where(mask, scores, -np.inf)
+    # No filter (the common case): the scores as they are, not a 10k-element copy equal to them.
+    return scores if mask.all() else np.where(mask, scores, -np.inf)
 
 
 def spread_activation(n_facts: int, n_entities: int, m_fact: np.ndarray, m_ent: np.ndarray,
@@ -144,7 +145,7 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
 
     if window is not None:
         t0 = time.perf_counter()
-        prox = np.array([proximity(f.occurred_at, window, ref) for f in idx.facts])
+        prox = proximity_all(*idx.occurred_us(), window, ref)  # = proximity() per fact, vectorised
         tmask = mask
         if window.kind == "recency":  # "current"/"latest" orders matching facts by age; it selects nothing itself
             pool = np.zeros(n, dtype=bool)
@@ -198,8 +199,8 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
             scored.append((s + 0.01 * ranking.rrf_normalised(fused[d], n_lists), d))
         scored.sort(key=lambda x: (-x[0], tie[x[1]]))
         ranked = [(d, min(1.0, s)) for s, d in scored]
-    else:
-        ranked = [(d, ranking.rrf_normalised(fused[d], n_lists)) for d in order]
+    else:  # only the packing window is ever read
+        ranked = [(d, ranking.rrf_normalised(fused[d], n_lists)) for d in order[:max(p.top_k * 4, 20)]]
     t["rerank"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

@@ -3,7 +3,8 @@ and the in-memory search index built from it.
 
 Writers (the server's sync ingest, in-process job workers, Redis worker processes) serialise on
 `BEGIN IMMEDIATE`; every write bumps `meta.rev`, and a reader rebuilds its `TenantIndex` snapshot lazily when
-the stored rev differs from the snapshot's. Snapshots are immutable, so searches run without the lock.
+the stored rev differs from the snapshot's. Snapshots are immutable (the one exception swaps the embedding
+matrices for byte-identical shared copies: shared_arrays.py), so searches run without the lock.
 All methods are blocking: call them through `asyncio.to_thread`.
 """
 
@@ -23,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from services.cortex_mock.temporal import parse_datetime
+from services.cortex_mock.shared_arrays import SharedArrays
+from services.cortex_mock.temporal import micros, parse_datetime
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -118,6 +120,9 @@ class TenantIndex:
     _tie_rank: np.ndarray | None = field(default=None, repr=False)
     _token_counts: np.ndarray | None = field(default=None, repr=False)
     _q_groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    # True once `emb`/`q_emb` were swapped for their file-mapped twins (TenantStore.index, shared_arrays.py).
+    _shared: bool = field(default=False, repr=False)
+    _occurred_us: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def question_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(question order by owning fact, owning facts, start of each fact's run in that order): the best
@@ -168,6 +173,16 @@ class TenantIndex:
                                              for f in self.facts], dtype=np.int64)
         return self._token_counts
 
+    def occurred_us(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each fact's occurred_at as exact microseconds since the epoch, and whether it has one (the temporal
+        channel scores every fact with numpy: temporal.proximity_all)."""
+        if self._occurred_us is None:
+            has = np.fromiter((f.occurred_at is not None for f in self.facts), bool, len(self.facts))
+            us = np.fromiter((micros(f.occurred_at) if f.occurred_at is not None else 0 for f in self.facts),
+                             np.int64, len(self.facts))
+            self._occurred_us = (us, has)
+        return self._occurred_us
+
     def visible_mentions(self, now: float) -> tuple[np.ndarray, np.ndarray]:
         ok = self.m_visible <= now
         return self.m_fact[ok], self.m_ent[ok]
@@ -176,7 +191,8 @@ class TenantIndex:
         """A new snapshot = this one + a writer's own committed delta (no reload from SQLite). Copies the
         containers it changes, so readers holding this snapshot are unaffected."""
         new = dataclasses.replace(self, rev=rev, built_at=time.time(), _user_masks={}, _tie_rank=None,
-                                  _token_counts=None, _q_groups=None)
+                                  _token_counts=None, _q_groups=None, _shared=False,
+                                  _occurred_us=None)
         new.facts = list(self.facts)
         new.fact_pos = dict(self.fact_pos)
         new.norm_pos = dict(self.norm_pos)
@@ -248,9 +264,17 @@ def _vec(blob: bytes | None, dim: int) -> np.ndarray | None:
 
 
 class TenantStore:
-    def __init__(self, path: str | Path, tenant_id: str):
+    """`shared` (the engine passes one): the snapshot's embedding matrices are swapped for file-mapped copies
+    that every process on the data dir shares, once the snapshot is `share_after_s` old (a snapshot replaced
+    by the next ingest within that time is not worth hashing and writing)."""
+
+    def __init__(self, path: str | Path, tenant_id: str, shared: SharedArrays | None = None,
+                 share_after_s: float = 1.0):
         self.path = Path(path)
         self.tenant_id = tenant_id
+        self.shared = shared
+        self.share_after_s = share_after_s
+        self._share_lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
@@ -318,11 +342,27 @@ class TenantStore:
         """The current snapshot, rebuilt when another writer (or this one) changed the tenant."""
         with self.lock:
             rev = self.rev()
-            if self._index is not None and self._index.rev == rev:
-                return self._index
-            self._index = self._build(rev, embedder)
-            self.index_builds += 1
-            return self._index
+            if self._index is None or self._index.rev != rev:
+                self._index = self._build(rev, embedder)
+                self.index_builds += 1
+            idx = self._index
+        if self.shared is not None and not idx._shared and time.time() - idx.built_at >= self.share_after_s:
+            self._share(idx)
+        return idx
+
+    def _share(self, idx: TenantIndex) -> None:
+        """Swap the snapshot's embedding matrices for shared file-mapped copies with the same bytes. Outside
+        the store lock (hashing 15 MB takes ~10 ms); one thread at a time, the others keep searching the
+        private copies meanwhile. A concurrent search reads either copy: both give the same answer."""
+        if not self._share_lock.acquire(blocking=False):
+            return
+        try:
+            if not idx._shared:
+                idx.emb = self.shared.share("emb", idx.emb)  # type: ignore[union-attr]
+                idx.q_emb = self.shared.share("qemb", idx.q_emb)  # type: ignore[union-attr]
+                idx._shared = True
+        finally:
+            self._share_lock.release()
 
     def _build(self, rev: int, embedder) -> TenantIndex:
         c = self.conn

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
+
 MONTHS = {m: i + 1 for i, m in enumerate(
     "january february march april may june july august september october november december".split())}
 MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
@@ -198,6 +200,50 @@ def proximity(fact_time: datetime | None, window: TimeWindow, ref: datetime) -> 
         fact_time - window.end).total_seconds()
     scale = max(2.0, (window.end - window.start).total_seconds() / 86400.0)
     return math.exp(-(gap_s / 86400.0) / scale)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_US = timedelta(microseconds=1)
+_EXACT_US = 2 ** 53  # int64 microsecond gaps below this convert to float64 exactly (~285 years)
+
+
+def micros(dt: datetime) -> int:
+    """Microseconds since the epoch of an aware datetime, exactly (timedelta floor division: integers only)."""
+    return (dt - _EPOCH) // _ONE_US
+
+
+def proximity_all(times_us: np.ndarray, has_time: np.ndarray, window: TimeWindow, ref: datetime) -> np.ndarray:
+    """`proximity` of every fact at once (times as `micros`, `has_time` False for a fact without one), bit for
+    bit the same values: gaps are exact integer microseconds turned into seconds by one correctly rounded
+    division, as `timedelta.total_seconds()` does, then the same float operations in the same order, and
+    `math.exp` on each value (numpy's exp may round the last bit differently). A Python loop of datetime
+    arithmetic over 10k facts took ~10 ms a temporal query; this takes a small fraction of that."""
+    n = int(times_us.shape[0])
+    out = np.zeros(n)
+    if n == 0:
+        return out
+    if window.kind == "recency":
+        diff = micros(ref) - times_us
+    else:
+        start, end = micros(window.start), micros(window.end)
+        inside = (times_us >= start) & (times_us < end)
+        diff = np.where(times_us < start, start - times_us, times_us - end)
+    if int(np.abs(diff[has_time]).max(initial=0)) >= _EXACT_US:  # beyond exact float conversion: the slow way
+        return np.array([proximity(_EPOCH + timedelta(microseconds=t) if h else None, window, ref)
+                         for t, h in zip(times_us.tolist(), has_time.tolist(), strict=True)])
+    secs = diff.astype(np.float64) / 1e6
+    if window.kind == "recency":
+        age = np.maximum(0.0, secs / 86400.0)
+        expo = -age / RECENCY_WINDOW_DAYS
+    else:
+        scale = max(2.0, (window.end - window.start).total_seconds() / 86400.0)
+        expo = -(secs / 86400.0) / scale
+    exp = math.exp
+    vals = np.array([exp(x) for x in expo.tolist()])
+    if window.kind != "recency":
+        vals[inside] = 1.0
+    vals[~has_time] = 0.0
+    return vals
 
 
 def resolve_occurred_at(sentence: str, said_at: datetime) -> datetime:
