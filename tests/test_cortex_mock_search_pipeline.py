@@ -309,7 +309,7 @@ def fake_clock(monkeypatch):
                        ("pack", 0.00123456)):
         monkeypatch.setattr(cm_search.ranking, name, _advancing(clock, getattr(ranking, name), step))
     monkeypatch.setattr(cm_search, "spread_activation", _advancing(clock, cm_search.spread_activation, 4.0))
-    monkeypatch.setattr(cm_search, "proximity", _advancing(clock, cm_search.proximity, 0.5))
+    monkeypatch.setattr(cm_search, "proximity_all", _advancing(clock, cm_search.proximity_all, 1.0))
     return clock
 
 
@@ -317,7 +317,7 @@ def test_stage_timings(fake_clock):
     facts = [_fact(0, "alpha one", occurred=datetime(2026, 2, 10, tzinfo=UTC)), _fact(1, "alpha two")]
     idx = _index(facts, [(1, 0, 0), (1, 0, 0)])
     out = search(idx, Q, SearchParams("alpha yesterday", mode="full", debug=True))  # now from the fake time()
-    # bm25: scores 1 s + top_ranked 10 ms; temporal: 2 facts x 0.5 s + 10 ms; graph: spread 4 s + top_ranked
+    # bm25: scores 1 s + top_ranked 10 ms; temporal: proximity of all facts 1 s + 10 ms; graph: spread 4 s + top_ranked
     # 10 ms + the second fusion 200 ms; fusion: the first rrf_fuse only; rerank: 2 demotions x 50 ms
     assert out.timings_ms == {"bm25": 1010.0, "semantic": 10.0, "question": 10.0, "temporal": 1010.0,
                               "graph": 4210.0, "fusion": 200.0, "rerank": 100.0,
