@@ -10,6 +10,7 @@ import tracemalloc
 import warnings
 
 import numpy as np
+import psutil
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -251,3 +252,20 @@ async def test_start_and_stop_sample_and_leave_tracemalloc_as_found():
     await quiet.start()
     assert not tracemalloc.is_tracing()
     await quiet.stop()
+
+
+def test_method_is_compared_by_value_not_identity():
+    # a method name built at run time (from a CLI flag or a JSON config) is equal to, not the same object as,
+    # the literal
+    method = "".join(["boot", "strap"])
+    est = slope_ci([0, 1, 2, 3], [0, 1, 2, 4], method=method)
+    assert est.method == "bootstrap" and est.lo <= est.slope <= est.hi
+
+
+def test_another_process_is_sampled_by_its_pid():
+    parent = os.getppid()
+    s = ResourceSampler("parent", interval_s=3600, registry=CollectorRegistry(), pid=parent)
+    assert s.proc.pid == parent and s.pid == parent
+    assert s.sample()["rss_bytes"] > 0 and psutil.pid_exists(parent)
+    own = ResourceSampler("own", interval_s=3600, registry=CollectorRegistry(), trace_heap=False)
+    assert own.proc.pid == os.getpid() and own.sample()["rss_bytes"] > 0
