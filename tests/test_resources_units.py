@@ -269,3 +269,31 @@ def test_another_process_is_sampled_by_its_pid():
     assert s.sample()["rss_bytes"] > 0 and psutil.pid_exists(parent)
     own = ResourceSampler("own", interval_s=3600, registry=CollectorRegistry(), trace_heap=False)
     assert own.proc.pid == os.getpid() and own.sample()["rss_bytes"] > 0
+
+
+@pytest.mark.parametrize("bad", ["a", "nope", "wild", "T", ""])
+def test_unknown_methods_are_rejected_naming_the_field(bad):
+    with pytest.raises(ValueError, match="method must be 't' or 'bootstrap'"):
+        slope_ci([0, 1, 2, 3], [0, 1, 2, 4], method=bad)
+
+
+async def test_background_task_samples_every_interval(monkeypatch):
+    """The sampler's task samples, then sleeps `interval_s` (default 5 s), forever until stop()."""
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(seconds, *a, **kw):
+        slept.append(seconds)
+        await real_sleep(0)
+
+    s = ResourceSampler("period", registry=CollectorRegistry(), trace_heap=False, rss_reader=lambda: 1,
+                        clock=lambda: 0.0)
+    assert s.interval_s == 5.0 and s.component == "period"
+    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    await s.start()
+    for _ in range(5):
+        await real_sleep(0)
+    await s.stop()
+    monkeypatch.undo()
+    assert len(slept) >= 3 and set(slept) == {5.0}
+    assert len(s.samples) == len(slept) + 1  # one sample before each sleep, one more on stop()
