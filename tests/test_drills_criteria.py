@@ -519,3 +519,23 @@ async def test_storm_too_short_for_a_recall_fails_its_overhead_criterion_without
     ctx.config = DrillConfig(failed_captures=20)
     r = await DRILLS["rate_limit_storm"](ctx)
     assert r.passed and len(r.details["overhead_ms"]) == 1 and "p95 overhead 0 ms" in r.measured
+
+
+async def test_sustained_failures_samples_rss_only_by_hand():
+    """The drill's sampler is driven by hand (never started) and reads RSS only, even when tracemalloc runs."""
+    import tracemalloc
+
+    was = tracemalloc.is_tracing()
+    tracemalloc.start()
+    try:
+        ctx = _ctx(rss_step_mb=1.0)
+        ctx.sink = SampleSink()
+        r = await DRILLS["sustained_failures"](ctx)
+    finally:
+        if not was:
+            tracemalloc.stop()
+    rows = ctx.sink.of_kind("resources")
+    assert len(rows) == 14 and all(row["heap_current_bytes"] is None for row in rows)
+    assert {row["component"] for row in rows} == {"drill_sustained"}
+    assert {row["phase"] for row in rows} == {"sustained_failures"}
+    assert r.details["rss_growth_mb"] == pytest.approx(13.0)
