@@ -571,11 +571,14 @@ def _closed_port() -> int:
 
 def test_cli_run_writes_results_and_exit_status(tmp_path, capsys):
     port = _closed_port()  # nothing listens: every request fails, which counts but does not invalidate a run
-    out = tmp_path / "run"
+    out = tmp_path / "nested" / "run"  # parents are created
     argv = ["--url", f"http://127.0.0.1:{port}", "--rate", "20", "--duration", "0.1", "--lag-threshold-ms", "1000",
             "--concurrency", "3", "--timeout", "2", "--seed", "4", "--out", str(out)]
     assert main(argv) == 0
-    res = json.loads((out / "open_loop.json").read_text())
+    text = (out / "open_loop.json").read_text()
+    res = json.loads(text)
+    assert text == json.dumps(res, indent=2)
+    assert res["phases"] == [{"rate": 20.0, "duration_s": 0.1, "arrival": "constant", "name": "constant 20/s"}]
     assert (res["scheduled"], res["ok"], res["failed"], res["valid"]) == (2, 0, 2, True)
     assert list(res["errors"]) == ["ClientConnectorError"]
     assert (res["concurrency"], res["max_pending"], res["timeout_s"], res["lag_p99_threshold_ms"], res["seed"]) == \
@@ -584,6 +587,8 @@ def test_cli_run_writes_results_and_exit_status(tmp_path, capsys):
     assert (out / "open_loop.md").read_text() == capsys.readouterr().out[:-1]
     # every arrival dropped (no place for any): invalid, exit status 3; gRPC target named by its address
     argv = ["--target", "grpc", "--address", f"127.0.0.1:{port}", "--rate", "20", "--duration", "0.1",
-            "--max-pending", "0", "--lag-threshold-ms", "1000"]
+            "--max-pending", "0", "--lag-threshold-ms", "1000", "--out", str(out)]  # the directory exists now
     assert main(argv) == 3
     assert f"Target `grpc 127.0.0.1:{port} Retrieve`" in capsys.readouterr().out
+    res = json.loads((out / "open_loop.json").read_text())
+    assert (res["dropped"], res["valid"], res["target"]) == (2, False, f"grpc 127.0.0.1:{port} Retrieve")
