@@ -592,3 +592,27 @@ def test_cli_run_writes_results_and_exit_status(tmp_path, capsys):
     assert f"Target `grpc 127.0.0.1:{port} Retrieve`" in capsys.readouterr().out
     res = json.loads((out / "open_loop.json").read_text())
     assert (res["dropped"], res["valid"], res["target"]) == (2, False, f"grpc 127.0.0.1:{port} Retrieve")
+
+
+async def test_a_cancelled_request_propagates_and_is_not_counted_as_a_failure():
+    """A run torn down mid-request (its tasks cancelled) leaves the request unfinished, not failed."""
+    gate = asyncio.Event()
+
+    class Blocked(_Noop):
+        async def call(self, i):
+            await gate.wait()
+
+    driver = asyncio.create_task(drive(Blocked(), np.array([0.0]), config=DriverConfig(start_delay_s=0.0)))
+    requests: list[asyncio.Task] = []
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        requests = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "drive.<locals>.one"]
+        if requests:
+            break
+    assert len(requests) == 1
+    requests[0].cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await requests[0]
+    rec = await driver
+    assert rec.errors == [None] and rec.done[0] == 0 and not rec.ok[0] and rec.sent[0] > 0
+    assert summarise(rec)["invalid_reasons"] == ["1 requests never finished"]
