@@ -297,3 +297,23 @@ async def test_background_task_samples_every_interval(monkeypatch):
     monkeypatch.undo()
     assert len(slept) >= 3 and set(slept) == {5.0}
     assert len(s.samples) == len(slept) + 1  # one sample before each sleep, one more on stop()
+
+
+def test_lengths_are_compared_by_value_both_ways():
+    with pytest.raises(ValueError, match="differ in length"):
+        slope_ci([0, 1], [0, 1, 2])
+    # 300 points (beyond CPython's cached small ints): equal lengths are equal, not the same object
+    x = list(range(300))
+    assert slope_ci(x, [2.0 * v for v in x]).slope == pytest.approx(2.0)
+
+
+async def test_a_sampler_never_started_leaves_tracemalloc_alone():
+    if tracemalloc.is_tracing():
+        pytest.skip("tracemalloc already running in this process")
+    tracemalloc.start()
+    try:
+        s = ResourceSampler("never", interval_s=3600, registry=CollectorRegistry(), rss_reader=lambda: 1)
+        await s.stop()  # takes a last sample; tracemalloc was not its to stop
+        assert tracemalloc.is_tracing() and len(s.samples) == 1
+    finally:
+        tracemalloc.stop()
