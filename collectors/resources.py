@@ -38,22 +38,11 @@ class SlopeEstimate:
 
 
 def _t_quantile(p: float, dof: int) -> float:
-    """Student t quantile. The first call imports scipy.stats (seconds, ~85 MB): warm it before measuring."""
-    try:
-        from scipy import stats
+    """Student t quantile (scipy is a declared dependency). The first call imports scipy.stats (seconds,
+    ~85 MB): warm it before measuring."""
+    from scipy import stats
 
-        return float(stats.t.ppf(p, dof))
-    except Exception:  # pragma: no cover - scipy is a transitive dependency; keep a fallback anyway
-        # Normal quantile with the first Cornish-Fisher term of the t distribution.
-        z = math.sqrt(2) * _erfinv(2 * p - 1)
-        return z + (z ** 3 + z) / (4 * dof)
-
-
-def _erfinv(y: float) -> float:  # pragma: no cover - fallback only
-    a = 0.147
-    ln = math.log(1 - y * y)
-    t1 = 2 / (math.pi * a) + ln / 2
-    return math.copysign(math.sqrt(math.sqrt(t1 * t1 - ln / a) - t1), y)
+    return float(stats.t.ppf(p, dof))
 
 
 def ols_slope(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:

@@ -455,7 +455,8 @@ def phases_from_args(a: argparse.Namespace) -> list[Phase]:
     return spike_phases(a.rate, a.spike_rate, a.duration, a.spike_duration, a.duration, a.arrival)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The CLI (its defaults are the documented ones: loadtests/README.md)."""
     ap = argparse.ArgumentParser(prog="python -m loadtests.open_loop", description=__doc__.split("\n\n")[0])
     ap.add_argument("--target", choices=["http", "grpc"], default="http")
     ap.add_argument("--url", default="http://127.0.0.1:8792", help="Cortex API base URL (http target)")
@@ -478,7 +479,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=10.0, help="per-request timeout, seconds")
     ap.add_argument("--lag-threshold-ms", type=float, default=20.0, help="schedule-lag p99 above this = invalid")
     ap.add_argument("--out", default="", help="directory for open_loop.json and open_loop.md")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
     phases = phases_from_args(a)
     if a.target == "http":
         target: Target = HttpRetrieveTarget(a.url, a.api_key, a.concurrency, top_k=a.top_k, mode=a.mode)

@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
+from collectors.samples import SampleSink
 from services.common.types import Memory, RetrieveResult
 from services.drills.base import AdapterKnobs, DrillConfig, DrillContext, failed_criteria
-from services.drills.catalog import DRILLS
+from services.drills.catalog import DRILLS, get, names
 from services.drills.runner import run_drills
 from services.turn_sim.plugin import MemoryPlugin
 
@@ -92,9 +93,11 @@ class SimProxy:
 class SimCortexClient:
     """The adapter under test, as a backend client (retrieve / ingest / stats / close)."""
 
-    def __init__(self, proxy: SimProxy, clock: SimClock, cfg: dict[str, Any], gated_cost_ms: float = 0.0):
+    def __init__(self, proxy: SimProxy, clock: SimClock, cfg: dict[str, Any], gated_cost_ms: float = 0.0,
+                 empty_recall: bool = False):
         self.proxy, self.clock, self.cfg = proxy, clock, cfg
         self.gated_cost_s = gated_cost_ms / 1000.0
+        self.empty_recall = empty_recall  # the API answers, but with no memories (as if it lost them)
         self.failures = 0
         self.cold_until = 0.0
         self.queue: list[Any] = []
@@ -117,6 +120,8 @@ class SimCortexClient:
                 self.failures = 0
             return RetrieveResult(degraded=True, degraded_reason="api failed"), 0
         self.failures = 0
+        if self.empty_recall:
+            return RetrieveResult(), 0
         return RetrieveResult(memories=[Memory("m1", "The cache TTL is 300 seconds.", 0.9),
                                         Memory("m2", "Redis is the cache store.", 0.8)]), 0
 
@@ -155,12 +160,13 @@ def _growing_rss(step_mb: float):
     return read
 
 
-def _ctx(overrides=None, gated_cost_ms=0.0, rss_step_mb=0.0, leaky=False, error_latency_ms=0.0) -> DrillContext:
+def _ctx(overrides=None, gated_cost_ms=0.0, rss_step_mb=0.0, leaky=False, error_latency_ms=0.0,
+         empty_recall=False) -> DrillContext:
     clock = SimClock()
     proxy = SimProxy(clock, error_latency_ms)
 
     def make_client(cfg):
-        return SimCortexClient(proxy, clock, cfg, gated_cost_ms)
+        return SimCortexClient(proxy, clock, cfg, gated_cost_ms, empty_recall)
 
     return DrillContext(proxy, make_client, "ns", DrillConfig(), AdapterKnobs(), overrides or {}, seed=7,
                         clock=clock, sleep=clock.sleep, rss_reader=_growing_rss(rss_step_mb),
@@ -188,10 +194,12 @@ BROKEN_CASES = [
     ("recovery", "cooldown far longer than the outage", {"overrides": {"cold_start_cooldown_ms": 60_000}},
      {"recall_after_outage"}),
     ("recovery", "errors escape", {"leaky": True}, {"no_error_reaches_agent"}),
+    ("recovery", "the API answers with no memories", {"empty_recall": True}, {"recall_after_outage"}),
     ("error_bursts", "timeout budget huge", {"overrides": {"recall_timeout_ms": 10_000}}, {"overhead"}),
     ("error_bursts", "cooldown far longer", {"overrides": {"cold_start_cooldown_ms": 60_000}},
      {"recall_after_bursts"}),
     ("error_bursts", "errors escape", {"leaky": True}, {"no_error_reaches_agent"}),
+    ("error_bursts", "the API answers with no memories", {"empty_recall": True}, {"recall_after_bursts"}),
     ("rate_limit_storm", "queue cap off", {"overrides": {"retry_queue_capacity": 0}}, {"queue_cap"}),
     ("rate_limit_storm", "429s take 2 s and the budget is huge",
      {"overrides": {"recall_timeout_ms": 10_000}, "error_latency_ms": 2000.0}, {"overhead"}),
@@ -236,3 +244,298 @@ async def test_figures_on_the_simulated_clock():
     assert r.details["rss_growth_mb"] == pytest.approx(5.0 * (n - 1))
     assert r.details["queue_depths"][-1] == 100
     assert r.details["rss_slope_bytes_per_s"]["n"] == n  # its unit is checked in tests/test_resources_units.py
+
+
+# ------------------------------------------------------------------------------------------------ exact figures
+class ScriptedClient:
+    """A backend whose every recall answers after a scripted time (seconds, one per call, the last one repeated)
+    with `memories` memories, and whose capture queue keeps at most `retry_queue_capacity` batches."""
+
+    def __init__(self, clock: SimClock, cfg: dict[str, Any], costs_s: list[float], memories: int = 1):
+        self.clock, self.cfg, self.costs, self.memories = clock, cfg, list(costs_s), memories
+        self.calls = 0
+        self.queue: list[Any] = []
+
+    async def retrieve(self, namespace, query):
+        self.clock.t += self.costs[min(self.calls, len(self.costs) - 1)]
+        self.calls += 1
+        return RetrieveResult(memories=[Memory(f"m{i}", f"fact {i}", 0.9) for i in range(self.memories)]), 0
+
+    async def ingest(self, namespace, batch):
+        self.queue = (self.queue + [batch])[-self.cfg["retry_queue_capacity"]:]
+
+    async def stats(self, namespace=""):
+        return {"counters": {"retry_queue_depth": len(self.queue)}}
+
+    async def close(self):
+        pass
+
+
+def _scripted_ctx(costs_s: list[float], config: DrillConfig | None = None, memories: int = 1,
+                  rss_step_mb: float = 0.0) -> DrillContext:
+    clock = SimClock()
+    return DrillContext(SimProxy(clock), lambda cfg: ScriptedClient(clock, cfg, costs_s, memories), "ns",
+                        config or DrillConfig(), AdapterKnobs(), {}, seed=7, clock=clock, sleep=clock.sleep,
+                        rss_reader=_growing_rss(rss_step_mb))
+
+
+async def test_every_criterion_holds_exactly_at_its_limit():
+    """Each limit is inclusive: every recall takes exactly 250 ms (binary-exact on the simulated clock) against
+    a 250 ms budget with no slack and a 250 ms "near zero"; RSS grows exactly the 26 MB allowed (2 MB × 13 steps);
+    the queue fills exactly to its cap; the first recall after a fault finds exactly one memory."""
+    cfg = DrillConfig(recall_timeout_ms=250, near_zero_ms=250.0, slack_ms=0.0, rss_growth_limit_mb=26.0)
+    for name, drill in DRILLS.items():
+        r = await drill(_scripted_ctx([0.25], cfg, memories=1, rss_step_mb=2.0))
+        assert r.passed and failed_criteria(r) == set(), (name, r.measured)
+        if name in ("api_down", "error_bursts", "rate_limit_storm"):
+            assert r.value == 250.0, name
+    r = await DRILLS["sustained_failures"](_scripted_ctx([0.25], cfg, rss_step_mb=2.0))
+    assert r.details["rss_growth_mb"] == 26.0 and r.value == 100.0
+
+
+async def test_overhead_figure_is_the_95th_percentile_of_the_turns():
+    ms = 0.001
+    # api_down: 3 opening turns, then 6 gated turns of 1..6 ms -> p95 at rank 0.95 × 5 = 4.75: 5 + 0.75 = 5.75 ms
+    r = await DRILLS["api_down"](_scripted_ctx([ms] * 3 + [k * ms for k in range(1, 7)]))
+    assert r.details["overhead_ms_after_gate"] == pytest.approx([1, 2, 3, 4, 5, 6])
+    assert r.value == pytest.approx(5.75) and failed_criteria(r) == {"overhead"}  # 5.75 ms is not ≈ 0
+    # error_bursts: 8 burst turns of 10..80 ms -> rank 0.95 × 7 = 6.65: 70 + 0.65 × 10 = 76.5 ms
+    r = await DRILLS["error_bursts"](_scripted_ctx([10 * k * ms for k in range(1, 10)]))
+    assert r.details["overhead_ms"] == pytest.approx([10, 20, 30, 40, 50, 60, 70, 80])
+    assert r.value == pytest.approx(76.5) and r.passed
+    # rate_limit_storm: 6 storm turns of 10..60 ms -> rank 4.75: 50 + 0.75 × 10 = 57.5 ms
+    r = await DRILLS["rate_limit_storm"](_scripted_ctx([10 * k * ms for k in range(1, 7)]))
+    assert r.details["overhead_ms"] == pytest.approx([10, 20, 30, 40, 50, 60])
+    assert r.value == pytest.approx(57.5) and r.passed
+
+
+async def test_timeline_figures_on_the_simulated_clock():
+    # error_bursts: the first stall costs the 500 ms budget and opens the gate (2 errors + 1 timeout); the second
+    # burst is gated (0 ms). p95 of [0, 0, 500, 0, 0, 0, 0, 0]: rank 6.65 -> 0 + 0.65 × 500 = 325 ms. Then the
+    # drill waits the 1.5 s cooldown + 50 ms: the turn after the bursts ends at 1000 + 0.5 + 1.55 s.
+    r = await DRILLS["error_bursts"](_ctx())
+    assert r.details["tags"] == ["burst_5xx", "burst_5xx", "burst_stall", "clean"] * 2
+    assert r.details["overhead_ms"] == pytest.approx([0, 0, 500, 0, 0, 0, 0, 0])
+    assert r.value == pytest.approx(325.0)
+    assert r.details["after"]["t"] == pytest.approx(1002.05) and r.details["after"]["turn"] == 9
+    # recovery: outage turns cost nothing here, so the drill sleeps to 50 ms past the outage's end
+    r = await DRILLS["recovery"](_ctx())
+    assert [t["tag"] for t in r.details["outage_turns"]] == ["outage"] * 4  # gate_failures + 1
+    assert r.details["seconds_after_outage_end"] == pytest.approx(0.05) and r.value == 2.0
+    # ... but when the outage turns themselves outlast a 0.75 s outage (two fail at the 500 ms budget, the next
+    # two find the API back), it does not wait at all: the first turn after comes 0.25 s after the end.
+    ctx = _ctx(error_latency_ms=1000.0)
+    ctx.config = DrillConfig(outage_s=0.75)
+    r = await DRILLS["recovery"](ctx)
+    assert [t["degraded"] for t in r.details["outage_turns"]] == [True, True, False, False]
+    assert r.details["seconds_after_outage_end"] == pytest.approx(0.25) and r.passed
+    # sustained_failures: 13 samples at t = 0 and the last after the 0.2 s settle; RSS +5 MiB per sample, so
+    # slope = Sxy / Sxx = 0.2 (y14 − ȳ) / (0.04 × 13/14) = (70/13) × 32.5 MiB = 175 MiB per second.
+    r = await DRILLS["sustained_failures"](_ctx(rss_step_mb=5.0))
+    assert r.details["rss_mb"] == pytest.approx([200 + 5 * k for k in range(1, 15)])
+    assert r.details["rss_slope_bytes_per_s"]["slope"] == pytest.approx(175 * 2 ** 20)
+    assert r.details["queue_depths"] == [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 100, 100, 100]
+    assert r.value == 100.0 and r.details["queue_depth_observable"] is True
+    r = await DRILLS["rate_limit_storm"](_ctx())
+    assert r.details["queue_depths"] == [20, 40, 60, 80, 100, 100] and len(r.details["overhead_ms"]) == 6
+    r = await DRILLS["api_down"](_ctx())
+    assert len(r.details["overhead_ms_after_gate"]) == 6 and len(r.details["opening_overhead_ms"]) == 3
+    assert r.details["drill_config"] == DrillConfig().to_json() and r.details["seed"] == 7
+    assert r.details["overrides"] == {}
+
+
+@pytest.mark.parametrize("name,raised", [("api_down", 9), ("slow_api", 4), ("recovery", 4), ("error_bursts", 8),
+                                         ("rate_limit_storm", 6)])
+async def test_errors_reaching_the_agent_are_counted_per_turn(name, raised):
+    # every degraded turn raises with the leaky plugin: api_down 3 opening + 6 gated; slow_api 4 timed out;
+    # recovery the 4 outage turns; error_bursts all 8 burst turns (degraded or gated); the storm's 6 recalls
+    r = await DRILLS[name](_ctx(leaky=True))
+    assert r.details["raised"] == raised
+    rows = [r.details.get("first_turn")] if name == "recovery" else []
+    for row in rows + r.details.get("outage_turns", []):
+        if row["raised"]:
+            assert row["raised"].startswith("RuntimeError: recall failed") and row["memories"] == 0
+            assert row["degraded"] is True
+
+
+class _QueueHidden(SimCortexClient):
+    async def stats(self, namespace=""):
+        raise RuntimeError("no counters")
+
+
+async def test_unobservable_queue_fails_sustained_failures_but_not_the_storm():
+    clock = SimClock()
+    proxy = SimProxy(clock)
+    ctx = DrillContext(proxy, lambda cfg: _QueueHidden(proxy, clock, cfg), "ns", seed=7, clock=clock,
+                       sleep=clock.sleep, rss_reader=_growing_rss(0.0))
+    r = await DRILLS["sustained_failures"](ctx)
+    assert failed_criteria(r) == {"queue_cap"} and r.value is None
+    assert r.details["queue_depth_observable"] is False and "max queue n/a" in r.measured
+    r = await DRILLS["rate_limit_storm"](ctx)
+    assert r.passed and r.details["queue_depths"] == [] and "max queue n/a" in r.measured
+
+
+class RecordingProxy(SimProxy):
+    def __init__(self, clock: SimClock):
+        super().__init__(clock)
+        self.log: list[tuple] = []
+
+    async def add_fault(self, name, type, **kw):
+        self.log.append(("add", name, type, kw.get("match") or {}, kw.get("attributes") or {}))
+        return await super().add_fault(name, type, **kw)
+
+    async def populate(self, faults):
+        self.log.append(("populate", [f["name"] for f in faults]))
+        return await super().populate(faults)
+
+    async def remove(self, name, missing_ok=False):
+        self.log.append(("remove", name))
+        return await super().remove(name, missing_ok)
+
+    async def reset(self, seed=None):
+        self.log.append(("reset", seed))
+        return await super().reset(seed)
+
+
+async def test_each_drill_switches_the_faults_it_names():
+    recall, capture = {"path_regex": "^/v1/(retrieve|recall)"}, {"path_regex": "^/v1/(jobs/)?(ingest|remember)"}
+    expected = {
+        "api_down": [("add", "api_down", "reset", {}, {}), ("remove", "api_down")],
+        "slow_api": [("add", "slow_api", "latency", recall, {"latency_ms": 3000}), ("remove", "slow_api")],
+        "sustained_failures": [("add", "capture_down", "http_error", capture, {"status": 503}),
+                               ("remove", "capture_down")],
+        "recovery": [("add", "outage", "outage", {}, {"duration_s": 2.5, "mode": "error", "status": 503}),
+                     ("remove", "outage")],
+        "rate_limit_storm": [("add", "storm_429", "rate_limit", {},
+                              {"rate_per_s": 1.0, "burst": 1, "retry_after_s": 2}), ("remove", "storm_429")],
+    }
+    for name, log in expected.items():
+        clock = SimClock()
+        proxy = RecordingProxy(clock)
+        ctx = DrillContext(proxy, lambda cfg, p=proxy, c=clock: SimCortexClient(p, c, cfg), "ns", seed=7,
+                           clock=clock, sleep=clock.sleep, rss_reader=_growing_rss(0.0))
+        await DRILLS[name](ctx)
+        assert proxy.log == log, name
+    # error_bursts: each turn on a fresh seeded timeline with that turn's faults, twice, then a clean wait
+    clock = SimClock()
+    proxy = RecordingProxy(clock)
+    seen: list[dict] = []
+    original = proxy.populate
+
+    async def populate(faults):
+        seen.extend(faults)
+        return await original(faults)
+
+    proxy.populate = populate
+    ctx = DrillContext(proxy, lambda cfg: SimCortexClient(proxy, clock, cfg), "ns", seed=7, clock=clock,
+                       sleep=clock.sleep, rss_reader=_growing_rss(0.0))
+    await DRILLS["error_bursts"](ctx)
+    burst = [("reset", 7), ("populate", ["burst_5xx"]), ("add", "burst_5xx", "http_error", recall,
+                                                          {"statuses": {"500": 1, "502": 1, "503": 1}})] * 2
+    burst += [("reset", 7), ("populate", ["burst_stall"]), ("add", "burst_stall", "latency", recall,
+                                                            {"latency_ms": 3000})]
+    burst += [("reset", 7)]
+    assert proxy.log == burst * 2 + [("reset", 7), ("reset", 7)]
+    assert seen[0]["attributes"] == {"statuses": {"500": 1, "502": 1, "503": 1}}
+
+
+class RecordingPlugin(MemoryPlugin):
+    log: list[tuple] = []
+
+    def __init__(self, client, namespace, config):
+        super().__init__(client, namespace, config)
+        self.log.append(("config", config.recall_mode, config.top_k))
+
+    async def before_agent_start(self, prompt):
+        self.log.append(("recall", prompt))
+        return await super().before_agent_start(prompt)
+
+    def agent_end(self, session_id, turn_id, messages, started_at=None, success=True):
+        self.log.append(("capture", session_id, turn_id, tuple(messages)))
+        super().agent_end(session_id, turn_id, messages, started_at, success)
+
+    async def drain(self, timeout_s=30.0):
+        self.log.append(("drain", timeout_s))
+        await super().drain(timeout_s)
+
+
+async def test_turns_the_drills_play_and_what_they_record():
+    from services.drills.catalog import PROBES
+
+    RecordingPlugin.log = []
+    ctx = _ctx()
+    ctx.plugin_factory = RecordingPlugin
+    ctx.sink = SampleSink()
+    await DRILLS["slow_api"](ctx)
+    assert RecordingPlugin.log == [("config", "fast", 5)] + [("recall", PROBES[i]) for i in range(4)] + \
+        [("drain", 5.0)]
+    RecordingPlugin.log = []
+    await DRILLS["sustained_failures"](ctx)
+    log = RecordingPlugin.log
+    assert log[1] == ("capture", "drill-sustained_failures", "c0",
+                      (("user", "Remember drill item 0: value 0."), ("assistant", "Noted item 0.")))
+    assert ("capture", "drill-sustained_failures", "c3",
+            (("user", "Remember drill item 3: value 21."), ("assistant", "Noted item 3."))) in log
+    # a drain after every 10th capture (12), one before the settle, one on close: all bounded at 5 s
+    assert [e for e in log if e[0] == "drain"] == [("drain", 5.0)] * 14
+    RecordingPlugin.log = []
+    await DRILLS["rate_limit_storm"](ctx)
+    assert [e for e in RecordingPlugin.log if e[0] == "drain"] == [("drain", 5.0)] * 8  # 6 storm turns + 2
+    # the sink got every turn of the drill that played them, in order, and every RSS sample
+    turns = ctx.sink.of_kind("drill_turn")
+    assert [(t["drill"], t["turn"], t["tag"]) for t in turns[:4]] == [("slow_api", i, "slow") for i in range(1, 5)]
+    assert [t["drill"] for t in turns[4:]] == ["rate_limit_storm"] * 6
+    assert len(ctx.sink.of_kind("resources")) == 14
+
+
+async def test_a_long_exception_is_cut_to_200_characters():
+    class Shouting(MemoryPlugin):
+        async def before_agent_start(self, prompt):
+            raise ValueError("x" * 500)
+
+    ctx = _ctx()
+    ctx.plugin_factory = Shouting
+    ctx.sink = SampleSink()
+    r = await DRILLS["slow_api"](ctx)
+    assert r.details["raised"] == 4 and failed_criteria(r) == {"no_error_reaches_agent"}
+    row = ctx.sink.of_kind("drill_turn")[0]
+    assert row["raised"] == "ValueError: " + "x" * 188 and (row["memories"], row["degraded"]) == (0, True)
+
+
+def test_drill_names_and_lookup():
+    assert names() == ["api_down", "slow_api", "sustained_failures", "recovery", "error_bursts",
+                       "rate_limit_storm"]
+    assert get("recovery") is DRILLS["recovery"]
+    with pytest.raises(KeyError, match="unknown drill 'nope'; known: api_down, slow_api"):
+        get("nope")
+
+
+async def test_storm_too_short_for_a_recall_fails_its_overhead_criterion_without_crashing():
+    # a recall is played every 20th capture: 19 captures play none, so no overhead was shown to hold
+    ctx = _ctx()
+    ctx.config = DrillConfig(failed_captures=19)
+    r = await DRILLS["rate_limit_storm"](ctx)
+    assert failed_criteria(r) == {"overhead"} and r.value is None and "p95 overhead n/a" in r.measured
+    ctx.config = DrillConfig(failed_captures=20)
+    r = await DRILLS["rate_limit_storm"](ctx)
+    assert r.passed and len(r.details["overhead_ms"]) == 1 and "p95 overhead 0 ms" in r.measured
+
+
+async def test_sustained_failures_samples_rss_only_by_hand():
+    """The drill's sampler is driven by hand (never started) and reads RSS only, even when tracemalloc runs."""
+    import tracemalloc
+
+    was = tracemalloc.is_tracing()
+    tracemalloc.start()
+    try:
+        ctx = _ctx(rss_step_mb=1.0)
+        ctx.sink = SampleSink()
+        r = await DRILLS["sustained_failures"](ctx)
+    finally:
+        if not was:
+            tracemalloc.stop()
+    rows = ctx.sink.of_kind("resources")
+    assert len(rows) == 14 and all(row["heap_current_bytes"] is None for row in rows)
+    assert {row["component"] for row in rows} == {"drill_sustained"}
+    assert {row["phase"] for row in rows} == {"sustained_failures"}
+    assert r.details["rss_growth_mb"] == pytest.approx(13.0)

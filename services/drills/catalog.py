@@ -31,10 +31,6 @@ CAPTURE_PATHS = r"^/v1/(jobs/)?(ingest|remember)"
 PROBES = [f.probe for f in FACTS]
 
 
-def _ms(xs: list[float]) -> list[float]:
-    return [x * 1000.0 for x in xs]
-
-
 def _p(xs: list[float], q: float) -> float | None:
     return float(np.percentile(xs, q)) if xs else None
 
@@ -276,7 +272,8 @@ async def rate_limit_storm(ctx: DrillContext) -> DrillResult:
                             "queue_cap": qmax is None or qmax <= c.queue_cap})
     return DrillResult("rate_limit_storm", f"429 + Retry-After on every call: no error reaches the agent, p95 "
                        f"overhead ≤ {c.recall_timeout_ms} ms (+slack), RetryQueue ≤ {c.queue_cap}",
-                       f"p95 overhead {p95:.0f} ms; max queue {qmax if qmax is not None else 'n/a'}; "
+                       f"p95 overhead {f'{p95:.0f} ms' if p95 is not None else 'n/a'}; "
+                       f"max queue {qmax if qmax is not None else 'n/a'}; "
                        f"errors raised {raised}", p95, passed,
                        {"criteria": crit, "overhead_ms": oh, "queue_depths": depths, "raised": raised,
                         **_cfg(ctx)})
