@@ -61,6 +61,7 @@ from loadtests.open_loop import (
     summarise,
 )
 from loadtests.workload import memory_texts
+from services.common import event_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "memrig-bench"
@@ -454,6 +455,8 @@ def machine_info() -> dict[str, Any]:
     from importlib.metadata import version
 
     info["packages"] = {p: version(p) for p in ("aiohttp", "hdrhistogram", "numpy")}
+    # The services started here inherit this process's environment, so they run on the same loop.
+    info["event_loop"] = event_loop.describe()
     return info
 
 
@@ -478,7 +481,9 @@ def render_markdown(r: dict[str, Any]) -> str:
              f"Seeding: {r['seeding']['requested']} memories in {r['seeding']['seconds']} s "
              f"({r['seeding']['batch']} per request). Idle sequential latency (median of 20): "
              f"direct {r['idle_latency_ms']['direct']} ms, via proxy {r['idle_latency_ms']['proxied']} ms. "
-             f"BLAS threads of the services: {c['blas_threads'] or 'the launcher default (OPENBLAS_NUM_THREADS=' + os.environ.get('OPENBLAS_NUM_THREADS', '1') + ')'}.", ""]
+             f"BLAS threads of the services: {c['blas_threads'] or 'the launcher default (OPENBLAS_NUM_THREADS=' + os.environ.get('OPENBLAS_NUM_THREADS', '1') + ')'}. "
+             f"Event loop of the generator and the services: {r['machine'].get('event_loop', 'asyncio')} "
+             f"(`{event_loop.ENV}`).", ""]
     best = s["max_sustained_rps"]
     if best is None:
         lines.append(f"**Highest sustained retrieve rate at p99 < {c['slo_p99_ms']:g} ms: none** (the first step "
@@ -666,7 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    result = asyncio.run(run(a))
+    result = event_loop.run(run(a))
     result["wall_seconds"] = round(time.time() - t0, 1)
     (out / "bench.json").write_text(json.dumps(result, indent=2, default=str))
     md = render_markdown(_strip_blobs(result))

@@ -14,6 +14,8 @@ import signal
 
 from aiohttp import web
 
+from services.common import event_loop
+
 BODY = b'{"results": [], "coverage": "none"}'
 
 
@@ -39,7 +41,7 @@ async def serve(port: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m loadtests.trivial_target")
     ap.add_argument("--port", type=int, default=0)
-    asyncio.run(serve(ap.parse_args().port))
+    event_loop.run(serve(ap.parse_args().port))
 
 
 if __name__ == "__main__":

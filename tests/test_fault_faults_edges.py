@@ -473,3 +473,33 @@ def test_actions_are_immutable():
     for act in (Delay(1.0), Respond(500), Abort(), Admit(ConcurrencyState()), RequestInfo(1, "GET", "/"), Match("GET")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(act, dataclasses.fields(act)[0].name, None)
+
+
+def test_a_decision_is_immutable_too():
+    import dataclasses
+
+    d = F.Decision(Delay(1.0), {"delay_ms": 1000.0})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.action = None
+
+
+def test_parsed_uniform_distribution_keeps_its_jitter():
+    uniform = "".join(["uni", "form"])  # parsed from JSON: equal, not the interned literal
+    assert parse_fault({"type": "latency", "attributes": {"latency_ms": 5, "distribution": uniform,
+                                                          "jitter_ms": 2}}).attributes == {
+        "distribution": "uniform", "latency_ms": 5.0, "jitter_ms": 2.0}
+
+
+def test_pick_status_past_a_rounded_down_total_gives_the_last_status():
+    # seven equal weights: the running sum of 1/7 ends at 0.9999999999999998, so the largest float below 1
+    # falls past every bucket and the last (highest) status is the answer, not the second
+    weights = {str(500 + i): 1.0 for i in range(7)}
+    assert HttpError.pick_status(weights, 0.9999999999999999) == 506
+    assert HttpError.pick_status(weights, 0.0) == 500
+
+
+def test_unknown_attribute_of_a_fault_that_takes_none_says_none():
+    with pytest.raises(FaultError) as e:
+        parse_fault({"type": "blackhole", "attributes": {"status": 503}})
+    assert e.value.field == "attributes.status"
+    assert e.value.message == "unknown attribute for a blackhole fault; known: none"

@@ -36,7 +36,7 @@ def test_markdown_prints_ratio_scaling_and_the_rule():
     sc = {"max_sustained_rps": 20, "first_failing_rps": 30, "ended_by": "p99", "ended_by_detail": "corrected p99 300 ms"}
     r = {"config": {"embedder": "hash", "mode": "fast", "top_k": 10, "arrival": "poisson", "concurrency": 64,
                     "step_s": 1.0, "slo_p99_ms": 250.0, "start_rate": 20.0, "blas_threads": 0},
-         "machine": {"cpu_count": 2, "loadavg_at_start": [1.0, 1.0, 1.0]},
+         "machine": {"cpu_count": 2, "loadavg_at_start": [1.0, 1.0, 1.0], "event_loop": "uvloop 0.23.0"},
          "seeding": {"total_memories": 100, "requested": 100, "seconds": 1, "batch": 250},
          "idle_latency_ms": {"direct": 2, "proxied": 3},
          "rate_search": {"max_sustained_rps": 20, "first_failing_rps": 30, "hit_max_rate": False, "steps": [step],
@@ -48,6 +48,7 @@ def test_markdown_prints_ratio_scaling_and_the_rule():
     r["headline"] = headline(r)
     md = render_markdown(r)
     assert "**Best sustained: 40 req/s** (2 process(es))" in md
+    assert "Event loop of the generator and the services: uvloop 0.23.0 (`MEMRIG_EVENT_LOOP`)." in md
     assert "**ratio 0.05**" in md  # 40 / 800
     assert "= 400.0 req/s on one core" in md
     assert "The climb ended by: **p99**" in md

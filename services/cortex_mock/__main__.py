@@ -24,6 +24,7 @@ import sys
 
 from aiohttp import web
 
+from services.common import event_loop
 from services.cortex_mock.app import CONFIG_KEY, ENGINE_KEY, WORKERS_KEY, make_app
 from services.cortex_mock.config import MockConfig, _keys_from, read_keys_file
 from services.cortex_mock.supervisor import WorkerSupervisor
@@ -202,7 +203,7 @@ async def _stop_when_orphaned(parent: int, stop: asyncio.Event) -> None:
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     cfg = config_from_args(build_parser().parse_args(argv))
-    asyncio.run(serve(cfg))
+    event_loop.run(serve(cfg))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import sys
 
 from aiohttp import web
 
+from services.common import event_loop
 from services.fault_proxy.app import STATE, ProxyConfig, make_admin_app, make_proxy_app
 from services.fault_proxy.engine import FaultEngine
 from services.fault_proxy.store import LocalStore, RedisStore
@@ -111,7 +112,7 @@ async def serve(a: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     a = parse_args(argv)
     try:
-        asyncio.run(serve(a))
+        event_loop.run(serve(a))
     except KeyboardInterrupt:  # pragma: no cover
         pass
     sys.exit(0)

@@ -4,10 +4,10 @@ SIGTERM/SIGINT stop it gracefully."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Sequence
 
+from services.common import event_loop
 from services.common.metrics_http import serve_http_until_stopped
 from services.llm_mock.app import start_server
 from services.llm_mock.config import MockConfig
@@ -59,7 +59,7 @@ async def serve(cfg: MockConfig) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     cfg = parse_args(argv)
     try:
-        asyncio.run(serve(cfg))
+        event_loop.run(serve(cfg))
     except OSError as e:
         print(f"error: cannot serve on {cfg.host}:{cfg.port}: {e}", file=sys.stderr)
         sys.exit(1)
