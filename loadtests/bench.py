@@ -264,6 +264,7 @@ def cpu_at_best(steps: list[dict[str, Any]], best: float | None) -> dict[str, An
     return {"rate": best, "server_ms_per_req": c["server_ms_per_req"],
             "generator_ms_per_req": c["generator_ms_per_req"], "server_cores": c["server_cores"],
             "generator_cores": c["generator_cores"],
+            "server_ms_per_req_by_thread": c.get("server_ms_per_req_by_thread"),
             "cores_needed": cores_needed(best, c["server_ms_per_req"], c["generator_ms_per_req"])}
 
 
@@ -522,6 +523,9 @@ def render_markdown(r: dict[str, Any]) -> str:
                       f"process time): server {cb['server_ms_per_req']} ms + generator {cb['generator_ms_per_req']} "
                       f"ms, {cb['cores_needed']} cores at {cb['rate']:g} req/s of {r['machine']['cpu_count']}; "
                       f"at that cost 1,000 req/s would need **{h['cores_for_1000_rps']} cores**."
+                      + (" The server's share by thread: event loops {loop} ms, search threads (the engine) "
+                         "{search} ms, other threads {other} ms.".format(**cb["server_ms_per_req_by_thread"])
+                         if cb.get("server_ms_per_req_by_thread") else "")
                       + (f" Against the trivial target: server {gcpu['server_ms_per_req']} ms + generator "
                          f"{gcpu['generator_ms_per_req']} ms a request." if gcpu else ""), ""]
         lines += ["| server processes | max sustained req/s | first failing | ended by | server + generator CPU ms/req "

@@ -4,7 +4,9 @@ Wall-clock rates on a shared 2-core machine move with whatever else runs; the CP
 decides how many fit on the cores (issue 14's arithmetic: at 1,000 req/s the generator and every server
 process together must stay under 2 cores). `StepCpu` reads the server's process tree (psutil: the process and
 its live descendants, e.g. the sibling server processes of `--processes N`) and this process's own CPU time
-(`time.process_time`, the generator) before and after a step.
+(`time.process_time`, the generator) before and after a step, and splits the server's share by thread: the
+event loops, cortex-mock's search threads (the engine) and the rest, so the cost beyond the engine is
+measured, not inferred.
 """
 
 from __future__ import annotations
@@ -31,6 +33,47 @@ def tree_cpu_seconds(pid: int) -> float | None:
         except psutil.Error:  # a descendant that exited between the listing and the read
             continue
     return total
+
+
+THREAD_ROLES = ("loop", "search", "other")
+
+
+def thread_role(pid: int, tid: int, name: str) -> str:
+    """What a server thread does: "loop" is a process's main thread (the event loop: HTTP parsing, middleware,
+    validation, JSON, the hand-off), "search" a thread of cortex-mock's search pool (`cortex-search_N`, the
+    engine), "other" anything else (the default executor, tqdm's monitor, BLAS)."""
+    if tid == pid:
+        return "loop"
+    return "search" if name.startswith("cortex-search") else "other"
+
+
+def _thread_name(pid: int, tid: int) -> str:
+    try:  # Linux: the thread's name as set by Python's threading (truncated to 15 characters)
+        with open(f"/proc/{pid}/task/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def tree_cpu_by_role(pid: int) -> dict[str, float] | None:
+    """tree_cpu_seconds split by thread_role (threads that exited are no longer counted, so the parts can sum
+    to a little less than the tree's total; None if the process is gone)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return None
+    out = dict.fromkeys(THREAD_ROLES, 0.0)
+    for p in procs:
+        try:
+            threads = p.threads()
+        except psutil.Error:
+            continue
+        for t in threads:
+            out[thread_role(p.pid, t.id, _thread_name(p.pid, t.id))] += t.user_time + t.system_time
+    return out
 
 
 def cpu_ms_per_request(before_s: float | None, after_s: float | None, requests: int) -> float | None:
@@ -60,11 +103,13 @@ class StepCpu:
 
     server_pid: int | None
     _server0: float | None = None
+    _roles0: dict[str, float] | None = None
     _gen0: float = 0.0
     _wall0: float = 0.0
 
     def start(self) -> StepCpu:
         self._server0 = tree_cpu_seconds(self.server_pid) if self.server_pid else None
+        self._roles0 = tree_cpu_by_role(self.server_pid) if self.server_pid else None
         self._gen0 = time.process_time()
         self._wall0 = time.perf_counter()
         return self
@@ -72,8 +117,13 @@ class StepCpu:
     def stop(self, requests: int) -> dict[str, Any]:
         wall = time.perf_counter() - self._wall0
         server1 = tree_cpu_seconds(self.server_pid) if self.server_pid else None
+        roles1 = tree_cpu_by_role(self.server_pid) if self.server_pid else None
         gen1 = time.process_time()
+        split = None
+        if self._roles0 is not None and roles1 is not None:
+            split = {r: cpu_ms_per_request(self._roles0[r], roles1[r], requests) for r in THREAD_ROLES}
         return {"server_ms_per_req": cpu_ms_per_request(self._server0, server1, requests),
+                "server_ms_per_req_by_thread": split,
                 "generator_ms_per_req": cpu_ms_per_request(self._gen0, gen1, requests),
                 "server_cores": cores_busy(self._server0, server1, wall),
                 "generator_cores": cores_busy(self._gen0, gen1, wall), "requests": requests,

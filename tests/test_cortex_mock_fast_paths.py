@@ -134,3 +134,17 @@ async def test_temporal_channel_scores_through_the_snapshot(tmp_path):
             assert item["score"] == round(proximity(by_id[item["node_id"]].occurred_at, win, ref), 6)
     finally:
         await e.close()
+
+
+def test_search_threads_carry_their_name_at_the_os_level(tmp_path):
+    """load-bench splits the server's CPU by OS thread name (loadtests/cpu_meter.py): the search pool's
+    threads must be named cortex-search_N in /proc, not after the process."""
+    import threading
+
+    e = CortexEngine(MockConfig(data_dir=str(tmp_path), embedder="hash"))
+    try:
+        tid = e.search_pool.submit(threading.get_native_id).result()
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            assert f.read().strip() == "cortex-search_0"
+    finally:
+        e.search_pool.shutdown()

@@ -128,7 +128,8 @@ def test_cpu_at_best_and_the_report_line():
 
 
 def test_markdown_prints_cpu_per_request_and_the_cores_1000_would_take():
-    cpu = {"server_ms_per_req": 1.6, "generator_ms_per_req": 0.3, "server_cores": 0.8, "generator_cores": 0.15}
+    cpu = {"server_ms_per_req": 1.6, "generator_ms_per_req": 0.3, "server_cores": 0.8, "generator_cores": 0.15,
+           "server_ms_per_req_by_thread": {"loop": 0.45, "search": 1.1, "other": 0.02}}
     step = {"phase": "climb", "rate": 500, "ok": 5000, "failed": 0, "dropped": 0, "achieved_rps": 499.0,
             "corrected": {"p50_ms": 5, "p99_ms": 9}, "service": {"p99_ms": 8}, "schedule_lag": {"p99_ms": 1},
             "pass": True, "why": "ok", "drain_s": 0.5, "cpu": cpu}
@@ -152,6 +153,8 @@ def test_markdown_prints_cpu_per_request_and_the_cores_1000_would_take():
     assert "server 1.6 ms + generator 0.3 ms, 0.95 cores at 500 req/s of 2" in md
     assert "1,000 req/s would need **1.9 cores**" in md  # 1000 * (1.6 + 0.3) / 1000
     assert "Against the trivial target: server 0.09 ms + generator 0.2 ms a request." in md
+    assert ("The server's share by thread: event loops 0.45 ms, search threads (the engine) 1.1 ms, other threads "
+            "0.02 ms.") in md
     assert "(CPU 1.2 ms)" in md
     assert "| 1 | 500 | 750 | p99: corrected p99 300 ms | 1.6 + 0.3 |" in md
 
@@ -198,3 +201,49 @@ async def test_warm_every_process_reaches_each_process_over_its_own_connection()
     assert sorted(seen) == [100, 101, 102]
     assert all(c == {"/v1/warmup": 2, "/v1/retrieve": 4} for c in seen.values())
     assert sorted(out["seconds_per_process"]) == ["100", "101", "102"]
+
+
+def test_thread_roles():
+    from loadtests.cpu_meter import thread_role
+
+    assert thread_role(100, 100, "python") == "loop"  # the main thread (tid == pid) runs the event loop
+    assert thread_role(100, 101, "cortex-search_0") == "search"
+    assert thread_role(100, 102, "asyncio_0") == "other"
+    assert thread_role(100, 103, "") == "other"
+
+
+def test_cpu_split_by_thread_of_a_process_tree():
+    """A child burns 0.2 s of CPU in a thread named like cortex-mock's search pool and 0.1 s in its main thread;
+    the split attributes each to its role."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from loadtests.cpu_meter import StepCpu, tree_cpu_by_role
+
+    code = ("import threading, time, sys, setproctitle\n"
+            "def burn(s):\n    t = time.thread_time()\n    while time.thread_time() - t < s: pass\n"
+            "done = threading.Event()\n"
+            "def search():\n    setproctitle.setthreadtitle('cortex-search_0')\n    burn(0.2)\n    done.set()\n"
+            "    time.sleep(30)\n"
+            "sys.stdin.readline()\n"
+            "threading.Thread(target=search, name='cortex-search_0', daemon=True).start(); done.wait()\n"
+            "burn(0.1)\nprint('done', flush=True)\ntime.sleep(30)")
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.2)
+        meter = StepCpu(p.pid).start()
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "done"
+        split = meter.stop(10)["server_ms_per_req_by_thread"]
+        # 0.2 s in the search thread and 0.1 s in the main thread over 10 requests; /proc counts thread time in
+        # 10 ms clock ticks, so each share is within a tick (1 ms a request) of that, plus a little start-up
+        assert 19.0 <= split["search"] < 24.0
+        assert 9.0 <= split["loop"] < 14.0
+        assert split["other"] < 1.0
+    finally:
+        os.kill(p.pid, 9)
+        p.wait()
+    assert tree_cpu_by_role(p.pid) is None

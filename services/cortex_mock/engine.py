@@ -38,6 +38,15 @@ QUERY_CACHE_SIZE = 4096
 MATURITY = (("cold", 20), ("warming", 200))  # total FACT nodes below the bound -> label
 
 
+def name_os_thread() -> None:
+    """Give the calling thread's OS-level name its Python name (Python 3.11 leaves every thread named after the
+    process), so tools reading /proc — `make load-bench`'s CPU split (loadtests/cpu_meter.py), top -H — can tell
+    the search threads from the event loop."""
+    import setproctitle
+
+    setproctitle.setthreadtitle(threading.current_thread().name)
+
+
 def maturity(total_facts: int) -> tuple[str, int]:
     """(maturity label, pipeline tier 1..3) from the number of memories."""
     for tier, (label, bound) in enumerate(MATURITY, start=1):
@@ -63,7 +72,7 @@ class CortexEngine:
         self._stores_lock = threading.Lock()
         self.tenants_evicted = 0
         self.search_pool = ThreadPoolExecutor(max_workers=max(1, config.search_threads),
-                                              thread_name_prefix="cortex-search")
+                                              thread_name_prefix="cortex-search", initializer=name_os_thread)
         self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._qcache_lock = threading.Lock()
         self._embedder = None
