@@ -475,12 +475,81 @@ def test_actions_are_immutable():
             setattr(act, dataclasses.fields(act)[0].name, None)
 
 
-def test_a_decision_is_immutable_too():
+def test_every_action_decision_and_spec_is_immutable():
     import dataclasses
 
-    d = F.Decision(Delay(1.0), {"delay_ms": 1000.0})
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        d.action = None
+    spec = parse_fault({"type": "reset"})
+    for obj, attr in ((F.Decision(Delay(1.0), {"delay_ms": 1000.0}), "action"), (F.Hold(), "anything"),
+                      (F.Throttle(100.0, 10), "bytes_per_s"), (F.Truncate(5), "after_bytes"),
+                      (ReplaceBody(b"x"), "body"), (spec, "name")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, attr, None)
+
+
+def test_parse_fault_takes_the_definition_by_keyword_and_the_name_default_only_by_keyword():
+    assert parse_fault(d={"type": "reset"}, name_default="r1").name == "r1"
+    with pytest.raises(TypeError):
+        parse_fault({"type": "reset"}, "r1")  # name_default is keyword-only
+
+
+def _from_json(text: str, seq: int = 1, state=None):
+    """Decide on a fault parsed from JSON text: its strings are fresh objects, never the module's literals."""
+    spec = parse_fault(json.loads(text))
+    return decide(spec, RequestInfo(seq, "GET", "/"), 7, 0.0, state)[0].action
+
+
+def test_distributions_and_modes_parsed_from_json_text_decide_by_value():
+    assert _from_json('{"type": "latency", "attributes": {"latency_ms": 40, "distribution": "fixed"}}') == Delay(0.04)
+    d = _from_json('{"type": "latency", "attributes": {"latency_ms": 40, "distribution": "uniform", "jitter_ms": 10}}')
+    assert 0.03 <= d.seconds <= 0.05 and d.seconds != 0.04
+    d = _from_json('{"type": "latency", "attributes": {"latency_ms": 40, "distribution": "normal", "stddev_ms": 5}}')
+    assert isinstance(d, Delay) and d.seconds != 0.04
+    d = _from_json('{"type": "latency", "attributes": {"latency_ms": 40, "distribution": "lognormal", "sigma": 0.5}}')
+    assert isinstance(d, Delay) and d.seconds != 0.04
+    assert _from_json('{"type": "outage", "attributes": {"duration_s": 60, "mode": "reset"}}') == Abort(0)
+    assert isinstance(_from_json('{"type": "outage", "attributes": {"duration_s": 60, "mode": "error"}}'), Respond)
+
+
+def test_limits_above_the_small_int_cache_are_compared_by_value():
+    """300 is built at run time (not a shared constant), as counts and JSON numbers are."""
+    three_hundred = int("300")
+    spec = parse_fault({"type": "reset", "max_hits": int("300")})
+    info = RequestInfo(1, "GET", "/")
+    assert decide(spec, info, 1, 0.0, None, hits=299)[0].action == Abort(0)
+    assert decide(spec, info, 1, 0.0, None, hits=three_hundred)[0].action is None  # exhausted
+    assert decide(spec, info, 1, 0.0, None, hits=301)[0].action is None  # past the limit (it was lowered)
+    full = ConcurrencyState(in_flight=three_hundred)
+    assert isinstance(_from_json('{"type": "concurrency_limit", "attributes": {"max_in_flight": 300}}', state=full),
+                      Respond)
+
+
+def test_reset_without_stored_attributes_aborts_at_byte_zero():
+    import dataclasses
+
+    spec = dataclasses.replace(parse_fault({"type": "reset"}), attributes={})
+    assert decide(spec, RequestInfo(1, "GET", "/"), 1, 0.0, None)[0].action == Abort(0)
+
+
+def test_bound_messages_say_strict_or_not():
+    with pytest.raises(FaultError) as e:
+        parse_fault({"type": "latency", "attributes": {"latency_ms": 5, "distribution": "pareto", "alpha": 0}})
+    assert e.value.message == "must be > 0.0 (got 0)"
+    with pytest.raises(FaultError) as e:
+        parse_fault({"type": "latency", "attributes": {"latency_ms": -1}})
+    assert e.value.message == "must be >= 0.0 (got -1)"
+
+
+def test_type_must_be_a_non_empty_string():
+    for bad, message in (("", "is required"), (None, "is required"), (5, "is required")):
+        with pytest.raises(FaultError) as e:
+            parse_fault({"type": bad})
+        assert (e.value.field, e.value.message) == ("type", message)
+
+
+def test_a_negative_status_weight_below_one_is_refused():
+    with pytest.raises(FaultError) as e:
+        parse_fault({"type": "http_error", "attributes": {"statuses": {"500": 1, "503": -0.5}}})
+    assert (e.value.field, e.value.message) == ("attributes.statuses", "weight for 503 must be a number >= 0")
 
 
 def test_parsed_uniform_distribution_keeps_its_jitter():
@@ -503,3 +572,11 @@ def test_unknown_attribute_of_a_fault_that_takes_none_says_none():
         parse_fault({"type": "blackhole", "attributes": {"status": 503}})
     assert e.value.field == "attributes.status"
     assert e.value.message == "unknown attribute for a blackhole fault; known: none"
+
+
+def test_a_method_that_sorts_before_the_wildcard_is_still_a_method_list():
+    """Only "*" (or nothing) means any method; "!" and "(GET)" are compared literally and match nothing."""
+    get = RequestInfo(1, "GET", "/v1/retrieve")
+    assert Match("*").matches(get) and Match(None).matches(get) and Match("get|post").matches(get)
+    assert not Match("!").matches(get)
+    assert not Match("(GET)").matches(get)
