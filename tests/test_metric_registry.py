@@ -1,0 +1,48 @@
+"""The metric registry: every metric the reports can show, its direction (which decides who wins a comparison
+and which way a delta is good) and its unit, pinned by hand."""
+
+from __future__ import annotations
+
+from services.coordinator.metrics import judge, latency, memory_state, qa, retrieval, tokens
+from services.coordinator.metrics.registry import all_metrics, get_metric
+
+# name: (higher is better, unit, defining module)
+EXPECTED = {
+    "abstained_rate": (False, "rate", judge), "generic_rate": (True, "rate", judge),
+    "grounded_rate": (True, "rate", judge), "hallucination_rate": (False, "rate", judge),
+    "judge_mean": (True, "score", judge),
+    "accuracy": (True, "rate", memory_state), "adversarial_hit_rate": (True, "rate", memory_state),
+    "change_awareness": (True, "rate", memory_state), "current_state_accuracy": (True, "rate", memory_state),
+    "null_false_positive_rate": (False, "rate", memory_state),
+    "old_memory_recall_at_5": (True, "rate", memory_state),
+    "binary_j": (True, "rate", qa), "exact_match": (True, "rate", qa), "locomo_f1": (True, "rate", qa),
+    "token_f1": (True, "rate", qa),
+    "efficiency_ratio": (True, "ratio", tokens), "token_spend": (False, "tokens", tokens),
+    "latency_p50_ms": (False, "ms", latency), "latency_p95_ms": (False, "ms", latency),
+    "latency_p99_ms": (False, "ms", latency),
+    "evidence_mrr": (True, "rate", retrieval), "evidence_recall_at_k": (True, "rate", retrieval),
+    "memory_recall_at_k": (True, "rate", retrieval), "mrr": (True, "rate", retrieval),
+    "ndcg_any_at_k": (True, "rate", retrieval), "ndcg_at_5": (True, "rate", retrieval),
+    "precision_at_5": (True, "rate", retrieval), "recall_all_at_k": (True, "rate", retrieval),
+    "recall_any_at_k": (True, "rate", retrieval), "recall_at_1": (True, "rate", retrieval),
+    "recall_at_3": (True, "rate", retrieval), "recall_at_5": (True, "rate", retrieval),
+    "recall_at_k": (True, "rate", retrieval), "relevance_density": (True, "rate", retrieval),
+    "retrieval_hit_rate": (True, "rate", retrieval),
+}
+
+
+def test_every_metric_with_its_direction_and_unit():
+    got = all_metrics()
+    assert sorted(got) == sorted(EXPECTED)
+    for name, (higher, unit, module) in EXPECTED.items():
+        m = got[name]
+        assert (m.higher_is_better, m.unit) == (higher, unit), name
+        assert m.fn.__module__ == module.__name__, name
+        assert get_metric(name) is m
+
+
+def test_efficiency_ratio_edges():
+    assert tokens.efficiency_ratio(10, 0.5) == 20.0  # a system spending under one token on average still counts
+    assert tokens.efficiency_ratio(10, -1) is None  # a negative spend is not a measurement
+    assert tokens.efficiency_ratio(10, 0) is None
+    assert tokens.efficiency_ratio(0, 4) == 0.0
