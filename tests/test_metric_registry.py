@@ -46,3 +46,18 @@ def test_efficiency_ratio_edges():
     assert tokens.efficiency_ratio(10, -1) is None  # a negative spend is not a measurement
     assert tokens.efficiency_ratio(10, 0) is None
     assert tokens.efficiency_ratio(0, 4) == 0.0
+
+
+def test_memory_state_metrics_at_their_cut_offs_and_with_blank_keywords():
+    from services.coordinator.metrics import memory_state as ms
+
+    five = ["a", "b", "c", "d", "Mom lives in Portland"]
+    assert ms.old_memory_recall(five, ["Portland"]) == 1.0  # rank 5 is inside Recall@5
+    assert ms.old_memory_recall(five[:4] + ["e", "Portland"], ["Portland"]) == 0.0  # rank 6 is not
+    assert ms.old_memory_recall(five[1:], ["Portland"]) == 1.0  # rank 4
+    assert ms.adversarial_hit(five, ["Portland"]) == 1.0  # the default k is 5
+    assert ms.adversarial_hit(five, ["Portland"], k=4) == 0.0
+    assert ms.adversarial_hit(five, ["   ", ""]) is None  # blank expected strings: N/A, not a hit
+    assert ms.change_aware(["the port is 8080"], ["   "], ["8080"]) == 0.0  # a blank keyword matches nothing
+    assert ms.null_false_positive(["we use Redis"], ["redis"]) == 1.0
+    assert ms.null_false_positive(["we use Redis"], ["kafka"]) == 0.0
