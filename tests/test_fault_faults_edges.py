@@ -506,6 +506,8 @@ def test_distributions_and_modes_parsed_from_json_text_decide_by_value():
     assert isinstance(d, Delay) and d.seconds != 0.04
     d = _from_json('{"type": "latency", "attributes": {"latency_ms": 40, "distribution": "lognormal", "sigma": 0.5}}')
     assert isinstance(d, Delay) and d.seconds != 0.04
+    d = _from_json('{"type": "latency", "attributes": {"latency_ms": 40, "distribution": "pareto", "alpha": 2}}')
+    assert isinstance(d, Delay) and d.seconds >= 0.04  # the scale is the minimum of a pareto
     assert _from_json('{"type": "outage", "attributes": {"duration_s": 60, "mode": "reset"}}') == Abort(0)
     assert isinstance(_from_json('{"type": "outage", "attributes": {"duration_s": 60, "mode": "error"}}'), Respond)
 
