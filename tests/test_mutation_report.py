@@ -49,7 +49,7 @@ def test_tally_kill_rate_timeouts_equivalents_and_pending():
     assert r.kill_rate == pytest.approx(2 / 3)  # killed / (killed + survived)
     assert [s["line"] for s in r.survivors] == [14] and r.equivalents[0]["reason"] == "multiplying or dividing by 1"
     md = render([r], 0.9, 120.0)
-    assert "| m.py | 6 | 2 | 1 | 1 | 1 | 1 | 0 | 0 | 66.7% |" in md
+    assert "| m.py | 6 | 2 | 1 | 1 | 1 | 1 | 0 | 0 | 66.7% (below target) |" in md
     assert "+    if n <= 3:" in md and "Total 2.0 min" in md
 
 
@@ -163,3 +163,12 @@ def test_merge_reports_later_files_win_and_missing_modules_fail(tmp_path):
     assert "Total 2.0 min" in (out / "report.md").read_text()
     assert merge_reports([b, a], out, 0.9, ["m2.py", "m1.py"]) == 1  # a wins: m1 at 50%
     assert merge_reports([b], out, 0.9, ["m2.py", "m1.py"]) == 1  # m2 not measured
+
+
+def test_a_rate_just_below_the_target_is_not_rounded_up_to_it():
+    from tests.mutation.run import format_rate
+
+    assert format_rate(448 / 498, 0.9) == "89.96% (below target)"  # 0.8996 would print as 90.0%
+    assert format_rate(0.9, 0.9) == "90.0%"
+    assert format_rate(0.943, 0.9) == "94.3%"
+    assert format_rate(0.721, 0.9) == "72.1% (below target)"

@@ -386,6 +386,17 @@ def code_version() -> str:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def format_rate(rate: float, target: float) -> str:
+    """One decimal, or two where one would round a rate below the target up to it (89.96% is not 90.0%);
+    a rate below the target says so."""
+    text = f"{rate:.1%}"
+    if rate < target:
+        if round(rate, 3) >= target:
+            text = f"{rate:.2%}"
+        text += " (below target)"
+    return text
+
+
 def render(results: list[ModuleResult], target: float, total_s: float) -> str:
     out = ["# Mutation testing (cosmic-ray)", "",
            f"Kill rate = killed / (killed + survived); a timeout counts as killed; equivalent mutants "
@@ -401,7 +412,7 @@ def render(results: list[ModuleResult], target: float, total_s: float) -> str:
            "kill rate | time s | base s | sel. | code | carried | tests |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        rate = "not measured" if r.error else ("—" if r.kill_rate is None else f"{r.kill_rate:.1%}")
+        rate = "not measured" if r.error else ("—" if r.kill_rate is None else format_rate(r.kill_rate, target))
         out.append(f"| {r.path} | {r.mutants} | {r.killed} | {r.timeouts} | {r.survived} | {r.equivalent} | "
                    f"{r.incompetent} | {r.skipped} | {r.annotations} | {rate} | {r.seconds:.0f} | {r.baseline_s:.1f} | "
                    f"{'yes' if r.selective else 'no'}{f' + fork ({r.forked})' if r.forked else ''} | {r.commit or '?'} | "
