@@ -539,3 +539,21 @@ async def test_sustained_failures_samples_rss_only_by_hand():
     assert {row["component"] for row in rows} == {"drill_sustained"}
     assert {row["phase"] for row in rows} == {"sustained_failures"}
     assert r.details["rss_growth_mb"] == pytest.approx(13.0)
+
+
+@pytest.mark.parametrize("name", ["error_bursts", "rate_limit_storm"])
+async def test_overhead_limit_is_the_budget_plus_the_slack(name):
+    """250 ms budget + 50 ms slack = 300 ms: recalls of 280 ms pass (they would fail a 250 − 50 ms limit),
+    recalls of 310 ms do not."""
+    cfg = DrillConfig(recall_timeout_ms=250, slack_ms=50.0)
+    r = await DRILLS[name](_scripted_ctx([0.28], cfg))
+    assert r.value == pytest.approx(280.0) and r.passed
+    r = await DRILLS[name](_scripted_ctx([0.31], cfg))
+    assert r.value == pytest.approx(310.0) and failed_criteria(r) == {"overhead"}
+
+
+async def test_a_queue_that_stays_below_its_cap_passes():
+    """50 failed captures against a cap of 100: the queue peaks at 50, under the cap, and that is a pass."""
+    r = await DRILLS["sustained_failures"](_scripted_ctx([0.001], DrillConfig(failed_captures=50)))
+    assert r.value == 50.0 and r.details["queue_depths"][-1] == 50
+    assert r.passed and failed_criteria(r) == set()
