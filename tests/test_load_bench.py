@@ -247,3 +247,22 @@ def test_cpu_split_by_thread_of_a_process_tree():
         os.kill(p.pid, 9)
         p.wait()
     assert tree_cpu_by_role(p.pid) is None
+
+
+def test_completed_requests_are_the_summary_ok_plus_failed():
+    import numpy as np
+
+    from loadtests.bench import completed_requests
+    from loadtests.open_loop import Phase, Records, Validity, summarise
+
+    rec = Records.empty(4)
+    rec.intended[:] = [1_000, 2_000, 3_000, 4_000]
+    rec.dispatched[:] = rec.intended
+    rec.sent[:] = [1_100, 2_100, 3_100, 0]
+    rec.done[:] = [5_000, 6_000, 7_000, 0]  # the 4th was dropped: never sent, never done
+    rec.ok[:] = [True, True, False, False]
+    rec.dropped[:] = [False, False, False, True]
+    rec.errors[2] = "http_500"
+    assert completed_requests(rec) == 3
+    res = summarise(rec, [Phase(1000.0, 0.004, "constant", "p")], Validity(50.0), {})
+    assert res["ok"] + res["failed"] == 3 and np.count_nonzero(rec.done) == 3
