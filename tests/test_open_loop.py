@@ -616,3 +616,29 @@ async def test_a_cancelled_request_propagates_and_is_not_counted_as_a_failure():
     rec = await driver
     assert rec.errors == [None] and rec.done[0] == 0 and not rec.ok[0] and rec.sent[0] > 0
     assert summarise(rec)["invalid_reasons"] == ["1 requests never finished"]
+
+
+async def test_http_target_sends_each_query_in_turn_as_json_with_the_key():
+    seen = []
+
+    async def handle(request):
+        seen.append((request.headers.get("x-api-key"), request.content_type, await request.json()))
+        return web.json_response({"results": []})
+
+    app = web.Application()
+    app.router.add_post("/v1/retrieve", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/"
+    t = HttpRetrieveTarget(url, "k1", queries=["first?", "second?"], top_k=7, mode="full")
+    try:
+        await t.start()
+        for i in range(3):
+            await t.call(i)
+    finally:
+        await t.close()
+        await runner.cleanup()
+    assert seen == [("k1", "application/json", {"query": q, "top_k": 7, "mode": "full"})
+                    for q in ("first?", "second?", "first?")]

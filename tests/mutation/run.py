@@ -513,7 +513,6 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     prior = {r.path: r for r in previous_results(out / "report.json", set())}
     earlier = [] if a.fresh else [r for p, r in prior.items() if p not in {m["path"] for m in modules}]
-    version = code_version()
     order = {m["path"]: i for i, m in enumerate(load_plan()[1])}
     t0 = time.perf_counter()
     results: list[ModuleResult] = []
@@ -524,11 +523,12 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="memrig-mutation-"))
         with lock:
             scratches.append(scratch)
+        commit = code_version()  # when this module's copy was taken (a long batch may see later commits)
         scratch_copy(scratch)
         print(f"mutation: {m['path']} ...", flush=True)
         r = run_module(scratch, m, defaults, eq_keys, a.all_operators, selective=not a.no_selective,
                        previous=prior.get(m["path"]) if a.rerun_survivors else None, fork=not a.no_fork)
-        r.commit = version
+        r.commit = commit
         rate = "not measured" if r.error else (f"{r.kill_rate:.1%}" if r.kill_rate is not None else "—")
         print(f"mutation: {m['path']}: {r.mutants} mutants ({r.skipped} skipped by operator, {r.annotations} in "
               f"annotations), {r.killed} killed, {r.survived} survived, {r.equivalent} equivalent, "
