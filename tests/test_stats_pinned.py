@@ -277,3 +277,24 @@ def test_cluster_t_with_two_clusters_and_one_value():
     assert one["ci"] == pytest.approx([1 / (1 + Z95 ** 2), 1.0], abs=1e-6) and (one["n"], one["units"]) == (1, 1)
     assert stats.interval({"a": 0.3}) == {"n": 1, "units": 1, "mean": 0.3, "ci": [0.3, 0.3],
                                          "method": stats.BOOTSTRAP_PROBE}
+
+
+@pytest.mark.parametrize("outlier", [0.9, 0.1])
+def test_held_out_check_a_cluster_off_the_others_is_outside_above_and_below(outlier):
+    """Clusters a, b, c at 0.5 and d at `outlier`. Held out, d meets the others' degenerate interval [0.5, 0.5]
+    and lies outside it (above for 0.9, below for 0.1), for the CI and the prediction interval alike. Held out,
+    a meets b, c, d: cluster means (0.5, 0.5, 0.9) for o = 0.9, by hand: m = 0.63333, s = 0.23094 (ddof 1),
+    t(0.975, 2) = 4.30265: CI m ± t·s/sqrt(3) = [0.05965, 1.20702], PI m ± t·s·sqrt(4/3) = [-0.51404, 1.78071];
+    both hold 0.5."""
+    values = {f"{c}:{i}": (outlier if c == "d" else 0.5) for c in "abcd" for i in (1, 2)}
+    out = stats.held_out_check({"x": {"m": values}}, {p: p[0] for p in values}, ["m"], bounds=None)["x"]["m"]
+    rows = {r["cluster"]: r for r in out["rows"]}
+    assert (out["inside"], out["inside_pi"], out["of"]) == (3, 3, 4)
+    assert rows["d"]["ci"] == [0.5, 0.5] and rows["d"]["pi"] == [0.5, 0.5]
+    assert rows["d"]["inside"] is False and rows["d"]["inside_pi"] is False
+    assert rows["a"]["inside"] is True and rows["a"]["inside_pi"] is True
+    if outlier == 0.9:
+        assert rows["a"]["ci"] == pytest.approx([0.0596463027, 1.2070203640])
+        assert rows["a"]["pi"] == pytest.approx([-0.5140407279, 1.7807073946])
+    clipped = stats.held_out_check({"x": {"m": values}}, {p: p[0] for p in values}, ["m"])["x"]["m"]
+    assert (clipped["inside"], clipped["inside_pi"]) == (3, 3)  # [0, 1] bounds change no verdict here
