@@ -298,3 +298,44 @@ def test_held_out_check_a_cluster_off_the_others_is_outside_above_and_below(outl
         assert rows["a"]["pi"] == pytest.approx([-0.5140407279, 1.7807073946])
     clipped = stats.held_out_check({"x": {"m": values}}, {p: p[0] for p in values}, ["m"])["x"]["m"]
     assert (clipped["inside"], clipped["inside_pi"]) == (3, 3)  # [0, 1] bounds change no verdict here
+
+
+def test_stars_above_the_last_threshold_are_none():
+    assert [stats.stars(p) for p in (0.0009, 0.009, 0.049, 0.05, 0.2, 1.0, None)] == ["***", "**", "*", "", "", "", ""]
+
+
+def test_lower_is_better_winner_for_a_small_drop():
+    assert stats.winner(0.5, 0.3, False, 0.01) == "b"  # b's latency 0.2 lower: b wins
+    assert stats.winner(0.3, 0.5, False, 0.01) == "a"
+
+
+def test_a_constant_rate_gets_wilson_even_as_distinct_float_objects_and_other_units_do_not():
+    ones = {"p1": float("1"), "p2": float("1"), "p3": float("1")}  # equal values, not one shared object
+    out = stats.interval(ones, unit="rate")
+    assert out["method"].startswith("Wilson") and out["ci"][0] < 1.0 and out["ci"][1] == pytest.approx(1.0)
+    zeros = {"p1": 0.0, "p2": 0.0}
+    assert not stats.interval(zeros, unit="ms")["method"].startswith("Wilson")  # 0 ms is not a rate of 0
+    assert stats.interval(zeros, unit="rate")["method"].startswith("Wilson")
+
+
+def test_wilson_refuses_a_negative_count():
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        stats.wilson_interval(0, -3)
+
+
+def test_permutation_test_refuses_unequal_lengths_either_way():
+    for a, b in (([1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0]), ([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0])):
+        with pytest.raises(ValueError, match="equal lengths"):
+            stats.paired_permutation_test(a, b)
+
+
+def test_per_category_goes_on_after_a_missing_value():
+    out = stats.per_category({"a": None, "b": 1.0, "c": 0.0}, {"b": "x", "c": "x"})
+    assert out["x"]["n"] == 2 and out["x"]["mean"] == 0.5
+
+
+def test_held_out_check_goes_on_after_a_skipped_metric():
+    values = {f"{c}:{i}": (0.9 if c == "d" else 0.5) for c in "abcd" for i in (1, 2)}
+    two = {"a:1": 1.0, "b:1": 0.0}  # two clusters: skipped
+    out = stats.held_out_check({"x": {"m": values, "few": two}}, {p: p[0] for p in values}, ["absent", "few", "m"])
+    assert list(out["x"]) == ["m"] and out["x"]["m"]["of"] == 4
