@@ -74,3 +74,9 @@ def test_jaccard_matrix_by_hand():
     assert by_text[2, 3] == 0.0 and by_text[2, 2] == 1.0 and by_text[0, 1] == pytest.approx(1 / 3)
     assert np.array_equal(jaccard_matrix([np.array([], np.int32)] * 2), np.ones((2, 2)))
     assert jaccard_matrix([]).shape == (0, 0)
+
+
+def test_by_default_rows_without_tokens_are_alike():
+    """The older eras (backend.py) call without `empty_by_text`: two token-less rows are then similar (1)."""
+    rows = _rows((0.9, "x"), (0.8, "!!"), (0.7, "??"), (0.6, "y"))
+    assert [r.id for r in mmr_rerank_matrix(rows, 0.7, {}, TokenVocab())] == ["id0", "id1", "id3", "id2"]
