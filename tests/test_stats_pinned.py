@@ -339,3 +339,14 @@ def test_held_out_check_goes_on_after_a_skipped_metric():
     two = {"a:1": 1.0, "b:1": 0.0}  # two clusters: skipped
     out = stats.held_out_check({"x": {"m": values, "few": two}}, {p: p[0] for p in values}, ["absent", "few", "m"])
     assert list(out["x"]) == ["m"] and out["x"]["m"]["of"] == 4
+
+
+def test_held_out_check_with_equal_cluster_labels_that_are_distinct_objects():
+    """Cluster labels read from data are equal strings, not one shared object: the result is the same."""
+    values = {f"{c}:{i}": (0.9 if c == "d" else 0.5) for c in "abcd" for i in (1, 2)}
+    shared = {p: "conv-" + p[0] for p in values}
+    distinct = {p: "".join(["conv-", p[0]]) for p in values}
+    assert distinct["a:1"] == distinct["a:2"] and distinct["a:1"] is not distinct["a:2"]
+    a = stats.held_out_check({"x": {"m": values}}, shared, ["m"], bounds=None)
+    b = stats.held_out_check({"x": {"m": values}}, distinct, ["m"], bounds=None)
+    assert a == b and a["x"]["m"]["inside"] == 3
