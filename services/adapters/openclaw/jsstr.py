@@ -38,9 +38,15 @@ def _to_units(s: str) -> str:
 
 def _from_units(u: str) -> str:
     """Join valid surrogate pairs back into astral characters; lone surrogates stay as they are."""
-    if not any(0xD800 <= ord(c) <= 0xDFFF for c in u):
-        return u
     return u.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def _is_high(unit: str) -> bool:
+    return "\ud800" <= unit <= "\udbff"
+
+
+def _is_low(unit: str) -> bool:
+    return "\udc00" <= unit <= "\udfff"
 
 
 def js_slice(s: str, start: int, end: int | None = None) -> str:
@@ -51,25 +57,28 @@ def js_slice(s: str, start: int, end: int | None = None) -> str:
 
 
 def truncate_utf16_safe(s: str, cap: int) -> str:
-    """OpenClaw `truncateUtf16Safe`: the first `cap` code units, never ending on half a surrogate pair."""
+    """OpenClaw `truncateUtf16Safe` (packages/normalization-core/src/utf16-slice.ts): the first `cap` code
+    units, one fewer when the cut would split a surrogate pair (a high surrogate followed by a low one); a lone
+    surrogate at the cut stays, as upstream."""
     if cap <= 0:
         return ""
-    if not _has_astral(s):
+    if s.isascii():
         return s[:cap]
     units = _to_units(s)
     if len(units) <= cap:
         return s
     end = cap
-    if 0xD800 <= ord(units[end - 1]) <= 0xDBFF:
+    if _is_high(units[end - 1]) and _is_low(units[end]):
         end -= 1
     return _from_units(units[:end])
 
 
 def well_formed(s: str) -> str:
-    """Lone surrogates → U+FFFD, as V8 does when a string is encoded to UTF-8."""
-    if s.isascii() or not any(0xD800 <= ord(c) <= 0xDFFF for c in s):
+    """Lone surrogates → U+FFFD, as V8 does when a string is encoded to UTF-8 (a high surrogate followed by a
+    low one is a pair in JavaScript, so it becomes the astral character)."""
+    if s.isascii():
         return s
-    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in s)
+    return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def sha256_hex(s: str) -> str:
