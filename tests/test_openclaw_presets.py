@@ -73,6 +73,11 @@ def test_candidate_count(kwargs, n):
     assert candidate_count(**kwargs) == n
 
 
+def test_candidate_count_rejects_a_negative_max_results():
+    with pytest.raises(ValueError, match="max_results must be >= 0, got -1"):
+        candidate_count(-1)
+
+
 # ------------------------------------------------------------------------------------- against the release
 def _const(path_glob: str, name: str, must_contain: str = "") -> str:
     """The literal assigned to `const NAME = <literal>;` in the one dist file matching the glob (and containing

@@ -128,5 +128,7 @@ def candidate_count(max_results: int, multiplier: float = 4, cap: int = 200, uni
     that with maxResults = max(200, maxResults) (`universe` = 200), which is 200 for any request."""
     import math
 
-    n = max(universe, max_results) if universe else max_results
+    if max_results < 0:
+        raise ValueError(f"openclaw: max_results must be >= 0, got {max_results}")
+    n = max(universe, max_results)
     return min(cap, max(1, math.floor(n * multiplier)))
