@@ -35,6 +35,9 @@ from services.adapters.openclaw.keyword_search import KeywordRow, exact_path_mat
 from services.adapters.openclaw.mmr_matrix import TokenVocab, mmr_rerank_matrix
 
 
+SOURCES = ("memory", "sessions")  # normalizeSources: the memory files and (opt-in) the session transcripts
+
+
 def importance_multiplier(importance: float | None) -> float:
     """`importanceMultiplier`: missing importance is neutral (1); else 0.75 + 0.05·clamp(floor(i), 1, 10)."""
     if importance is None:
@@ -73,7 +76,10 @@ class Decay:
 @functools.lru_cache(maxsize=65536)
 def _path_age_source(path: str, source: str, dated_re: str, evergreen: tuple[str, ...]) -> tuple[str, int | None]:
     """What a path's age comes from (hybrid.file_timestamp_ms, split so the path parsing is cached across
-    searches): ("dated", ms of its date), ("evergreen", None) or ("mtime", None: look the file's mtime up)."""
+    searches): ("dated", ms of its date), ("evergreen", None) or ("mtime", None: look the file's mtime up).
+    `source` is one of OpenClaw's two memory sources, "memory" or "sessions" (ValueError otherwise)."""
+    if source not in SOURCES:
+        raise ValueError(f"openclaw: unknown memory source {source!r}; known: {SOURCES}")
     ts = hybrid.date_from_path(path, dated_re)
     if ts is not None:
         return "dated", ts
@@ -107,18 +113,18 @@ def merge_hybrid_2609(
     for r in vector:
         rows[r.id] = dict(id=r.id, path=r.path, start=r.start_line, end=r.end_line, source=r.source,
                           snippet=r.snippet, v=r.vector_score, t=0.0, ranking=0.0, path_score=0.0,
-                          exact=match_exact(r.path), body=False, has_vector=True, has_keyword=False)
+                          exact=match_exact(r.path), body=False)
     for k in keyword:
         e = rows.get(k.id)
         if e is not None:
             e.update(t=k.text_score, body=k.has_body, ranking=k.score, path_score=k.path_score,
-                     exact=max(e["exact"], k.exact), has_keyword=True)
+                     exact=max(e["exact"], k.exact))
             if k.snippet:
                 e["snippet"] = k.snippet
         else:
             rows[k.id] = dict(id=k.id, path=k.path, start=k.start_line, end=k.end_line, source=k.source,
                               snippet=k.snippet, v=0.0, t=k.text_score, ranking=k.score, path_score=k.path_score,
-                              exact=k.exact, body=k.has_body, has_vector=False, has_keyword=True)
+                              exact=k.exact, body=k.has_body)
     rankable: list[Scored] = []
     for e in rows.values():
         kscore = e["ranking"] if e["t"] > 0 else (0.0 if e["exact"] > 0 else e["path_score"])
