@@ -235,9 +235,7 @@ class KeywordSearch:
     def search(self, query: str, limit: int, ranking_query: str | None = None,
                exact_query: str | None = None) -> list[KeywordRow]:
         """`searchKeyword` of the manager: body + filename search of one query, merged and limited."""
-        body = self.body(query, limit, ranking_query if ranking_query is not None else query)
-        for r in body:
-            r.path_score = 0.0
+        body = self.body(query, limit, ranking_query if ranking_query is not None else query)  # path score 0
         eq = exact_query if exact_query is not None else query
         merged = merge_keyword_hits([body, self.paths(query, eq, limit)], eq)
         return limit_keyword_hits(merged, limit)
