@@ -181,3 +181,14 @@ def test_keyword_only_cut_at_and_below_min_score():
     assert [r.id for r in finalize_keyword_only_2609([m, z], _decay(False), 10, 0.5)] == ["M"]  # 0.5 >= 0.5
     # nothing reaches 0.9: every row with a score >= 0 comes back, a zero score included
     assert [r.id for r in finalize_keyword_only_2609([m, zero], _decay(False), 10, 0.9)] == ["M", "Z0"]
+
+
+def test_mmr_off_keeps_the_score_order():
+    # the rows MMR would reorder (A, C, B above) stay in score order when MMR is off
+    assert [r.id for r in merge_hybrid_2609("zzz", _three(), [], _decay(False), mmr_enabled=False)] == ["A", "B", "C"]
+
+
+def test_memory_source_read_from_storage_on_a_fresh_path():
+    # first sight of this path and of this (non-interned) source string: no cache can answer for the literal
+    d = _decay(True, {"memory/fresh-topic.md": NOW - 30 * DAY_MS})
+    assert d("memory/fresh-topic.md", "".join(["mem", "ory"])) == 1.0
