@@ -1,0 +1,106 @@
+"""The Arclight (Cortex V1.1) suite's numbers by hand (services/coordinator/suites/arclight.py): judge scores per
+condition and category, grounded/generic/abstained/hallucinated shares, context tokens, pairwise win/tie/loss,
+retrieval hit rates per backend and category with latency, the baseline and its fallback, and the rendered
+table, character for character (the bootstrap intervals aside)."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.coordinator.suites.arclight import ArclightSuite
+
+NATIVE, X = "OpenClaw native", "OpenClaw native (cortex)"
+
+
+def sample(cond, pid, cat, score, tokens, retrievals, winner=None):
+    s = {"condition": cond, "probe_id": pid, "category": cat, "context_tokens": tokens, "retrievals": retrievals}
+    if score is not None:
+        s["judge"] = {"score": score}
+    if winner is not None:
+        s["pairwise"] = {"winner": winner}
+    return s
+
+
+SAMPLES = [
+    sample(NATIVE, "F1", "F", 3, 100, {"openclaw": {"hit": True, "latency_ms": 10.0}}),
+    sample(NATIVE, "R1", "R", 0, 200, {"openclaw": {"hit": False, "latency_ms": 30.0}}),
+    sample(NATIVE, "E1", "E", 2, 300, {"openclaw": {"hit": None, "latency_ms": None}}),
+    sample(NATIVE, "T1", "T", None, 0, {}),  # not judged
+    sample(X, "F1", "F", 3, 50, {"cortex": {"hit": True, "latency_ms": 5.0}}, "b"),
+    sample(X, "R1", "R", 1, 50, {"cortex": {"hit": True, "latency_ms": 7.0}}, "a"),
+    sample(X, "E1", "E", 3, 50, {"cortex": {"hit": False, "latency_ms": 9.0}}, "tie"),
+    sample(X, "T1", "T", 3, 50, {"cortex": {"hit": True, "latency_ms": 11.0}}, "b"),
+]
+
+
+@pytest.fixture(scope="module")
+def scored():
+    suite = ArclightSuite(seed=0)
+    return suite, suite.score(SAMPLES)
+
+
+def _r(d):
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in d.items()}
+
+
+def test_judge_tables_by_hand(scored):
+    _, out = scored
+    n, x = out["conditions"][NATIVE], out["conditions"][X]
+    # native: scores 2 (E1), 3 (F1), 0 (R1); T1 was not judged
+    assert _r({k: n[k] for k in ("n", "mean", "grounded", "generic", "abstained", "hallucinated")}) == {
+        "n": 3, "mean": 1.666667, "grounded": 0.333333, "generic": 0.333333, "abstained": 0.0, "hallucinated": 0.333333}
+    assert n["by_category"]["F"]["mean"] == 3.0 and n["by_category"]["R"]["hallucinated"] == 1.0
+    assert n["by_category"]["T"]["n"] == 0 and n["by_category"]["T"]["mean"] is None
+    assert n["context_tokens_mean"] == 150.0 and n["pairwise"] is None  # (100 + 200 + 300 + 0) / 4
+    assert n["mean_ci"]["mean"] == pytest.approx(5 / 3)
+    # cortex: 3, 3, 1, 3
+    assert _r({k: x[k] for k in ("n", "mean", "grounded", "generic", "abstained", "hallucinated")}) == {
+        "n": 4, "mean": 2.5, "grounded": 0.75, "generic": 0.0, "abstained": 0.25, "hallucinated": 0.0}
+    assert x["pairwise"] == {"n": 4, "win": 0.5, "loss": 0.25, "tie": 0.25}
+    assert x["context_tokens_mean"] == 50.0
+    assert (out["baseline"], out["fallback"]) == (NATIVE, False)
+    assert [c["metric"] for c in out["comparisons"][X]["comparisons"]] == [
+        "judge_mean", "grounded_rate", "hallucination_rate", "context_tokens"]
+
+
+def test_retrieval_tables_by_hand(scored):
+    _, out = scored
+    o, c = out["retrieval"]["openclaw"], out["retrieval"]["cortex"]
+    assert o["hit_rate"]["mean"] == 0.5 and o["hit_rate"]["n"] == 2  # E1's unknown hit is left out
+    assert {k: v["mean"] for k, v in o["by_category"].items()} == {"F": 1.0, "R": 0.0, "E": None, "S": None, "T": None}
+    assert (o["latency"]["n"], o["latency"]["p50_ms"], o["latency"]["p95_ms"]) == (2, 20.0, 29.0)
+    assert c["hit_rate"]["mean"] == 0.75
+    assert {k: v["mean"] for k, v in c["by_category"].items()} == {"F": 1.0, "R": 1.0, "E": 0.0, "S": None, "T": 1.0}
+    assert (c["latency"]["p50_ms"], c["latency"]["p95_ms"]) == (8.0, pytest.approx(10.7))
+
+
+def test_render_by_hand(scored):
+    suite, out = scored
+    lines = suite.render(out).split("\n")
+    assert lines[2] == "Scores 0-3 (3 grounded, 2 generic, 1 abstained, 0 hallucinated); judge: not recorded."
+    i = lines.index(f"| Metric | {NATIVE} | {X} |")
+    assert lines[i + 3:i + 15] == [
+        "| Grounded (3) | 33.3% | 75.0% |", "| Generic (2) | 33.3% | 0.0% |", "| Abstained (1) | 0.0% | 25.0% |",
+        "| Hallucinated (0) | 33.3% | 0.0% |", "| F: Factual (1) | 3.00 | 3.00 |", "| R: Rationale (1) | 0.00 | 1.00 |",
+        "| E: Evolution (1) | 2.00 | 3.00 |", "| S: Synthesis (0) | — | — |",
+        "| T: Temporal (current value) (1) | — | 3.00 |", "| Context tokens / prompt (cl100k) | 150 | 50 |",
+        "| Pairwise vs base: win/tie/loss | — | 50.0%/25.0%/25.0% |", ""]
+    assert lines[i + 2].startswith("| **Mean score (0-3)** [95% CI] | 1.67 [")
+    j = lines.index("| backend | hit rate [CI] | F | R | E | S | T | p50 ms | p95 ms |")
+    cortex, openclaw = lines[j + 2].split(" | "), lines[j + 3].split(" | ")
+    assert cortex[0] == "| cortex" and cortex[1].startswith("75.0% [") and cortex[2:] == [
+        "100.0%", "100.0%", "0.0%", "—", "100.0%", "8.0", "10.7 |"]
+    assert openclaw[0] == "| openclaw" and openclaw[2:] == ["100.0%", "0.0%", "—", "—", "—", "20.0", "29.0 |"]
+    assert not any("was not in this run" in line for line in lines)
+
+
+def test_fallback_baseline_is_named_in_the_report():
+    renamed = [dict(s, condition={NATIVE: "compacted", X: "compacted + cortex"}[s["condition"]]) for s in SAMPLES]
+    suite = ArclightSuite(seed=0)
+    out = suite.score(renamed)
+    assert (out["baseline"], out["fallback"]) == ("compacted", True)
+    assert list(out["comparisons"]) == ["compacted + cortex"]
+    text = suite.render(out)
+    assert "The openclaw backend was not in this run" in text and "*OpenClaw native* =" not in text
+    only_x = suite.score([s for s in SAMPLES if s["condition"] == X])
+    assert only_x["baseline"] is None and only_x["comparisons"] == {}
