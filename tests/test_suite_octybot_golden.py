@@ -1,0 +1,84 @@
+"""The Octybot suite's numbers by hand (services/coordinator/suites/octybot.py): pass when every expected string
+is in the retrieved context (hyphens and whitespace normalised, memory texts included), N/A queries apart,
+retrieval and store-then-retrieve rates, tokens, latency, failures, the baseline, and the rendered tables,
+character for character (the bootstrap intervals aside)."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.coordinator.suites.octybot import OctybotSuite, normalise, passes
+
+
+def sample(cond, pid, cat, kind, expected, ctx="", texts=(), tokens=0, latency=None):
+    rec = {"formatted_context": ctx, "memories": [{"text": t} for t in texts]}
+    if latency is not None:
+        rec["latency_ms"] = latency
+    return {"condition": cond, "probe_id": pid, "category": cat, "expected": list(expected), "meta": {"kind": kind},
+            "retrievals": {cond: rec}, "context_tokens": tokens}
+
+
+SAMPLES = [
+    sample("openclaw", "R01", "entity", "retrieval", ["Berg", "ppc specialist"], "Jonas  Berg is a PPC\nspecialist",
+           tokens=10, latency=4.0),  # whitespace collapsed: both strings in
+    sample("openclaw", "R02", "entity", "retrieval", ["Northgate"], "", ["northgate budget"], 0, 6.0),  # memory text
+    sample("openclaw", "R33", "multi-hop", "retrieval", ["a\u2013b"], "A-B plan", tokens=5, latency=2.0),  # en dash
+    sample("openclaw", "R36", "edge", "retrieval", [], "", ["something"], 5),  # N/A, returned something
+    sample("openclaw", "R37", "edge", "retrieval", [], "", (), 0),  # N/A, returned nothing
+    sample("openclaw", "S01", "store", "store", ["alt text", "writer"], "alt text by the designer", tokens=20,
+           latency=8.0),  # "writer" missing: fails
+    sample("cortex", "R01", "entity", "retrieval", ["Berg", "ppc specialist"], "berg ppc specialist", tokens=3,
+           latency=1.0),
+    sample("cortex", "S01", "store", "store", ["alt text", "writer"], "Alt Text by the writer", tokens=3, latency=3.0),
+]
+
+
+def test_pass_rule():
+    assert normalise("A\u2011B\u00a0 C\n") == "a-b c"
+    assert passes("x", []) is None and passes("Alpha beta", ["ALPHA", "beta"]) is True and passes("a", ["b"]) is False
+
+
+@pytest.fixture(scope="module")
+def scored():
+    suite = OctybotSuite(seed=0)
+    return suite, suite.score(SAMPLES)
+
+
+def test_tables_by_hand(scored):
+    _, out = scored
+    o, c = out["conditions"]["openclaw"], out["conditions"]["cortex"]
+    means = {k: (round(v["mean"], 6) if v["mean"] is not None else None) for k, v in o["overall"].items()}
+    # passes R01 R02 R33, fails S01, R36 R37 N/A; tokens (10 + 0 + 5 + 5 + 0 + 20) / 6; latency 4 6 2 8
+    assert means == {"pass": 0.75, "retrieval_pass": 1.0, "store_pass": 0.0, "token_spend": 6.666667,
+                     "latency_ms": 5.0}
+    assert (o["overall"]["pass"]["n"], o["overall"]["retrieval_pass"]["n"], o["overall"]["store_pass"]["n"]) == (4, 3, 1)
+    assert (o["n"], o["na_queries"], o["na_returned_something"], o["failed"]) == (6, 2, 1, ["S01"])
+    assert {k: v["mean"] for k, v in o["by_category"].items()} == {"edge": None, "entity": 1.0, "multi-hop": 1.0,
+                                                                   "store": 0.0}
+    assert (o["latency"]["n"], o["latency"]["p50_ms"]) == (4, 5.0)
+    assert {k: v["mean"] for k, v in c["overall"].items()} == {"pass": 1.0, "retrieval_pass": 1.0, "store_pass": 1.0,
+                                                               "token_spend": 3.0, "latency_ms": 2.0}
+    assert (c["na_queries"], c["failed"]) == (0, [])
+    assert out["baseline"] == "openclaw"
+    assert [x["metric"] for x in out["comparisons"]["cortex"]["comparisons"]] == [
+        "pass", "retrieval_pass", "store_pass", "token_spend", "latency_ms"]
+
+
+def test_render_by_hand(scored):
+    suite, out = scored
+    lines = suite.render(out).split("\n")
+    i = lines.index("| backend | overall pass | retrieval (40) | store→retrieve (10) | N/A queries returning something "
+                    "| ctx tokens | p50 ms |")
+    assert lines[i + 2] == ("| cortex | 100.0% [100.0%, 100.0%] | 100.0% [100.0%, 100.0%] | 100.0% [100.0%, 100.0%] "
+                            "| 0/0 | 3 | 2.0 |")
+    cells = lines[i + 3].split(" | ")
+    assert cells[0] == "| openclaw" and cells[1].startswith("75.0% [") and cells[3] == "0.0% [0.0%, 0.0%]"
+    assert cells[4:] == ["1/2", "7", "5.0 |"]
+    j = lines.index("| category | cortex | openclaw |")
+    assert lines[j + 2:j + 12] == [
+        "| Entity lookups (R01-R06) | 100.0% | 100.0% |", "| Client/project details (R07-R10) | — | — |",
+        "| Tool/process usage (R11-R16) | — | — |", "| Workflows (R17-R19) | — | — |",
+        "| Events/status (R20-R23) | — | — |", "| Instructions (R24-R28) | — | — |",
+        "| Comparisons/analytics (R29-R32) | — | — |", "| Multi-hop (R33-R35) | — | 100.0% |",
+        "| Edge cases (R36-R40) | — | — |", "| Store then retrieve (S01-S10) | 100.0% | 0.0% |"]
+    assert "Failed: cortex: none; openclaw: S01" in lines
