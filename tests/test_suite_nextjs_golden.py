@@ -1,0 +1,87 @@
+"""The Next.js-docs suite's numbers by hand (services/coordinator/suites/nextjs_docs.py), without the docs
+(the scoring reads only samples and the load info): doc hit by citation or by path in the context, reciprocal
+rank, API coverage, tokens, latency, the static AGENTS.md row, the baseline choice and the rendered table."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.coordinator.suites.nextjs_docs import NextjsDocsSuite, api_coverage, doc_in_context, doc_rank
+
+
+def test_doc_rank_context_and_api_rules():
+    mems = [{"source": "docs/x.md"}, {"evidence_ids": ["docs/a.md"]}, {"source": "docs/a.md"}]
+    assert doc_rank(mems, ["docs/a.md"]) == 2 and doc_rank(mems, ["docs/q.md"]) is None and doc_rank([], ["d"]) is None
+    assert doc_rank([{"source": None, "evidence_ids": None}], [""]) == 1  # a missing source reads as ""
+    assert doc_in_context(3, "", ["d"]) and doc_in_context(None, "see docs/b.md", ["docs/b.md"])
+    assert not doc_in_context(None, "see docs/c.md", ["docs/b.md"])
+    assert api_coverage("useRouter and Link", ["useRouter", "Link"]) and not api_coverage("Link", ["useRouter", "Link"])
+    assert api_coverage("", [])
+
+
+def sample(cond, pid, docs, apis, agents_hit, mems, ctx, tokens, latency):
+    return {"condition": cond, "probe_id": pid, "meta": {"docs": docs, "apis": apis, "agents_md_hit": agents_hit},
+            "retrievals": {cond: {"memories": mems, "formatted_context": ctx, "latency_ms": latency}},
+            "context_tokens": tokens}
+
+
+SAMPLES = [
+    # cited by the second memory: hit, RR 1/2; both APIs in the context
+    sample("openclaw", "T1", ["docs/a.md"], ["useRouter", "Link"], True,
+           [{"source": "docs/x.md"}, {"evidence_ids": ["docs/a.md"]}], "useRouter and Link", 100, 10.0),
+    # no memory cites it, but the context carries it under its path: hit, RR 0; "cookies" missing
+    sample("openclaw", "T2", ["docs/b.md"], ["cookies"], False, [], "see docs/b.md: headers()", 300, 30.0),
+    sample("memory-hook", "T1", ["docs/a.md"], ["useRouter", "Link"], True, [{"source": "docs/a.md"}], "", 50, 5.0),
+    sample("memory-hook", "T2", ["docs/b.md"], ["cookies"], False, [{"source": "docs/z.md"}], "nothing", 70, 7.0),
+]
+
+
+@pytest.fixture(scope="module")
+def scored():
+    suite = NextjsDocsSuite(seed=0)
+    suite._info = {"source": "next@15.5.0 dist/docs", "docs": 3, "tasks": 2, "agents_md_index_tokens": 500}
+    return suite, suite.score(SAMPLES)
+
+
+def test_tables_by_hand(scored):
+    _, out = scored
+    o, h = out["conditions"]["openclaw"], out["conditions"]["memory-hook"]
+    assert {k: v["mean"] for k, v in o["overall"].items()} == {"doc_hit": 1.0, "rr": 0.25, "api_coverage": 0.5,
+                                                               "token_spend": 200.0, "latency_ms": 20.0}
+    assert {k: v["mean"] for k, v in h["overall"].items()} == {"doc_hit": 0.5, "rr": 0.5, "api_coverage": 0.0,
+                                                               "token_spend": 60.0, "latency_ms": 6.0}
+    assert (o["n"], o["missed"], h["missed"]) == (2, [], ["T2"])
+    assert (o["latency"]["n"], o["latency"]["p50_ms"]) == (2, 20.0)
+    a = out["agents_md"]
+    assert a["n"] == 2 and a["overall"]["doc_hit"]["mean"] == 0.5 and a["overall"]["token_spend"]["mean"] == 500.0
+    assert a["overall"]["rr"]["mean"] is None and a["overall"]["api_coverage"]["n"] == 0
+    assert out["baseline"] == "openclaw" and list(out["comparisons"]) == ["memory-hook"]
+    assert [x["metric"] for x in out["comparisons"]["memory-hook"]["comparisons"]] == [
+        "doc_hit", "rr", "api_coverage", "token_spend", "latency_ms"]
+
+
+def test_render_by_hand(scored):
+    suite, out = scored
+    lines = suite.render(out).split("\n")
+    assert lines[2].startswith("Corpus: next@15.5.0 dist/docs, 3 docs, 2 coding tasks. Doc hit@k = ")
+    assert lines[4].startswith("**The evals' pass/fail part")
+    i = lines.index("| configuration | doc hit@k | MRR | API coverage | ctx tokens | p50 ms |")
+    hook, oc, agents = (lines[i + k].split(" | ") for k in (2, 3, 4))
+    assert hook[0] == "| memory-hook" and hook[1].startswith("50.0% [") and hook[2:] == [
+        "0.500", "0.0% [0.0%, 0.0%]", "60", "6.0 |"]
+    assert oc == ["| openclaw", "100.0% [100.0%, 100.0%]", "0.250", oc[3], "200", "20.0 |"] and oc[3].startswith("50.0% [")
+    assert agents[0] == "| agents-md-index (static, computed)" and agents[2:] == [
+        "—", "— (agent must open the file)", "500", "0 |"]
+    assert "Missed (no answering doc retrieved): memory-hook: T2; openclaw: none" in lines
+
+
+def test_full_context_is_the_baseline_when_present():
+    suite = NextjsDocsSuite(seed=0)
+    suite._info = {}
+    extra = [dict(s, condition="full-context", retrievals={"full-context": s["retrievals"][s["condition"]]})
+             for s in SAMPLES[:2]]
+    out = suite.score(SAMPLES + extra)
+    assert out["baseline"] == "full-context" and sorted(out["comparisons"]) == ["memory-hook", "openclaw"]
+    assert out["agents_md"]["overall"]["token_spend"]["mean"] == 0.0  # no index size known
+    assert "Corpus: ?, ? docs, ? coding tasks." in suite.render(out)
+    assert suite.score([])["baseline"] is None and "agents_md" not in suite.score([])
