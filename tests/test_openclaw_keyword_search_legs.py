@@ -14,7 +14,9 @@ from services.adapters.openclaw.keyword_search import (
     FALLBACK_TERM_LIMIT,
     KeywordRow,
     KeywordSearch,
+    _path_sort_key,
     exact_path_matcher,
+    keyword_sort_key,
     lexical_boost,
     limit_keyword_hits,
     merge_keyword_hits,
@@ -259,3 +261,41 @@ def test_exact_matcher_for_a_query_sorting_before_a_dot():
 ])
 def test_exact_matcher_stems(query, path, level):
     assert exact_path_matcher(query)(path) == level
+
+
+def test_body_preference_is_for_exact_rows_only():
+    # two non-exact rows: the path-only one scores higher and goes first; body presence is not a key for them
+    path_only = kw("p", "m/p.md", 0.0, 0.6, 0.6, has_body=False)
+    body = kw("b", "m/b.md", 0.3, 0.5)
+    assert [r.id for r in sorted([body, path_only], key=keyword_sort_key)] == ["p", "b"]
+
+
+def test_non_exact_rows_tie_break_on_the_path_score_value():
+    # equal score and text score: the higher path score first (0.4 before 0.2), not the path order
+    a, z = kw("a", "m/a.md", 0.3, 0.5, 0.2), kw("z", "m/z.md", 0.3, 0.5, 0.4)
+    assert [r.id for r in sorted([a, z], key=keyword_sort_key)] == ["z", "a"]
+
+
+def test_exact_filename_rows_order_by_path_not_path_score():
+    # the same exact level: path order decides (their path scores do not), then non-exact rows by path score
+    rows = [kw("z", "z/notes.md", path_score=0.9, exact=2, has_body=False),
+            kw("a", "a/notes.md", path_score=0.1, exact=2, has_body=False),
+            kw("o", "o.md", path_score=0.3, has_body=False), kw("q", "q.md", path_score=0.7, has_body=False)]
+    assert [r.id for r in sorted(rows, key=_path_sort_key)] == ["a", "z", "q", "o"]
+
+
+def test_fallback_when_the_strict_query_sorts_after_the_keyword_query():
+    # '"the" AND "alpha"' differs from '"alpha"' (and sorts after it): the keyword is searched
+    idx = FakeIndex(body={'"the" AND "alpha"': [("t", "memory/t.md", "memory", 1, 1, "the alpha", -0.5)],
+                          '"alpha"': [("a", "memory/a.md", "memory", 1, 1, "alpha", -0.4)]})
+    rows, terms = ks(idx).search_with_fallback("the alpha", 3)
+    assert terms == ["alpha"] and [r.id for r in rows] == ["t", "a"]
+
+
+def test_exact_rows_do_not_count_towards_the_fallback_threshold():
+    # limit 2: the whole query finds one exact (basename) row and one other row: too few non-exact rows
+    idx = FakeIndex(first=first("x/notes.md", "y/other.md"),
+                    body={'"notes" AND "md"': [("c:x/notes.md", "x/notes.md", "memory", 1, 2, "notes md", -0.3),
+                                               ("c:y/other.md", "y/other.md", "memory", 1, 2, "notes md", -0.2)]})
+    rows, terms = ks(idx).search_with_fallback("notes.md", 2)
+    assert terms == ["notes"]
