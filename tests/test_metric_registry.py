@@ -61,3 +61,34 @@ def test_memory_state_metrics_at_their_cut_offs_and_with_blank_keywords():
     assert ms.change_aware(["the port is 8080"], ["   "], ["8080"]) == 0.0  # a blank keyword matches nothing
     assert ms.null_false_positive(["we use Redis"], ["redis"]) == 1.0
     assert ms.null_false_positive(["we use Redis"], ["kafka"]) == 0.0
+
+
+def test_registry_rules():
+    import dataclasses
+
+    import pytest
+
+    from services.coordinator.metrics import registry
+
+    m = get_metric("mrr")
+    assert m.formula == (m.fn.__doc__ or "").strip() and not m.formula.startswith((" ", "\n"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.name = "x"  # type: ignore[misc]
+    with pytest.raises(KeyError, match="unknown metric 'nope'"):
+        get_metric("nope")
+    copy = all_metrics()
+    copy.pop("mrr")
+    assert "mrr" in all_metrics()
+    with pytest.raises(ValueError, match="metric 'mrr' registered twice"):
+        registry.metric("mrr", True)(lambda: None)
+    assert registry.Metric("x", True, lambda: None).unit == "" and registry.Metric("x", True, lambda: 0).formula == ""
+
+    @registry.metric("test_only_metric_unit_default", higher_is_better=False)
+    def _f():
+        """  the formula  """
+
+    try:
+        got = get_metric("test_only_metric_unit_default")
+        assert (got.higher_is_better, got.unit, got.formula, got.fn) == (False, "", "the formula", _f)
+    finally:
+        registry.METRICS.pop("test_only_metric_unit_default")
