@@ -12,8 +12,16 @@ import hashlib
 
 import pytest
 
-from services.adapters.openclaw.jsstr import (_from_units, _has_astral, _to_units, js_len, js_slice, sha256_hex,
-                                              truncate_utf16_safe, well_formed)
+from services.adapters.openclaw.jsstr import (
+    _from_units,
+    _has_astral,
+    _to_units,
+    js_len,
+    js_slice,
+    sha256_hex,
+    truncate_utf16_safe,
+    well_formed,
+)
 
 # U+10000 is the first astral code point: units D800 DC00. U+10FFFF the last: DBFF DFFF. U+1F600: D83D DE00.
 # U+FFFF is the last code point of the BMP: one unit.
