@@ -151,3 +151,56 @@ def test_cli_phases_from_argv_strings():
     assert [(ph.rate, ph.duration_s) for ph in phases_from_args(a)] == [(10, 1.0), (40, 0.5), (10, 1.0)]
     assert p.description == ol.__doc__.split("\n\n")[0] and p.description.strip()
     assert math.isclose(p.parse_args([]).rate, 50.0)
+
+
+def test_exact_maximum_keeps_three_decimals():
+    assert _exact_ms(np.array([1_234_567], dtype=np.int64), (50,)) == {"p50_ms": 1.235, "max_ms": 1.235}
+
+
+async def test_finished_requests_free_their_place():
+    # max 2 pending: the first two answer at once; 50 ms later four more arrive and are held: two fit, two drop
+    release = asyncio.Event()
+
+    class FirstTwoFast:
+        name = "first-two-fast"
+
+        async def start(self): ...
+
+        async def close(self): ...
+
+        async def call(self, i):
+            if i >= 2:
+                await release.wait()
+
+    async def open_gate():
+        await asyncio.sleep(0.3)
+        release.set()
+
+    gate = asyncio.create_task(open_gate())
+    rec = await drive(FirstTwoFast(), np.array([0.0, 0.0, 0.05, 0.05, 0.05, 0.05]), None,
+                      DriverConfig(concurrency=8, max_pending=2, start_delay_s=0.0))
+    await gate
+    assert rec.dropped.tolist() == [False, False, False, False, True, True] and int(rec.ok.sum()) == 4
+
+
+async def test_run_open_loop_default_seed_is_recorded():
+    class Quick:
+        name = "quick"
+
+        async def start(self): ...
+
+        async def close(self): ...
+
+        async def call(self, i): ...
+
+    res = await ol.run_open_loop(Quick(), [Phase(20, 0.1)], config=DriverConfig(start_delay_s=0.0))
+    assert (res["seed"], res["target"], res["scheduled"], res["ok"]) == (0, "quick", 2, 2)
+
+
+def test_cli_runs_as_a_module():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "loadtests.open_loop", "--help"], capture_output=True, text=True,
+                         timeout=60, cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    assert out.returncode == 0 and out.stdout.startswith("usage: python -m loadtests.open_loop")
