@@ -92,3 +92,26 @@ def test_registry_rules():
         assert (got.higher_is_better, got.unit, got.formula, got.fn) == (False, "", "the formula", _f)
     finally:
         registry.METRICS.pop("test_only_metric_unit_default")
+
+
+def test_loading_skips_a_missing_metric_module_but_not_a_broken_one(monkeypatch, tmp_path):
+    import sys
+
+    import pytest
+
+    from services.coordinator.metrics import registry
+
+    # a fresh registry: every metric module is imported again and registers itself
+    monkeypatch.setattr(registry, "METRICS", {})
+    pkg = sys.modules["services.coordinator.metrics"]
+    for m in registry._MODULES:
+        monkeypatch.setattr(pkg, m.rsplit(".", 1)[1], sys.modules[m])  # restored afterwards, as sys.modules is
+        monkeypatch.delitem(sys.modules, m)
+    monkeypatch.setattr(registry, "_MODULES", (*registry._MODULES, "services.coordinator.metrics.not_installed"))
+    assert get_metric("mrr").higher_is_better is True and len(all_metrics()) == len(EXPECTED)
+    # a metric module that exists but needs a missing library: that error is not swallowed
+    (tmp_path / "memrig_broken_metrics.py").write_text("import memrig_no_such_library\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_MODULES", ("memrig_broken_metrics",))
+    with pytest.raises(ModuleNotFoundError, match="memrig_no_such_library"):
+        get_metric("mrr")
