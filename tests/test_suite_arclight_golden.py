@@ -104,3 +104,106 @@ def test_fallback_baseline_is_named_in_the_report():
     assert "The openclaw backend was not in this run" in text and "*OpenClaw native* =" not in text
     only_x = suite.score([s for s in SAMPLES if s["condition"] == X])
     assert only_x["baseline"] is None and only_x["comparisons"] == {}
+
+
+def test_comparison_inputs_by_hand(scored):
+    _, out = scored
+    # paired over the probes judged on both sides (E1, F1, R1; T1 has no native judgement), tokens over all four
+    got = {c["metric"]: (c["n"], round(c["mean_a"], 6), round(c["mean_b"], 6), c["higher_is_better"])
+           for c in out["comparisons"][X]["comparisons"]}
+    assert got == {"judge_mean": (3, 1.666667, 2.333333, True),  # (2 + 3 + 0)/3 against (3 + 3 + 1)/3
+                   "grounded_rate": (3, 0.333333, 0.666667, True),  # score 3: F1 | E1, F1
+                   "hallucination_rate": (3, 0.333333, 0.0, False),  # score 0: R1 | none
+                   "context_tokens": (4, 150.0, 50.0, False)}
+
+
+def test_conditions_per_backend_set():
+    from services.coordinator.suites.arclight import FALLBACK, openclaw_backend
+
+    s = ArclightSuite(seed=0)
+    names = [(c.name, c.context) for c in s.conditions(["openclaw-real", "openclaw", "cortex", "none", "compacted"], {})]
+    assert names == [(NATIVE, ("compaction", "backend:openclaw-real")),
+                     (f"{NATIVE} (openclaw)", ("compaction", "backend:openclaw")),
+                     (f"{NATIVE} + cortex", ("compaction", "backend:openclaw-real", "backend:cortex"))]
+    assert [(c.name, c.context) for c in s.conditions(["cortex"], {})] == [
+        (FALLBACK, ("compaction",)), (f"{FALLBACK} + cortex", ("compaction", "backend:cortex"))]
+    assert openclaw_backend(["x", "openclaw-late"]) == "openclaw-late" and openclaw_backend(["x"]) is None
+    assert (s.retrieve_top_k("openclaw"), s.retrieve_top_k("cortex"), s.retrieve_mode("cortex-fast"),
+            s.retrieve_mode("cortex")) == (6, 6, "fast", "full")
+    assert ArclightSuite({"openclaw_top_k": 3, "top_k": 9}).retrieve_top_k("openclaw-real") == 3
+
+
+def test_load_corpus_and_probes():
+    from datetime import UTC, datetime, timedelta
+
+    from services.coordinator.suites import arclight as A
+
+    data = ArclightSuite(seed=0).load()
+    sessions = data.corpora["arclight"].sessions
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    # session num n on day d starts at START + d days + (n mod 3) hours
+    assert [s.started_at for s in sessions] == [start + timedelta(days=d, hours=n % 3) for n, d, _ in A.D.SESSIONS]
+    assert sessions[0].session_id == "arc-s01" and sessions[0].messages[0].id == "arc-s01-m0"
+    assert [m.role for m in sessions[0].messages[:2]] == ["user", "assistant"]
+    assert data.info["sessions"] == 45 and data.info["prompts"] == 50
+    assert data.info["categories"] == {"F": 15, "R": 10, "E": 10, "S": 8, "T": 7}
+    ref = max(s.started_at for s in sessions) + timedelta(days=1)
+    p = data.probes[0]
+    assert (p.id, p.namespace, p.reference_time) == ("F01", "arclight", ref)
+    src = {int(x[-2:]) for x in p.meta["source_sessions"]}
+    exp = [e.lower() for e in p.expected]
+    mids = [m.id for s in sessions if int(s.session_id[-2:]) in src for m in s.messages
+            if any(e in m.content.lower() for e in exp)]
+    assert p.evidence_ids == (mids or [m.id for s in sessions if int(s.session_id[-2:]) in src for m in s.messages])
+    only = ArclightSuite({"categories": "ST", "limit": 3}).load()
+    assert [q.category for q in only.probes] == ["S", "S", "S"] and only.info["prompts"] == 3
+
+
+def test_run_probe_with_pairwise():
+    import asyncio
+
+    from services.coordinator.suites.base import Condition, Probe
+    from services.coordinator.suites.common import stable_seed
+
+    class Ctx:
+        judge_passes = 1
+
+        def __init__(self):
+            self.calls = []
+
+        async def answer_and_judge(self, probe, condition):
+            self.calls.append(("judge", condition.name))
+            return {"answer": "with X", "judge": {"score": 3}}
+
+        async def gather_context(self, probe, condition):
+            self.calls.append(("gather", condition.name, condition.context))
+            return ["block"], {}
+
+        async def answer(self, question, blocks):
+            self.calls.append(("answer", blocks))
+            return {"answer": "base only"}
+
+        class judge_llm:  # noqa: N801
+            replies = []
+
+            @staticmethod
+            async def chat(messages, temperature):
+                from types import SimpleNamespace
+
+                return SimpleNamespace(text="X")
+
+    probe = Probe(id="F01", question="q?", category="F", ground_truth="gt", expected=["x"], namespace="arclight")
+    cond = Condition(f"{NATIVE} + cortex", ("compaction", "backend:openclaw", "backend:cortex"))
+    ctx = Ctx()
+    body = asyncio.run(ArclightSuite({"pairwise": True}, seed=4).run_probe(ctx, probe, cond))
+    assert ctx.calls == [("judge", cond.name), ("gather", NATIVE, ("compaction", "backend:openclaw")),
+                         ("answer", ["block"])]
+    assert body["judge_prompt"] == "JUDGE_SYSTEM" and (body["pairwise"]["a"], body["pairwise"]["b"]) == (NATIVE, cond.name)
+    import random
+
+    a_first = random.Random(stable_seed(4, "F01", cond.name)).random() < 0.5
+    assert body["pairwise"]["winner"] == ("a" if a_first else "b")  # the judge always says X (shown first)
+    plain = asyncio.run(ArclightSuite(seed=4).run_probe(Ctx(), probe, cond))
+    assert "pairwise" not in plain
+    base = asyncio.run(ArclightSuite({"pairwise": True}, seed=4).run_probe(Ctx(), probe, Condition(NATIVE, ("compaction",))))
+    assert "pairwise" not in base
