@@ -82,3 +82,45 @@ def test_render_by_hand(scored):
         "| Comparisons/analytics (R29-R32) | — | — |", "| Multi-hop (R33-R35) | — | 100.0% |",
         "| Edge cases (R36-R40) | — | — |", "| Store then retrieve (S01-S10) | 100.0% | 0.0% |"]
     assert "Failed: cortex: none; openclaw: S01" in lines
+
+
+def test_corpus_sessions_and_probes():
+    from datetime import UTC, datetime, timedelta
+
+    from services.coordinator.suites import octybot as O
+
+    seed_s, store_s = O.build_sessions()
+    start = datetime(2026, 2, 2, 9, 0, tzinfo=UTC)
+    assert [s.started_at for s in seed_s] == [start + timedelta(days=d) for d, _ in O.D.SESSIONS]
+    last = max(d for d, _ in O.D.SESSIONS)  # the store sessions follow, one a day from last + 2
+    assert [s.started_at for s in store_s] == [start + timedelta(days=last + 2 + k) for k in range(len(O.D.STORE))]
+    s1 = seed_s[1]  # session 1: user statements, each acknowledged in turn (ACKS[(i + j) % 4])
+    assert [m.id for m in s1.messages[:4]] == ["oc-s01-m0", "oc-s01-m1", "oc-s01-m2", "oc-s01-m3"]
+    assert [m.content for m in s1.messages[1::2]] == [O.ACKS[(1 + j) % 4] for j in range(len(s1.messages) // 2)]
+    assert [m.content for m in s1.messages[::2]] == list(O.D.SESSIONS[1][1])
+    st = store_s[0]
+    assert (st.session_id, [m.role for m in st.messages], st.messages[1].content) == (
+        "oc-S01", ["user", "assistant"], "Saved.")
+    data = O.OctybotSuite(seed=0).load()
+    ref = store_s[-1].started_at + timedelta(days=1)
+    assert data.info["sessions"] == 24 and data.info["retrieval_queries"] == 40 and data.info["store_cases"] == 10
+    assert all(p.reference_time == ref and p.namespace == "agency" for p in data.probes)
+    assert [p.meta["kind"] for p in data.probes].count("store") == 10 and data.probes[0].id == "R01"
+    s01 = next(p for p in data.probes if p.id == "S01")
+    assert (s01.category, s01.meta["store_kind"], s01.meta["stored"]) == ("store", O.D.STORE[0][1], O.D.STORE[0][2])
+    assert O.OctybotSuite.defaults == {"top_k": 6, "mode": "fast"}
+
+
+def test_run_probe_passes_on_context_and_memories():
+    import asyncio
+
+    from services.coordinator.suites.base import Condition, Probe
+
+    class Ctx:
+        async def retrieve(self, backend, probe):
+            return {"formatted_context": "hello world", "memories": [{"text": "Head of SEO"}]}
+
+    probe = Probe(id="R01", question="Who is Peter?", category="entity", expected=["head of seo", "hello"],
+                  namespace="agency")
+    out = asyncio.run(OctybotSuite().run_probe(Ctx(), probe, Condition("x", ("backend:a", "backend:b"), False)))
+    assert (out["passed"], out["context_tokens"], list(out["retrievals"])) == (True, 2, ["a"])
