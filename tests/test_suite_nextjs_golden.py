@@ -85,3 +85,33 @@ def test_full_context_is_the_baseline_when_present():
     assert out["agents_md"]["overall"]["token_spend"]["mean"] == 0.0  # no index size known
     assert "Corpus: ?, ? docs, ? coding tasks." in suite.render(out)
     assert suite.score([])["baseline"] is None and "agents_md" not in suite.score([])
+
+
+def test_load_from_a_crafted_docs_dir(tmp_path):
+    from services.coordinator.suites.data.nextjs_docs_tasks import TASKS
+
+    needed = sorted({d for _, _, ds, _ in TASKS for d in ds})
+    have = needed[:-1]  # one answering doc absent: its tasks drop out and it is reported missing
+    for rel in have + ["01-app/99-extra/a.md", "01-app/99-extra/b.md", "02-pages/p.md"]:
+        f = tmp_path / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f"# {rel}\n")
+    suite = NextjsDocsSuite({"docs_dir": str(tmp_path)}, seed=0)
+    data = suite.load()
+    paths = [d.path for d in data.corpora["nextjs-docs"].documents]
+    assert paths == sorted(have + ["01-app/99-extra/a.md", "01-app/99-extra/b.md"])  # section 01-app only
+    tasks = [t for t in TASKS if any(d in have for d in t[2])]
+    assert [p.id for p in data.probes] == [t[0] for t in tasks]
+    p0, t0 = data.probes[0], tasks[0]
+    assert (p0.expected, p0.meta["docs"], p0.meta["apis"], p0.meta["agents_md_hit"], p0.namespace) == (
+        list(t0[3]), list(t0[2]), list(t0[3]), True, "nextjs-docs")
+    assert p0.category == t0[2][0].split("/")[2]  # the docs section, e.g. 03-api-reference
+    info = data.info
+    assert info["answering_docs_missing"] == [needed[-1]] and info["docs"] == len(paths)
+    assert info["tasks"] == len(tasks) and info["source"] == str(tmp_path)
+    assert info["docs_chars"] == sum(len(f"# {p}\n") for p in paths) and info["agents_md_index_tokens"] > 0
+    # max_docs keeps every answering doc and fills up with a seeded sample of the others
+    small = NextjsDocsSuite({"docs_dir": str(tmp_path), "max_docs": len(have) + 1}, seed=0).load()
+    kept = {d.path for d in small.corpora["nextjs-docs"].documents}
+    assert set(have) <= kept and len(kept) == len(have) + 1
+    assert NextjsDocsSuite.defaults["version"] == "16.4.6" and NextjsDocsSuite.defaults["sections"] == "01-app"
