@@ -110,8 +110,12 @@ def test_loading_skips_a_missing_metric_module_but_not_a_broken_one(monkeypatch,
     monkeypatch.setattr(registry, "_MODULES", (*registry._MODULES, "services.coordinator.metrics.not_installed"))
     assert get_metric("mrr").higher_is_better is True and len(all_metrics()) == len(EXPECTED)
     # a metric module that exists but needs a missing library: that error is not swallowed
-    (tmp_path / "memrig_broken_metrics.py").write_text("import memrig_no_such_library\n")
+    # (its name sorts after the missing one's, and before: neither order may hide the error)
+    (tmp_path / "memrig_zz_broken_metrics.py").write_text("import memrig_aa_no_such_library\n")
+    (tmp_path / "memrig_aa_broken_metrics.py").write_text("import memrig_zz_no_such_library\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(registry, "_MODULES", ("memrig_broken_metrics",))
-    with pytest.raises(ModuleNotFoundError, match="memrig_no_such_library"):
-        get_metric("mrr")
+    for mod, missing in (("memrig_zz_broken_metrics", "memrig_aa_no_such_library"),
+                         ("memrig_aa_broken_metrics", "memrig_zz_no_such_library")):
+        monkeypatch.setattr(registry, "_MODULES", (mod,))
+        with pytest.raises(ModuleNotFoundError, match=missing):
+            get_metric("mrr")

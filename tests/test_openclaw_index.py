@@ -156,12 +156,20 @@ def _namespaces(s) -> int:
 
 def test_reads_and_empty_plans_never_create_a_namespace():
     s = _store()
-    assert s.counts("nope") == {"files": 0, "chunks": 0}
-    assert s.search_body_rows("nope", '"x"', 5) == [] and s.search_path_rows("nope", '"x"') == []
-    assert s.plan_sync("nope", [], "m").empty
+    assert s.counts("nope") == {"files": 0, "chunks": 0} and _namespaces(s) == 0
+    assert s.search_body_rows("nope", '"x"', 5) == [] and _namespaces(s) == 0
+    assert s.search_path_rows("nope", '"x"') == [] and _namespaces(s) == 0
+    assert s.plan_sync("nope", [], "m").empty and _namespaces(s) == 0
     s.apply(SyncPlan("nope", "m"), 1)
-    assert s.drop_namespace("nope") == 0
     assert _namespaces(s) == 0
+    assert s.drop_namespace("nope") == 0 and _namespaces(s) == 0
+
+
+def test_vector_size_survives_a_namespace_that_lost_its_vectors():
+    s = _vector_store()  # 3 dims
+    _sync(s, "ns", [FileInput(p, f"text {p}", 1) for p in VECS] + [FileInput("f.md", "no vector", 1)])  # mixed
+    _sync(s, "ns", [FileInput(p, f"text {p}", 1) for p in VECS])  # f.md deleted, nothing new
+    assert _meta(s)["vectorDims"] == 3
 
 
 def test_sync_plan_empty():
@@ -225,3 +233,12 @@ def test_constructor_defaults_and_file_storage(tmp_path, monkeypatch):
     # by default every file is indexed, not only OpenClaw's memory roots
     _sync(s, "ns", [FileInput("notes/x.md", "xenon", 1)])
     assert s.counts("ns")["files"] == 1
+
+
+def test_more_chunks_than_small_ints():
+    # 300 one-chunk files (above CPython's small-int cache): the vector matrix is built and searched
+    s = _store()
+    files = [FileInput(f"m{i:03d}.md", f"note {i}", 1) for i in range(300)]
+    _sync(s, "ns", files, lambda c: [1.0, 0.0] if c.path == "m299.md" else [0.0, 1.0])
+    hits = s.search_vector("ns", np.array([1.0, 0.0]), 300)
+    assert len(hits) == 300 and hits[0].path == "m299.md" and hits[0].vector_score == 1.0
