@@ -34,7 +34,6 @@ from services.adapters.openclaw.hybrid import DAY_MS, Scored, VectorHit
 from services.adapters.openclaw.keyword_search import KeywordRow, exact_path_matcher, keyword_sort_key
 from services.adapters.openclaw.mmr_matrix import TokenVocab, mmr_rerank_matrix
 
-
 SOURCES = ("memory", "sessions")  # normalizeSources: the memory files and (opt-in) the session transcripts
 
 
