@@ -29,7 +29,8 @@ def test_fill_placeholders():
 @pytest.mark.parametrize("cat, template, out", [
     ("facts", "Dinner with {NAME} on Friday", "relationships"), ("facts", "Mom called", "relationships"),
     ("facts", "Sent a birthday card to Sam", "relationships"), ("facts", "Bought a new laptop", "facts"),
-    ("preferences", "Dinner with {NAME}", "preferences"),
+    ("preferences", "Dinner with {NAME}", "preferences"), ("entities", "My sister Ana", "entities"),
+    ("decisions", "Told Mom about the move", "decisions"),  # only `facts` templates become relationships
 ])
 def test_template_category(cat, template, out):
     assert Q._template_category(cat, template) == out
@@ -145,3 +146,43 @@ def test_a_seed_names_one_corpus():
 
 
 PINNED = {(3, "fast", 0): "a0a6b9f8bbbffaf0", (2, "full", 7): "95c0840ac30791b6"}  # Python 3.11 random
+
+
+def test_pair_counts_over_seeds():
+    """Duplicates: 3 to 6 pairs in every week from 1; contradictions: 2 to 4 pairs from week 2 (weeks 3 and 5
+    included); over 120 seeds every count in those ranges occurs and none outside them."""
+    dups, cons = set(), set()
+    for seed in range(40):
+        for week in (1, 3, 5):
+            k = _kinds(Q.week_facts(week, "fast", seed))
+            assert k["duplicate"] % 2 == 0 and k["contradiction"] % 2 == 0
+            dups.add(k["duplicate"] // 2)
+            if week >= 2:
+                cons.add(k["contradiction"] // 2)
+            else:
+                assert k["contradiction"] == 0
+    assert dups == {3, 4, 5, 6} and cons == {2, 3, 4}
+    assert Q.week_facts(1) == Q.week_facts(1, "fast", 0) != Q.week_facts(1, "fast", 1)  # the default seed is 0
+
+
+def test_facts_are_frozen():
+    f = Q.week_facts(0, "fast", 0)[0]
+    with pytest.raises(AttributeError):
+        f.text = "changed"
+
+
+def test_probe_ids_name_their_set():
+    p = Q.build_probes(4, BASE)
+    ids = {s: sorted(x.id for x in p if x.meta["set"] == s) for s in ("current_state", "change_awareness")}
+    assert ids["current_state"] == [f"cur-{i:02d}" for i in range(6)]
+    assert ids["change_awareness"] == [f"cha-{i:02d}" for i in range(5)]
+
+
+def test_load_reference_time_and_dump(tmp_path):
+    out = tmp_path / "not" / "yet"  # dump_journals makes missing parents
+    s = Q.QuaidWeeksSuite({"weeks": 2, "dump_journals": str(out)})
+    data = s.load()
+    assert {p.reference_time for p in data.probes} == {BASE + timedelta(days=14)}  # journal_date(2, 0)
+    written = sorted(str(f.relative_to(out)) for f in out.rglob("*.md"))
+    assert written == sorted(d.path for d in data.corpora["journals"].documents)
+    assert (out / "MEMORY.md").read_text() == Q.render_memory_md()

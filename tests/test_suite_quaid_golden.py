@@ -90,3 +90,59 @@ def test_options_are_validated():
         with pytest.raises(ValueError, match="weeks must be between 1 and 52"):
             QuaidWeeksSuite({"weeks": weeks})
     assert QuaidWeeksSuite({"weeks": 1}).options["weeks"] == 1 and QuaidWeeksSuite({"weeks": 52}).options["weeks"] == 52
+
+
+def test_direction_of_every_scorecard_metric(scored):
+    """Rates are better higher; tokens and latency better lower (the winner column depends on it)."""
+    _, out = scored
+    flags = {x["metric"]: x["higher_is_better"] for x in out["comparisons"]["cortex"]["comparisons"]}
+    rates = ["mrr", "recall_at_1", "recall_at_3", "recall_at_5", "precision_at_5", "ndcg_at_5",
+             "old_memory_recall_at_5", "adversarial_hit_rate", "current_state_accuracy", "change_awareness",
+             "relevance_density"]
+    assert flags == {**dict.fromkeys(rates, True), "token_spend": False, "latency_ms": False}
+
+
+def test_samples_read_back_from_json_score_the_same(scored):
+    """Samples re-read from a results file (strings not interned) give the same numbers."""
+    import json
+
+    suite, out = scored
+    assert suite.score(json.loads(json.dumps(SAMPLES))) == out
+
+
+def test_a_probe_of_no_known_set_counts_only_tokens_and_latency():
+    """Set names sorting before, between and after the known ones, and none at all: no quality metric."""
+    rows = [sample("x", f"u{i}", qset, ["alpha"], ["alpha"], 8, 2.0) for i, qset in
+            enumerate(["aaa", "bbb", "m", "other", "zzz"])]
+    rows.append({**sample("x", "u9", "", ["alpha"], ["alpha"], 8, 2.0), "meta": {}})
+    rows.append({k: v for k, v in sample("x", "u10", "zzz", ["a"], latency=2.0).items() if k != "context_tokens"})
+    o = QuaidWeeksSuite(seed=0).score(rows)["conditions"]["x"]
+    assert sorted(o["metrics"]) == ["latency_ms", "token_spend"]
+    assert o["metrics"]["token_spend"]["n"] == 7 and o["metrics"]["token_spend"]["mean"] == pytest.approx(48 / 7)
+    assert o["accuracy"] is None and o["adversarial_by_tier"] == {}
+
+
+class _Ctx:
+    def __init__(self):
+        self.seen = []
+
+    async def retrieve(self, backend, probe):
+        self.seen.append((backend, probe.namespace))
+        return {"memories": [{"text": "alpha"}], "formatted_context": "alpha beta gamma"}
+
+
+def test_run_probe_delivery_and_tokens():
+    import asyncio
+
+    from services.common.tokens import count_tokens
+    from services.coordinator.suites.base import Probe
+
+    probe = Probe("std-00", "q?", "standard", expected=["alpha"], meta={"set": "standard"})
+    suite, ctx = QuaidWeeksSuite({"delivery": "auto"}), _Ctx()
+    cond = suite.conditions(["openclaw"], {"openclaw": {"documents": "workspace markdown files"}})[0]
+    r = asyncio.run(suite.run_probe(ctx, probe, cond))
+    assert (r["delivery"], ctx.seen[-1]) == ("journals", ("openclaw", "journals"))
+    assert r["context_tokens"] == count_tokens("alpha beta gamma") > 0
+    fresh = QuaidWeeksSuite({"delivery": "auto"})  # conditions() not called: the rule decides, facts
+    r2 = asyncio.run(fresh.run_probe(ctx, probe, cond))
+    assert (r2["delivery"], ctx.seen[-1]) == ("facts", ("openclaw", "facts"))

@@ -198,7 +198,7 @@ class PoisonedMemorySuite(Suite):
             v = m[c]
             rows.append([c, f"{v['returned']}/{v['n']}", C.fmt(v["honest_hit_rate"], pct=True),
                          ", ".join(v["envelope_tags"]) or "no envelope", f"{v['contained']}/{v['returned']}",
-                         v["raw_breakout"], v.get("forged_line", 0), v["closing_not_once_at_end"]])
+                         v["raw_breakout"], v["forged_line"], v["closing_not_once_at_end"]])
         out.append(C.md_table(["backend", "poison returned", "honest answer retrieved", "envelope",
                                "contained", "raw break-outs", "forged lines", "closing tag not once at end"], rows))
         out += ["", "Per probe (R = returned, C = contained, B = raw break-out, F = forged line):", ""]
@@ -210,7 +210,7 @@ class PoisonedMemorySuite(Suite):
                 x = m[c]["per_probe"].get(p)
                 row.append("—" if not x else ("R" if x["returned"] else "·") + ("C" if x["contained"] else "")
                            + ("B" if x["returned"] and x["raw_breakout"] else "")
-                           + ("F" if x["returned"] and x.get("forged_line") else ""))
+                           + ("F" if x["returned"] and x["forged_line"] else ""))
             cells.append(row)
         out.append(C.md_table(["backend", *(f"{p} {dict((a, b) for a, b, *_ in CASES)[p]}" for p in pids)], cells))
         return "\n".join(out)
