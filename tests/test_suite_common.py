@@ -284,3 +284,93 @@ def test_default_data_dir(monkeypatch, tmp_path):
     monkeypatch.delenv("MEMRIG_DATA_DIR")
     repo = Path(common.__file__).resolve().parents[3]
     assert common.default_data_dir() == repo.parent / "shared" / "data"
+
+
+# ------------------------------------------------------------------------------------- paths not yet pinned
+def test_stratified_sample_edges_and_the_random_stream():
+    import random
+
+    assert len(stratified_sample(list(range(10)), lambda x: "s", 1, random.Random(0))) == 1
+    for n in (0, 10, 11):  # everything, and the caller's random stream is left untouched
+        rng = random.Random(5)
+        assert stratified_sample(list(range(10)), lambda x: str(x % 2), n, rng) == list(range(10))
+        assert rng.random() == random.Random(5).random()
+
+
+def test_retrieval_conditions_answer_nothing():
+    from services.coordinator.suites.base import Condition
+
+    assert common.retrieval_conditions(["a", "b"]) == [Condition("a", ("backend:a",), answer=False),
+                                                      Condition("b", ("backend:b",), answer=False)]
+
+
+def test_load_info_cached_loaded_or_none():
+    class Suite:
+        def __init__(self, info, fail=False):
+            if info is not None:
+                self._info = info
+            self.fail, self.loads = fail, 0
+
+        def load(self):
+            self.loads += 1
+            if self.fail:
+                raise FileNotFoundError("moved")
+            return type("D", (), {"info": {"loaded": True}})()
+
+    cached = Suite({"cached": 1})
+    assert common.load_info(cached) == {"cached": 1} and cached.loads == 0
+    fresh = Suite(None)
+    assert common.load_info(fresh) == {"loaded": True} and fresh.loads == 1
+    assert common.load_info(Suite(None, fail=True)) is None
+
+
+def test_names_compared_by_value_not_identity():
+    """Names read back from JSON are equal but not the same objects as the literals."""
+    import json
+
+    tok, base = json.loads('["token_spend", "base"]')
+    assert unit_of(tok) == "tokens" and unit_of(json.loads('"latency_ms"')) == "ms"
+    per = {"base": {"m": {"p1": 0.0, "p2": 1.0}}, "sys": {"m": {"p1": 1.0, "p2": 1.0}}}
+    assert sorted(compare_all(per, base, ["m"])) == ["sys"]
+
+
+def test_default_seeds_are_zero():
+    vals = {f"p{i}": (i * 7919 % 13) / 13 for i in range(30)}
+    other = {k: min(1.0, v + 0.1 * (int(k[1:]) % 3)) for k, v in vals.items()}
+    assert summary(vals) == summary(vals, seed=0) != summary(vals, seed=1)
+    per = {"a": {"m": vals}, "b": {"m": other}}
+    assert compare_all(per, "a", ["m"]) == compare_all(per, "a", ["m"], seed=0)
+    assert compare_all(per, "a", ["m"]) != compare_all(per, "a", ["m"], seed=1)
+
+
+def test_judges_one_pass_by_default_and_cut_at_200():
+    ctx = Ctx(["X"])  # no judge_passes attribute: one pass
+    assert asyncio.run(pairwise_judge(ctx, "q", "g", "a", "b", seed=1))["verdicts"] == ["a"]
+    assert asyncio.run(pairwise_judge(Ctx(["TIE", "X"], passes=0), "q", "g", "a", "b", seed=1))["verdicts"] == ["tie"]
+    long = "Y " + "z" * 300
+    assert asyncio.run(pairwise_judge(Ctx([long]), "q", "g", "a", "b", seed=1))["raw"] == [long[:200]]
+    bad = "w" * 300
+    for judge in (binary_judge(Ctx([bad]), "q", "g", "a"), pairwise_judge(Ctx([bad]), "q", "g", "a", "b", seed=1)):
+        with pytest.raises(ValueError) as e:
+            asyncio.run(judge)
+        assert str(e.value).endswith(": " + repr(bad[:200]))
+
+
+def test_render_comparisons_units_from_the_first_metric_and_method_words():
+    comp = {"b": {"baseline": "a", "scorecard": {"wins": 0, "losses": 0, "ties": 2, "metrics": 2},
+                  "comparisons": [_cmp("mrr", True, 0.005, "tie", None, "", units=12),
+                                  _cmp("r5", True, 0.005, "tie", None, "", "cluster bootstrap over sessions", 9)]}}
+    head = render_comparisons(comp).split("\n")[3]
+    assert "sign flips of whole questions;" in head and "over 12 questions;" in head
+    comp["b"]["comparisons"].reverse()
+    head = render_comparisons(comp).split("\n")[3]
+    assert "sign flips of whole sessions;" in head and "over 9 sessions;" in head
+
+
+def test_stratified_sample_of_more_than_256():
+    import random
+
+    got = stratified_sample(list(range(900)), lambda x: str(x % 3), 300, random.Random(0))
+    assert len(got) == 300 and [sum(1 for x in got if x % 3 == r) for r in range(3)] == [100, 100, 100]
+    got = stratified_sample(list(range(601)), lambda x: str(x % 2), 300, random.Random(0))
+    assert len(got) == 300 and sum(1 for x in got if x % 2 == 0) == 150  # quotas 150.25, 149.75: the last place goes to the odd (larger remainder)

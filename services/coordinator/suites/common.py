@@ -313,7 +313,7 @@ def render_comparisons(comp: Mapping[str, Any], title: str = "Scorecard") -> str
         sc = c["scorecard"]
         first = (c["comparisons"] or [{}])[0]
         method = first.get("method", stats.BOOTSTRAP_PROBE)
-        unit = method.rsplit(" ", 1)[-1].rstrip("s") if method != stats.BOOTSTRAP_PROBE else "question"
+        unit = method.split()[-1].rstrip("s")  # "... over questions" -> question, "... over conversations" -> conversation
         out += ["", f"#### {title}: {cond} vs {c['baseline']}", "",
                 f"{cond} wins {sc['wins']}, loses {sc['losses']}, ties {sc['ties']} of {sc['metrics']} metrics "
                 f"(tie thresholds: 0.005 for rates/scores, 1.0 for tokens and ms; p from a two-sided paired "
