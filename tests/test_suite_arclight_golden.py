@@ -207,3 +207,60 @@ def test_run_probe_with_pairwise():
     assert "pairwise" not in plain
     base = asyncio.run(ArclightSuite({"pairwise": True}, seed=4).run_probe(Ctx(), probe, Condition(NATIVE, ("compaction",))))
     assert "pairwise" not in base
+
+
+def test_evidence_and_message_ids_for_every_prompt():
+    """Evidence = the source sessions' messages holding an expected keyword, all of them when none does; messages
+    are numbered m0, m1, ... in order (user 2j, assistant 2j + 1)."""
+    data = ArclightSuite(seed=0).load()
+    sessions = {s.session_id: s for s in data.corpora["arclight"].sessions}
+    for s in sessions.values():
+        assert [m.id for m in s.messages] == [f"{s.session_id}-m{i}" for i in range(len(s.messages))]
+        assert [m.role for m in s.messages] == ["user", "assistant"] * (len(s.messages) // 2)
+    narrowed = 0
+    for p in data.probes:
+        msgs = [m for sid in p.meta["source_sessions"] for m in sessions[sid].messages]
+        hits = [m.id for m in msgs if any(e.lower() in m.content.lower() for e in p.expected)]
+        assert p.evidence_ids == (hits or [m.id for m in msgs])
+        narrowed += 0 < len(hits) < len(msgs)
+    assert narrowed == 7  # prompts whose keywords pick out some, not all, of their sessions' messages
+
+
+def test_samples_read_back_from_json_score_the_same(scored):
+    import json
+
+    suite, out = scored
+    assert suite.score(json.loads(json.dumps(SAMPLES))) == out
+
+
+def test_missing_tokens_count_zero_and_render_without_a_base():
+    rows = [{k: v for k, v in sample("Y", "F1", "F", 2, 0, {}).items() if k != "context_tokens"},
+            sample("Z", "F1", "F", 1, 40, {})]
+    suite = ArclightSuite(seed=0)
+    out = suite.score(rows)
+    assert out["conditions"]["Y"]["context_tokens_mean"] == 0.0 and out["baseline"] is None
+    lines = suite.render(out).split("\n")
+    assert lines[lines.index("| Metric | Y | Z |") + 2].startswith("| **Mean score (0-3)** [95% CI] | 2.00")
+    assert not any(line.startswith("#### Scorecard") for line in lines)
+    empty = suite.render({"conditions": {}, "baseline": None})
+    assert "| F: Factual (0) |" in empty and "| S: Synthesis (0) |" in empty
+
+
+def test_the_scorecard_is_rendered_when_compared(scored):
+    suite, out = scored
+    lines = suite.render(out).split("\n")
+    assert f"#### Scorecard: {X} vs {NATIVE}" in lines
+
+
+def test_message_numbering_with_several_pairs(monkeypatch):
+    """The corpus has one exchange per session; the numbering rule is checked on a crafted two-exchange one."""
+    from datetime import UTC, datetime
+
+    from services.coordinator.suites import arclight as A
+
+    monkeypatch.setattr(A.D, "SESSIONS", [(7, 2, [("u0", "a0"), ("u1", "a1"), ("u2", "a2")])])
+    (s,) = A.build_sessions()
+    assert s.session_id == "arc-s07" and s.started_at == datetime(2026, 1, 7, 10, 0, tzinfo=UTC)  # day 2, 7 % 3 h
+    assert [(m.id, m.role, m.content) for m in s.messages] == [
+        ("arc-s07-m0", "user", "u0"), ("arc-s07-m1", "assistant", "a0"), ("arc-s07-m2", "user", "u1"),
+        ("arc-s07-m3", "assistant", "a1"), ("arc-s07-m4", "user", "u2"), ("arc-s07-m5", "assistant", "a2")]

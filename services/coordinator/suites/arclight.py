@@ -106,7 +106,7 @@ class ArclightSuite(Suite):
     async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
         body = await ctx.answer_and_judge(probe, condition)
         body["judge_prompt"] = "JUDGE_SYSTEM"
-        if self.options["pairwise"] and len(condition.backends) >= 1 and " + " in condition.name:
+        if self.options["pairwise"] and " + " in condition.name:  # "<base> + X": X is the last context block
             base = Condition(condition.name.split(" + ")[0], tuple(condition.context[:-1]))
             blocks, _ = await ctx.gather_context(probe, base)
             base_answer = (await ctx.answer(probe.question, blocks))["answer"]
