@@ -124,3 +124,36 @@ def test_run_probe_passes_on_context_and_memories():
                   namespace="agency")
     out = asyncio.run(OctybotSuite().run_probe(Ctx(), probe, Condition("x", ("backend:a", "backend:b"), False)))
     assert (out["passed"], out["context_tokens"], list(out["retrievals"])) == (True, 2, ["a"])
+
+
+def test_direction_of_every_compared_metric(scored):
+    _, out = scored
+    flags = {x["metric"]: x["higher_is_better"] for x in out["comparisons"]["cortex"]["comparisons"]}
+    assert flags == {"pass": True, "retrieval_pass": True, "store_pass": True, "token_spend": False,
+                     "latency_ms": False}
+
+
+def test_samples_read_back_from_json_score_the_same(scored):
+    import json
+
+    suite, out = scored
+    assert suite.score(json.loads(json.dumps(SAMPLES))) == out
+
+
+def test_a_probe_of_no_known_kind_and_missing_tokens():
+    """No kind (or an unknown one): counted in the overall pass only; no context_tokens: 0 tokens."""
+    rows = [sample("x", "Q1", "entity", None, ["a"], "a"), sample("x", "Q2", "entity", "other", ["a"], "a"),
+            sample("x", "Q3", "entity", "zzz", ["a"], "b")]
+    del rows[0]["meta"]["kind"]
+    del rows[1]["context_tokens"]
+    o = OctybotSuite(seed=0).score(rows)["conditions"]["x"]["overall"]
+    assert (o["pass"]["n"], o["pass"]["mean"]) == (3, pytest.approx(2 / 3))
+    assert o["retrieval_pass"]["n"] == 0 and o["store_pass"]["n"] == 0
+    assert o["token_spend"]["mean"] == 0.0
+
+
+def test_the_scorecard_is_rendered_only_when_compared(scored):
+    suite, out = scored
+    assert "#### Scorecard: cortex vs openclaw" in suite.render(out).split("\n")
+    alone = suite.score([s for s in SAMPLES if s["condition"] == "cortex"])
+    assert not any(line.startswith("#### ") for line in suite.render(alone).split("\n"))
