@@ -115,3 +115,98 @@ def test_load_from_a_crafted_docs_dir(tmp_path):
     kept = {d.path for d in small.corpora["nextjs-docs"].documents}
     assert set(have) <= kept and len(kept) == len(have) + 1
     assert NextjsDocsSuite.defaults["version"] == "16.4.6" and NextjsDocsSuite.defaults["sections"] == "01-app"
+
+
+def _docs_dir(tmp_path, rels):
+    for rel in rels:
+        f = tmp_path / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f"# {rel}\n")
+    return str(tmp_path)
+
+
+def test_categories_of_every_task(tmp_path):
+    """Category = the first answering doc's sub-section (its third path part) when it lies that deep, else guide."""
+    from collections import Counter
+
+    from services.coordinator.suites.data.nextjs_docs_tasks import TASKS
+
+    d = _docs_dir(tmp_path, sorted({x for _, _, ds, _ in TASKS for x in ds}))
+    probes = NextjsDocsSuite({"docs_dir": d}, seed=0).load().probes
+    assert Counter(p.category for p in probes) == {"04-functions": 13, "03-file-conventions": 4, "02-components": 3,
+                                                   "01-directives": 1, "guide": 1}
+    cat = {p.id: p.category for p in probes}
+    assert (cat["use-cache-lifetime"], cat["product-404"], cat["form-errors"]) == (
+        "01-directives", "04-functions", "guide")
+
+
+def test_category_depth_by_the_first_doc(tmp_path, monkeypatch):
+    from services.coordinator.suites import nextjs_docs as N
+
+    monkeypatch.setattr(N, "TASKS", [
+        ("t1", "q1", ["01-app/02-guides/forms.md", "01-app/03-api/04-functions/x.md"], ["a"]),
+        ("t2", "q2", ["01-app/03-api/04-functions/y.md", "01-app/02-guides/z.md"], ["b"]),
+        ("t3", "q3", ["01-app/index.md"], ["c"])])
+    d = _docs_dir(tmp_path, ["01-app/02-guides/forms.md", "01-app/03-api/04-functions/x.md",
+                             "01-app/03-api/04-functions/y.md", "01-app/02-guides/z.md", "01-app/index.md"])
+    assert [p.category for p in NextjsDocsSuite({"docs_dir": d}, seed=0).load().probes] == [
+        "guide", "04-functions", "guide"]
+
+
+def test_max_docs_of_one_keeps_only_the_answering_docs(tmp_path):
+    from services.coordinator.suites.data.nextjs_docs_tasks import TASKS
+
+    needed = sorted({x for _, _, ds, _ in TASKS for x in ds})
+    d = _docs_dir(tmp_path, needed + ["01-app/99-extra/a.md", "01-app/99-extra/b.md"])
+    for max_docs in (1, len(needed)):
+        kept = [x.path for x in NextjsDocsSuite({"docs_dir": d, "max_docs": max_docs}, seed=0)
+                .load().corpora["nextjs-docs"].documents]
+        assert kept == needed
+    with pytest.raises(ValueError, match="max_docs"):
+        NextjsDocsSuite({"docs_dir": d, "max_docs": -1})
+
+
+def test_defaults_registration_and_the_fallback_baseline():
+    from services.coordinator.suites.registry import get_suite
+
+    assert NextjsDocsSuite.defaults == {"version": "16.4.6", "docs_dir": None, "sections": "01-app", "max_docs": 0,
+                                        "top_k": 6, "mode": "fast"}
+    assert get_suite("nextjs-docs") is NextjsDocsSuite
+    suite = NextjsDocsSuite(seed=0)
+    suite._info = {}
+    renamed = [dict(s, condition={"openclaw": "zeta", "memory-hook": "alpha"}[s["condition"]]) for s in SAMPLES]
+    out = suite.score(renamed)
+    assert out["baseline"] == "alpha" and list(out["comparisons"]) == ["zeta"]  # the first by name
+
+
+def test_directions_static_hits_and_the_scorecard(scored):
+    suite, out = scored
+    flags = {x["metric"]: x["higher_is_better"] for x in out["comparisons"]["memory-hook"]["comparisons"]}
+    assert flags == {"doc_hit": True, "rr": True, "api_coverage": True, "token_spend": False, "latency_ms": False}
+    assert "#### Scorecard: memory-hook vs openclaw" in suite.render(out).split("\n")
+    alone = suite.score([s for s in SAMPLES if s["condition"] == "openclaw"])
+    assert not any(line.startswith("#### ") for line in suite.render(alone).split("\n"))
+    all_hit = suite.score([dict(s, meta={**s["meta"], "agents_md_hit": True}) for s in SAMPLES])
+    assert all_hit["agents_md"]["overall"]["doc_hit"]["mean"] == 1.0
+    row = next(line for line in suite.render(all_hit).split("\n") if line.startswith("| agents-md-index"))
+    assert row.split(" | ")[1] == "100.0% [100.0%, 100.0%]"  # in percent
+
+
+def test_missing_tokens_and_run_probe():
+    import asyncio
+
+    from services.common.tokens import count_tokens
+    from services.coordinator.suites.base import Probe
+
+    suite = NextjsDocsSuite(seed=0)
+    suite._info = {}
+    row = {k: v for k, v in SAMPLES[0].items() if k != "context_tokens"}
+    assert suite.score([row])["conditions"]["openclaw"]["overall"]["token_spend"]["mean"] == 0.0
+
+    class Ctx:
+        async def retrieve(self, backend, probe):
+            return {"memories": [], "formatted_context": "use the Link component"}
+
+    cond = suite.conditions(["openclaw"], {})[0]
+    r = asyncio.run(suite.run_probe(Ctx(), Probe("t", "q", "guide"), cond))
+    assert list(r["retrievals"]) == ["openclaw"] and r["context_tokens"] == count_tokens("use the Link component") > 0

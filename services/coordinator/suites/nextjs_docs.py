@@ -65,6 +65,11 @@ class NextjsDocsSuite(Suite):
     defaults = {"version": "16.4.6", "docs_dir": None, "sections": "01-app", "max_docs": 0, "top_k": 6,
                 "mode": "fast"}
 
+    def __init__(self, options=None, seed: int = 0):
+        super().__init__(options, seed)
+        if int(self.options["max_docs"]) < 0:
+            raise ValueError("nextjs-docs: max_docs must be 0 (every doc) or a positive number of docs")
+
     def load(self) -> SuiteData:
         o = self.options
         docs_dir = Path(o["docs_dir"]) if o["docs_dir"] else fetch_docs(str(o["version"]))
