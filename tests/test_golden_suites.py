@@ -207,6 +207,10 @@ def test_madial_recall_primary_and_mrr():
     assert o["mrr"]["mean"] == pytest.approx(2 / 3)
     assert o["primary_mrr"]["mean"] == pytest.approx((1 / 3 + 0 + 1) / 3)
     assert o["mrr"]["n"] == 3
+    # tokens are counts: a constant 7 is a point, not a Wilson interval; a rate of 1 on one dialogue is Wilson
+    assert o["token_spend"]["ci"] == [7.0, 7.0] and not o["token_spend"]["method"].startswith("Wilson")
+    one = _suite(MadialSuite).score(MADIAL_SAMPLES[2:])["conditions"]["openclaw"]["overall"]["recall@1"]
+    assert one["method"].startswith("Wilson") and one["ci"][0] == pytest.approx(1 / (1 + 1.96 ** 2), abs=1e-4)
 
 
 # ------------------------------------------------------------------------------------------------------

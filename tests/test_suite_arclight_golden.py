@@ -264,3 +264,14 @@ def test_message_numbering_with_several_pairs(monkeypatch):
     assert [(m.id, m.role, m.content) for m in s.messages] == [
         ("arc-s07-m0", "user", "u0"), ("arc-s07-m1", "assistant", "a0"), ("arc-s07-m2", "user", "u1"),
         ("arc-s07-m3", "assistant", "a1"), ("arc-s07-m4", "user", "u2"), ("arc-s07-m5", "assistant", "a2")]
+
+
+def test_interval_kinds(scored):
+    """Hit rates are rates (an all-hit category gets a Wilson interval); the 0-3 judge mean is a score (never
+    Wilson, even when every prompt scored 0)."""
+    _, out = scored
+    f = out["retrieval"]["cortex"]["by_category"]["F"]  # 1 of 1: lower bound 1/(1 + 1.96²)
+    assert f["method"].startswith("Wilson") and f["ci"][0] == pytest.approx(0.20654, abs=1e-5) and f["ci"][1] == 1.0
+    zeros = ArclightSuite(seed=0).score([sample(NATIVE, p, "F", 0, 1, {}) for p in ("F1", "F2")])
+    assert zeros["conditions"][NATIVE]["mean_ci"]["ci"] == [0.0, 0.0]
+    assert not zeros["conditions"][NATIVE]["mean_ci"]["method"].startswith("Wilson")

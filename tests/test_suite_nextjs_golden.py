@@ -68,8 +68,8 @@ def test_render_by_hand(scored):
     i = lines.index("| configuration | doc hit@k | MRR | API coverage | ctx tokens | p50 ms |")
     hook, oc, agents = (lines[i + k].split(" | ") for k in (2, 3, 4))
     assert hook[0] == "| memory-hook" and hook[1].startswith("50.0% [") and hook[2:] == [
-        "0.500", "0.0% [0.0%, 0.0%]", "60", "6.0 |"]
-    assert oc == ["| openclaw", "100.0% [100.0%, 100.0%]", "0.250", oc[3], "200", "20.0 |"] and oc[3].startswith("50.0% [")
+        "0.500", "0.0% [0.0%, 65.8%]", "60", "6.0 |"]  # Wilson, 0 of 2: z²/(2 + z²)
+    assert oc == ["| openclaw", "100.0% [34.2%, 100.0%]", "0.250", oc[3], "200", "20.0 |"] and oc[3].startswith("50.0% [")
     assert agents[0] == "| agents-md-index (static, computed)" and agents[2:] == [
         "—", "— (agent must open the file)", "500", "0 |"]
     assert "Missed (no answering doc retrieved): memory-hook: T2; openclaw: none" in lines
@@ -189,7 +189,7 @@ def test_directions_static_hits_and_the_scorecard(scored):
     all_hit = suite.score([dict(s, meta={**s["meta"], "agents_md_hit": True}) for s in SAMPLES])
     assert all_hit["agents_md"]["overall"]["doc_hit"]["mean"] == 1.0
     row = next(line for line in suite.render(all_hit).split("\n") if line.startswith("| agents-md-index"))
-    assert row.split(" | ")[1] == "100.0% [100.0%, 100.0%]"  # in percent
+    assert row.split(" | ")[1] == "100.0% [34.2%, 100.0%]"  # Wilson, 2 of 2: lower bound 2/(2 + z²), in percent
 
 
 def test_missing_tokens_and_run_probe():

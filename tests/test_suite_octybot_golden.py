@@ -69,10 +69,11 @@ def test_render_by_hand(scored):
     lines = suite.render(out).split("\n")
     i = lines.index("| backend | overall pass | retrieval (40) | store→retrieve (10) | N/A queries returning something "
                     "| ctx tokens | p50 ms |")
-    assert lines[i + 2] == ("| cortex | 100.0% [100.0%, 100.0%] | 100.0% [100.0%, 100.0%] | 100.0% [100.0%, 100.0%] "
+    # all-pass rates get Wilson intervals (z = 1.96): 2 of 2, lower bound 2/(2 + z²); 1 of 1, 1/(1 + z²)
+    assert lines[i + 2] == ("| cortex | 100.0% [34.2%, 100.0%] | 100.0% [20.7%, 100.0%] | 100.0% [20.7%, 100.0%] "
                             "| 0/0 | 3 | 2.0 |")
     cells = lines[i + 3].split(" | ")
-    assert cells[0] == "| openclaw" and cells[1].startswith("75.0% [") and cells[3] == "0.0% [0.0%, 0.0%]"
+    assert cells[0] == "| openclaw" and cells[1].startswith("75.0% [") and cells[3] == "0.0% [0.0%, 79.3%]"  # 0 of 1: z²/(1 + z²)
     assert cells[4:] == ["1/2", "7", "5.0 |"]
     j = lines.index("| category | cortex | openclaw |")
     assert lines[j + 2:j + 12] == [

@@ -133,7 +133,7 @@ class ArclightSuite(Suite):
             pw = [r["pairwise"]["winner"] for r in rows if r.get("pairwise")]
             out["conditions"][cond] = {
                 **judge_distribution(list(scores.values())),
-                "mean_ci": C.summary(per_cond[cond]["judge_mean"], seed),
+                "mean_ci": C.summary(per_cond[cond]["judge_mean"], seed, "score"),
                 "by_category": {c: judge_distribution([s for p, s in scores.items() if cats[p] == c]) for c in CATEGORIES},
                 "context_tokens_mean": C.summary(per_cond[cond]["context_tokens"], seed)["mean"],
                 "pairwise": ({"n": len(pw), "win": pw.count("b") / len(pw), "loss": pw.count("a") / len(pw),
@@ -148,8 +148,8 @@ class ArclightSuite(Suite):
             hits = {p: (1.0 if h else 0.0) for p, h in d["hits"].items() if h is not None}
             cats = {r["probe_id"]: r["category"] for r in samples}
             out["retrieval"][b] = {
-                "hit_rate": C.summary(hits, C.stable_seed(self.seed, b)),
-                "by_category": {c: C.summary({p: h for p, h in hits.items() if cats.get(p) == c}) for c in CATEGORIES},
+                "hit_rate": C.summary(hits, C.stable_seed(self.seed, b), "rate"),
+                "by_category": {c: C.summary({p: h for p, h in hits.items() if cats.get(p) == c}, unit="rate") for c in CATEGORIES},
                 "latency": latency_summary([x for x in d["lat"].values() if x is not None]),
             }
         base = NATIVE if NATIVE in per_cond else FALLBACK if FALLBACK in per_cond else None

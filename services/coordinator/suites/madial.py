@@ -141,7 +141,7 @@ class MadialSuite(Suite):
             per_cond[cond] = vals
             seed = C.stable_seed(self.seed, cond)
             out["conditions"][cond] = {"n": len(rows), "latency": latency_summary(lat),
-                                       "overall": {m: C.summary(v, seed) for m, v in vals.items()}}
+                                       "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()}}
         baseline = _baseline(list(per_cond))
         out["baseline"] = baseline
         out["comparisons"] = C.compare_all(per_cond, baseline, [

@@ -57,6 +57,11 @@ def api_coverage(context: str, apis: list[str]) -> bool:
     return all(a in context for a in apis)
 
 
+METRICS = [("doc_hit", True, "rate"), ("rr", True, "score"), ("api_coverage", True, "rate"),
+           ("token_spend", False, "tokens"), ("latency_ms", False, "ms")]
+UNITS = {name: unit for name, _, unit in METRICS}  # an all-0/1 rate gets a Wilson interval; rr is a score
+
+
 @register
 class NextjsDocsSuite(Suite):
     name = "nextjs-docs"
@@ -132,18 +137,16 @@ class NextjsDocsSuite(Suite):
                 static["token_spend"][pid] = float(info.get("agents_md_index_tokens") or 0)
             per_cond[cond] = vals
             seed = C.stable_seed(self.seed, cond)
-            out["conditions"][cond] = {"n": len(rows), "overall": {m: C.summary(v, seed) for m, v in vals.items()},
+            out["conditions"][cond] = {"n": len(rows), "overall": {m: C.summary(v, seed, UNITS[m]) for m, v in vals.items()},
                                        "missed": sorted(p for p, x in vals["doc_hit"].items() if x == 0.0),
                                        "latency": latency_summary(lat)}
         if static["doc_hit"]:
             out["agents_md"] = {"n": len(static["doc_hit"]),
-                                "overall": {m: C.summary(v, self.seed) for m, v in static.items()}}
+                                "overall": {m: C.summary(v, self.seed, UNITS[m]) for m, v in static.items()}}
         baseline = next((b for b in ("full-context", "openclaw") if b in per_cond), sorted(per_cond)[0] if per_cond
                         else None)
         out["baseline"] = baseline
-        out["comparisons"] = C.compare_all(per_cond, baseline, [
-            ("doc_hit", True, "rate"), ("rr", True, "score"), ("api_coverage", True, "rate"),
-            ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}
+        out["comparisons"] = C.compare_all(per_cond, baseline, METRICS, seed=self.seed) if baseline else {}
         return out
 
     def render(self, metrics: dict[str, Any]) -> str:

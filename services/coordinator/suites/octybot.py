@@ -118,8 +118,8 @@ class OctybotSuite(Suite):
             per_cond[cond] = vals
             seed = C.stable_seed(self.seed, cond)
             out["conditions"][cond] = {
-                "n": len(rows), "overall": {m: C.summary(v, seed) for m, v in vals.items()},
-                "by_category": {cat: C.summary({p: x for p, x in vals["pass"].items() if cats[p] == cat}, seed)
+                "n": len(rows), "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()},
+                "by_category": {cat: C.summary({p: x for p, x in vals["pass"].items() if cats[p] == cat}, seed, "rate")
                                 for cat in sorted(set(cats.values()))},
                 "na_queries": len(na_returned), "na_returned_something": sum(na_returned),
                 "failed": sorted(p for p, x in vals["pass"].items() if x == 0.0),

@@ -296,7 +296,7 @@ class QuaidWeeksSuite(Suite):
                     lat.append(rec["latency_ms"])
             per_cond[cond] = dict(v)
             seed = C.stable_seed(self.seed, cond)
-            summ = {m: C.summary(x, seed) for m, x in v.items()}
+            summ = {m: C.summary(x, seed, C.unit_of(m)) for m, x in v.items()}  # an all-0/1 rate: Wilson
             comps = {k: (summ.get(k) or {}).get("mean") for k in ms.ACCURACY_WEIGHTS}
             out["conditions"][cond] = {
                 "n": len(rows), "delivery": next((r.get("delivery") for r in rows if r.get("delivery")), None),
