@@ -105,7 +105,7 @@ def test_load_from_a_crafted_docs_dir(tmp_path):
     p0, t0 = data.probes[0], tasks[0]
     assert (p0.expected, p0.meta["docs"], p0.meta["apis"], p0.meta["agents_md_hit"], p0.namespace) == (
         list(t0[3]), list(t0[2]), list(t0[3]), True, "nextjs-docs")
-    assert p0.category == t0[2][0].split("/")[2]  # the docs section, e.g. 03-api-reference
+    assert p0.category == t0[2][0].split("/")[2]  # the third path part, e.g. 04-functions
     info = data.info
     assert info["answering_docs_missing"] == [needed[-1]] and info["docs"] == len(paths)
     assert info["tasks"] == len(tasks) and info["source"] == str(tmp_path)
