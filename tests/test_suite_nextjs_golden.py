@@ -172,6 +172,7 @@ def test_defaults_registration_and_the_fallback_baseline():
     assert NextjsDocsSuite.defaults == {"version": "16.4.6", "docs_dir": None, "sections": "01-app", "max_docs": 0,
                                         "top_k": 6, "mode": "fast"}
     assert get_suite("nextjs-docs") is NextjsDocsSuite
+    assert NextjsDocsSuite().seed == 0 and NextjsDocsSuite(seed=3).seed == 3  # the max_docs sample's seed
     suite = NextjsDocsSuite(seed=0)
     suite._info = {}
     renamed = [dict(s, condition={"openclaw": "zeta", "memory-hook": "alpha"}[s["condition"]]) for s in SAMPLES]
