@@ -92,10 +92,7 @@ def test_load_from_a_crafted_docs_dir(tmp_path):
 
     needed = sorted({d for _, _, ds, _ in TASKS for d in ds})
     have = needed[:-1]  # one answering doc absent: its tasks drop out and it is reported missing
-    for rel in have + ["01-app/99-extra/a.md", "01-app/99-extra/b.md", "02-pages/p.md"]:
-        f = tmp_path / rel
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(f"# {rel}\n")
+    _docs_dir(tmp_path, have + ["01-app/99-extra/a.md", "01-app/99-extra/b.md", "02-pages/p.md"])
     suite = NextjsDocsSuite({"docs_dir": str(tmp_path)}, seed=0)
     data = suite.load()
     paths = [d.path for d in data.corpora["nextjs-docs"].documents]

@@ -150,7 +150,7 @@ PINNED = {(3, "fast", 0): "a0a6b9f8bbbffaf0", (2, "full", 7): "95c0840ac30791b6"
 
 def test_pair_counts_over_seeds():
     """Duplicates: 3 to 6 pairs in every week from 1; contradictions: 2 to 4 pairs from week 2 (weeks 3 and 5
-    included); over 120 seeds every count in those ranges occurs and none outside them."""
+    included); over 40 seeds × 3 weeks every count in those ranges occurs and none outside them."""
     dups, cons = set(), set()
     for seed in range(40):
         for week in (1, 3, 5):
