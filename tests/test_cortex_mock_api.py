@@ -249,6 +249,26 @@ async def test_supersession_ttl_300_then_600(client):
     assert st["edges"]["SUPERSEDES"] == 1
 
 
+async def test_a_returned_fact_shows_its_later_supersession_and_mentions(client):
+    """Results' metadata is built once per stored fact (search._result): a fact already returned must show what a
+    later ingest changed (superseded, superseded_by, mention_count), never the first answer's copy."""
+    first = {"session_id": "s1", "reference_date": "2026-02-01",
+             "messages": [{"role": "user", "content": "The cache TTL is 300s."}]}
+    await post(client, "/v1/ingest/conversation", first)
+    _, body = await post(client, "/v1/retrieve", {"query": "cache TTL", "reference_date": "2026-02-02"})
+    (old,) = [r for r in body["results"] if "300s" in r["content"]]
+    assert old["metadata"]["superseded"] is False and old["metadata"]["mention_count"] == 1
+    await post(client, "/v1/ingest/conversation", {**first, "session_id": "s1b"})  # the same fact again: merged
+    await post(client, "/v1/ingest/conversation", {
+        "session_id": "s2", "reference_date": "2026-02-08",
+        "messages": [{"role": "user", "content": "We raised the cache TTL to 600s because of load."}]})
+    _, body = await post(client, "/v1/retrieve", {"query": "cache TTL", "reference_date": "2026-02-09"})
+    (old,) = [r for r in body["results"] if "300s" in r["content"]]
+    (new,) = [r for r in body["results"] if "600s" in r["content"]]
+    assert old["metadata"]["superseded"] is True and old["metadata"]["superseded_by"] == new["node_id"]
+    assert old["metadata"]["mention_count"] == 2 and old["metadata"]["session_ids"] == ["s1", "s1b"]
+
+
 async def test_explicit_switch_supersedes_and_contradiction(client):
     await post(client, "/v1/ingest", {"text": "We store orders in MySQL. The dashboard uses Grafana.",
                                       "reference_date": "2026-01-10"})

@@ -148,3 +148,36 @@ def test_search_threads_carry_their_name_at_the_os_level(tmp_path):
             assert f.read().strip() == "cortex-search_0"
     finally:
         e.search_pool.shutdown()
+
+
+async def test_a_grown_snapshot_searches_as_a_fresh_one(tmp_path):
+    """After an ingest the writer extends its snapshot, int8 copy included (quantized.QuantizedRows.appended);
+    a second engine that builds the same tenant from disk must give the same answers."""
+    e = CortexEngine(MockConfig(data_dir=str(tmp_path), embedder="hash"))
+    fresh = None
+    try:
+        ref = datetime(2026, 1, 1, tzinfo=UTC)
+        queries = ("Who owns the billing worker?", "flaky test redis", "search index", "cache TTL")
+        await e.ingest_text("t", {"text": "Priya owns the billing worker. The cache TTL is 300s.", "session_id": "a",
+                                  "reference_date": ref})
+        for q in queries:  # builds the snapshot and its int8 copies
+            e.retrieve_sync("t", SearchParams(query=q, top_k=5, mode="fast"))
+        built = e.store("t").index(e.embedder)
+        for i, text in enumerate(["Marco profiled the search index in checkout-api.",
+                                  "We moved the flaky test to a nightly job; it needs the redis fixture."]):
+            await e.ingest_text("t", {"text": text, "session_id": f"s{i}", "reference_date": ref})
+        grown = e.store("t").index(e.embedder)
+        assert grown is not built and grown._emb_codes is not None  # extended, codes carried over
+        fresh = CortexEngine(MockConfig(data_dir=str(tmp_path), embedder="hash"))
+        for mode in ("fast", "full"):
+            for q in queries:
+                a = e.retrieve_sync("t", SearchParams(query=q, top_k=5, mode=mode, debug=True))
+                b = fresh.retrieve_sync("t", SearchParams(query=q, top_k=5, mode=mode, debug=True))
+                assert a.results and a.results == b.results and a.debug["channels"] == b.debug["channels"]
+        rebuilt = fresh.store("t").index(fresh.embedder)
+        assert np.array_equal(grown.emb_codes().codes, rebuilt.emb_codes().codes)
+        assert grown.avg_doc_len() == rebuilt.avg_doc_len() == float(rebuilt.doc_len.mean())
+    finally:
+        await e.close()
+        if fresh is not None:
+            await fresh.close()

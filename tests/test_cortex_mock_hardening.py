@@ -336,3 +336,20 @@ async def test_token_counts_are_stored_at_ingest(make_client):
     assert len(rows) == 2 and all(n == count_tokens(content) > 0 for content, n in rows)
     idx = st.index(engine.embedder)
     assert idx.token_counts().tolist() == [count_tokens(f.content) for f in idx.facts]
+
+
+def test_question_rows_group_distinct_questions_by_fact():
+    """Facts 0, 2, 5 own questions; fact 2 has three, two of them the same text (vector). The layout has one
+    column per owner and a row per question, padded with the slot past the distinct rows."""
+    import numpy as np
+
+    from services.cortex_mock.store import TenantIndex
+
+    a, b, c = [1.0, 0.0], [0.0, 1.0], [0.6, 0.8]
+    idx = TenantIndex(rev=1, q_owner=np.array([2, 0, 2, 2, 5], dtype=np.int64),
+                      q_emb=np.array([a, b, c, a, b], dtype=np.float32))
+    g = idx.question_rows()
+    assert g.distinct.tolist() == [b, pytest.approx(c), a]  # np.unique: rows in ascending order
+    assert g.owners.tolist() == [0, 2, 5]
+    assert g.layout.tolist() == [[0, 2, 0], [3, 1, 3], [3, 2, 3]]  # 3 = padding (scores -inf)
+    assert idx.question_rows() is g  # once per snapshot

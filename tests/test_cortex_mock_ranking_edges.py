@@ -108,3 +108,44 @@ def test_pack_exact_fit_and_zero_limit():
     assert ranking.pack([5, 7], budget=40, limit=-1) == ([], 0)
     # a limit above CPython's small-int cache (256): the count must be compared by value
     assert ranking.pack([1] * 300, budget=10_000, limit=257) == (list(range(257)), 257)
+
+
+def test_bm25_takes_a_kept_average_length():
+    post = _post(ttl=([0], [1.0]))
+    dl = np.array([2.0, 4.0])  # mean 3
+    assert ranking.bm25_scores(["ttl"], post, dl, avgdl=3.0).tolist() == ranking.bm25_scores(["ttl"], post, dl).tolist()
+    # a different kept average changes the length norm: dl/avgdl = 2/2 = 1 -> tf part (2.2) / (1 + 1.2) = 1.0
+    assert ranking.bm25_scores(["ttl"], post, dl, avgdl=2.0)[0] == pytest.approx(math.log(1 + 1.5 / 1.5))
+    # a kept average of 0 (every document empty) is treated as 1, as a computed one is
+    assert ranking.bm25_scores(["ttl"], post, dl, avgdl=0.0)[0] == pytest.approx(
+        math.log(2) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2.0)))
+
+
+def test_rrf_fuse_arrays_by_hand():
+    docs, scores = ranking.rrf_fuse_arrays([[3, 1], [1, 2]], k=60)
+    assert docs.tolist() == [1, 2, 3]
+    assert scores.tolist() == [1 / 62 + 1 / 61, 1 / 62, 1 / 61]
+    d0, s0 = ranking.rrf_fuse_arrays([])
+    d1, s1 = ranking.rrf_fuse_arrays([[], []])
+    assert d0.size == s0.size == d1.size == s1.size == 0
+    _, s = ranking.rrf_fuse_arrays([[5]], k=0)
+    assert s.tolist() == [1.0]
+
+
+def test_rrf_fuse_arrays_are_rrf_fuse_to_the_bit():
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        lists = [rng.choice(200, int(rng.integers(0, 60)), replace=False).tolist() for _ in range(int(rng.integers(1, 6)))]
+        fused = ranking.rrf_fuse({str(i): x for i, x in enumerate(lists)})
+        docs, scores = ranking.rrf_fuse_arrays(lists)
+        assert dict(zip(docs.tolist(), scores.tolist(), strict=True)) == fused  # equal floats, not approx
+
+
+def test_fused_order_breaks_ties_by_the_tie_key():
+    docs = np.array([4, 7, 9, 11])
+    scores = np.array([0.5, 0.9, 0.5, 0.5])
+    tie = np.zeros(12, dtype=np.int64)
+    tie[[4, 9, 11]] = [2, 0, 1]
+    order, s = ranking.fused_order(docs, scores, tie)
+    assert order == [7, 9, 11, 4] and s == [0.9, 0.5, 0.5, 0.5]
+    assert all(type(d) is int for d in order)

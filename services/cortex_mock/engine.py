@@ -26,6 +26,7 @@ from services.common.embeddings import get_embedder
 from services.cortex_mock.config import MockConfig
 from services.cortex_mock.extract import SourceMessage, extract_messages, extract_text, llm_extract
 from services.cortex_mock.ingest import IngestContext, apply_ingest
+from services.cortex_mock.quantized import QueryCodes
 from services.cortex_mock.reflect import reflect
 from services.cortex_mock.search import SearchOutput, SearchParams, empty_output, search
 from services.cortex_mock.shared_arrays import SharedArrays
@@ -73,7 +74,7 @@ class CortexEngine:
         self.tenants_evicted = 0
         self.search_pool = ThreadPoolExecutor(max_workers=max(1, config.search_threads),
                                               thread_name_prefix="cortex-search", initializer=name_os_thread)
-        self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._qcache: OrderedDict[str, QueryCodes] = OrderedDict()
         self._qcache_lock = threading.Lock()
         self._embedder = None
         self._llm = None
@@ -161,15 +162,15 @@ class CortexEngine:
 
         return {"tenant_id": tenant_id, "already_warm": await asyncio.to_thread(warm)}
 
-    def query_vector(self, query: str) -> np.ndarray:
-        """The query's embedding from an in-memory LRU (load tests repeat queries; the shared SQLite cache
-        behind the embedder costs a lookup per call)."""
+    def query_vector(self, query: str) -> QueryCodes:
+        """The query's embedding, with its int8 codes for the semantic and question channels, from an in-memory
+        LRU (load tests repeat queries; the shared SQLite cache behind the embedder costs a lookup per call)."""
         with self._qcache_lock:
             v = self._qcache.get(query)
             if v is not None:
                 self._qcache.move_to_end(query)
                 return v
-        v = np.asarray(self.embedder.encode([query])[0], np.float32)
+        v = QueryCodes.of(np.asarray(self.embedder.encode([query])[0], np.float32))
         with self._qcache_lock:
             self._qcache[query] = v
             while len(self._qcache) > QUERY_CACHE_SIZE:

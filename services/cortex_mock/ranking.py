@@ -22,13 +22,14 @@ def bm25_idf(df: int, n_docs: int) -> float:
 
 
 def bm25_scores(query_terms: Iterable[str], postings: dict[str, tuple[np.ndarray, np.ndarray]],
-                doc_len: np.ndarray, k1: float = BM25_K1, b: float = BM25_B) -> np.ndarray:
-    """Okapi BM25 over all docs at once. postings[term] = (doc indices, term frequencies)."""
+                doc_len: np.ndarray, k1: float = BM25_K1, b: float = BM25_B, avgdl: float | None = None) -> np.ndarray:
+    """Okapi BM25 over all docs at once. postings[term] = (doc indices, term frequencies). `avgdl`: the mean of
+    `doc_len` when the caller keeps it (a snapshot computes it once), else computed here."""
     n = int(doc_len.shape[0])
     scores = np.zeros(n, dtype=np.float64)
     if n == 0:
         return scores
-    avgdl = float(doc_len.mean()) or 1.0
+    avgdl = (float(doc_len.mean()) if avgdl is None else avgdl) or 1.0
     for term in dict.fromkeys(query_terms):  # a repeated query term counts once
         post = postings.get(term)
         if post is None:
@@ -66,6 +67,25 @@ def rrf_fuse(rank_lists: dict[str, Sequence], k: int = RRF_K) -> dict:
         for r, doc in enumerate(ranked, start=1):
             fused[doc] = fused.get(doc, 0.0) + 1.0 / (k + r)
     return fused
+
+
+def rrf_fuse_arrays(rank_lists: Iterable[Sequence[int]], k: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
+    """`rrf_fuse` for integer doc ids with numpy: (docs ascending, their fused scores). Each doc's terms are
+    added in the same order as `rrf_fuse` adds them (list by list, best rank first), so the sums are the same
+    floats, not merely close ones."""
+    lists = [np.asarray(r, dtype=np.int64) for r in rank_lists]
+    if not lists or not sum(x.size for x in lists):
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    ids = np.concatenate(lists)
+    terms = np.concatenate([1.0 / (k + np.arange(1, x.size + 1, dtype=np.float64)) for x in lists])
+    docs, inverse = np.unique(ids, return_inverse=True)
+    return docs, np.bincount(inverse.reshape(-1), weights=terms, minlength=docs.size)
+
+
+def fused_order(docs: np.ndarray, scores: np.ndarray, tie: np.ndarray) -> tuple[list[int], list[float]]:
+    """Fused docs best first (ties by `tie[doc]` ascending), with their scores, as Python lists."""
+    order = np.lexsort((tie[docs], -scores))
+    return docs[order].tolist(), scores[order].tolist()
 
 
 def rrf_normalised(score: float, n_lists: int, k: int = RRF_K) -> float:

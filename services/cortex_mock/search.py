@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from services.cortex_mock import ranking
-from services.cortex_mock.store import TenantIndex
+from services.cortex_mock.quantized import QueryCodes, exact_lookup, top_groups, top_rows
+from services.cortex_mock.store import Fact, TenantIndex
 from services.cortex_mock.temporal import find_time_window, proximity_all
 from services.cortex_mock.text import content_tokens
 
@@ -108,14 +109,15 @@ def spread_activation(n_facts: int, n_entities: int, m_fact: np.ndarray, m_ent: 
     return np.bincount(m_fact, weights=ent_act[m_ent] / np.maximum(deg_e[m_ent], 1.0), minlength=n_facts) * decay
 
 
-def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | None = None) -> SearchOutput:
+def search(idx: TenantIndex, qvec: np.ndarray | QueryCodes, p: SearchParams, now_ts: float | None = None) -> SearchOutput:
+    """`qvec`: the query embedding, or its QueryCodes (the engine keeps them with its query-vector cache)."""
     now_ts = time.time() if now_ts is None else now_ts
     t: dict[str, float] = {}
     ref = p.reference or datetime.fromtimestamp(now_ts, UTC)
     n = len(idx.facts)
     window = find_time_window(p.query, ref)
     channels: dict[str, list[int]] = {}
-    chan_scores: dict[str, np.ndarray] = {}
+    chan_scores: dict[str, Any] = {}  # per channel: scores by fact position (an array, or a dict of those computed)
     if n == 0:
         return empty_output(p, window is not None)
     mask = _mask(idx, p)
@@ -123,24 +125,28 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
     q_tokens = content_tokens(p.query)
 
     t0 = time.perf_counter()
-    bm = ranking.bm25_scores(q_tokens, idx.postings, idx.doc_len)
+    bm = ranking.bm25_scores(q_tokens, idx.postings, idx.doc_len, avgdl=idx.avg_doc_len())
     channels["bm25"] = ranking.top_ranked(_masked(bm, mask), CHANNEL_DEPTH, tie=tie)
     chan_scores["bm25"] = bm
     t["bm25"] = time.perf_counter() - t0
 
+    # Semantic and question channels: exact top lists through the int8 copies (quantized.py); only rows that can
+    # make a list are scored exactly, and `sem` fills in the others a later stage reads.
     t0 = time.perf_counter()
-    sem = idx.emb @ qvec
-    channels["semantic"] = ranking.top_ranked(_masked(sem, mask), CHANNEL_DEPTH, SEMANTIC_MIN, tie)
+    qc = qvec if isinstance(qvec, QueryCodes) else QueryCodes.of(qvec)
+    only = None if mask.all() else mask
+    channels["semantic"], rows, vals = top_rows(idx.emb, idx.emb_codes(), qc, CHANNEL_DEPTH, SEMANTIC_MIN, tie, only)
+    sem: dict[int, float] = dict(zip(rows.tolist(), vals.tolist(), strict=True))
     chan_scores["semantic"] = sem
     t["semantic"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    qs = np.full(n, -1.0)
     if idx.q_owner.size:
-        order, owners, starts = idx.question_groups()
-        qs[owners] = np.maximum.reduceat((idx.q_emb @ qvec)[order], starts)
-    channels["question"] = ranking.top_ranked(_masked(qs, mask), CHANNEL_DEPTH, QUESTION_MIN, tie)
-    chan_scores["question"] = qs
+        channels["question"], owners, best = top_groups(idx.question_rows(), qc, CHANNEL_DEPTH, QUESTION_MIN, tie,
+                                                        only)
+        chan_scores["question"] = dict(zip(owners.tolist(), best.tolist(), strict=True))
+    else:
+        channels["question"], chan_scores["question"] = [], {}
     t["question"] = time.perf_counter() - t0
 
     if window is not None:
@@ -157,14 +163,13 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
         t["temporal"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    fused = ranking.rrf_fuse(channels)
+    order, fused_scores = ranking.fused_order(*ranking.rrf_fuse_arrays(channels.values()), tie)
     if p.mode == "full":
         tg = time.perf_counter()
-        seeds = sorted(fused, key=lambda d: (-fused[d], tie[d]))[:GRAPH_SEEDS]
         seed_act = np.zeros(n)
         n_lists = len(channels)
-        for d in seeds:
-            seed_act[d] = ranking.rrf_normalised(fused[d], n_lists)
+        for d, f in zip(order[:GRAPH_SEEDS], fused_scores[:GRAPH_SEEDS], strict=True):
+            seed_act[d] = ranking.rrf_normalised(f, n_lists)
         m_fact, m_ent = idx.visible_mentions(now_ts)
         boost = np.zeros(len(idx.entities))
         qset = set(q_tokens)
@@ -175,9 +180,9 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
         act = spread_activation(n, len(idx.entities), m_fact, m_ent, seed_act, boost)
         channels["graph"] = ranking.top_ranked(_masked(act, mask), CHANNEL_DEPTH, 1e-9, tie)
         chan_scores["graph"] = act
-        fused = ranking.rrf_fuse(channels)
+        order, fused_scores = ranking.fused_order(*ranking.rrf_fuse_arrays(channels.values()), tie)
         t["graph"] = time.perf_counter() - tg
-    order = sorted(fused, key=lambda d: (-fused[d], tie[d]))  # ties: by content then id, never by arrival
+    fused = dict(zip(order, fused_scores, strict=True))  # best first; ties by content then id, never by arrival
     n_lists = len(channels)
     t["fusion"] = time.perf_counter() - t0 - t.get("graph", 0.0)
 
@@ -185,12 +190,13 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
     cov_tokens = [tok for tok in q_tokens if not window or tok not in set(content_tokens(window.phrase))] or q_tokens
 
     def relevance(d: int) -> float:
-        return ranking.cross_score(ranking.lexical_coverage(cov_tokens, idx.facts[d].tokens), float(sem[d]))
+        return ranking.cross_score(ranking.lexical_coverage(cov_tokens, idx.facts[d].tokens), sem[d])
 
     t0 = time.perf_counter()
     demoted = 0
     if p.mode == "full":
         head = order[:max(RERANK_DEPTH, p.top_k * 3)]
+        exact_lookup(idx.emb, qc.q32, sem, head)
         scored = []
         for d in head:
             sup = idx.facts[d].superseded_by is not None
@@ -211,6 +217,7 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
     final = [window_items[i] for i in kept]
     t["packing"] = time.perf_counter() - t0
 
+    exact_lookup(idx.emb, qc.q32, sem, [d for d, _ in final])
     rel = [relevance(d) for d, _ in final]
     top = (final[0][1] if p.mode == "full" else rel[0]) if final else None
     results = [_result(idx, d, s, r) for (d, s), r in zip(final, rel, strict=True)]
@@ -237,6 +244,16 @@ def search(idx: TenantIndex, qvec: np.ndarray, p: SearchParams, now_ts: float | 
 
 def _result(idx: TenantIndex, d: int, score: float, rel: float) -> dict[str, Any]:
     f = idx.facts[d]
+    meta = f.result_meta
+    if meta is None:  # the same for every request that returns this fact: built once (responses only read it)
+        meta = f.result_meta = result_metadata(f)
+    return {"node_id": f.id, "type": "FACT", "content": f.content, "score": round(float(score), 6),
+            "source": f.source, "confidence": round(f.confidence, 4), "metadata": meta,
+            "query_alignment": round(float(rel), 4)}
+
+
+def result_metadata(f: Fact) -> dict[str, Any]:
+    """A retrieve result's `metadata` (the plugin's RetrieveResultMetadata) for one fact."""
     md = f.metadata
     meta = {
         "speaker": md.get("speaker", f.speaker), "fact_type": f.fact_type, "entity_refs": f.entity_refs,
@@ -251,6 +268,4 @@ def _result(idx: TenantIndex, d: int, score: float, rel: float) -> dict[str, Any
             meta[k] = md[k]
     if f.source == "reflection":
         meta["source_fact_ids"] = md.get("source_fact_ids", [])
-    return {"node_id": f.id, "type": "FACT", "content": f.content, "score": round(float(score), 6),
-            "source": f.source, "confidence": round(f.confidence, 4), "metadata": meta,
-            "query_alignment": round(float(rel), 4)}
+    return meta

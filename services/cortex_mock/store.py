@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from services.cortex_mock.quantized import QuantizedRows, QuestionRows
 from services.cortex_mock.shared_arrays import SharedArrays
 from services.cortex_mock.temporal import micros, parse_datetime
 
@@ -77,6 +78,9 @@ class Fact:
     norm: str
     created_at: float
     n_tokens: int = -1  # cl100k tokens of `content`, counted once at ingest (-1: not stored)
+    # The retrieve result's metadata object, built on first use (search._result). A Fact never changes once a
+    # snapshot holds it (an update replaces it: dataclasses.replace, which leaves this at None).
+    result_meta: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def entity_refs(self) -> list[str]:
@@ -123,6 +127,39 @@ class TenantIndex:
     # True once `emb`/`q_emb` were swapped for their file-mapped twins (TenantStore.index, shared_arrays.py).
     _shared: bool = field(default=False, repr=False)
     _occurred_us: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    # int8 copies of `emb` and `q_emb` for the semantic and question channels (quantized.py); extended, not
+    # rebuilt, when a snapshot grows.
+    _emb_codes: QuantizedRows | None = field(default=None, repr=False)
+    _avgdl: float | None = field(default=None, repr=False)
+    _q_rows: QuestionRows | None = field(default=None, repr=False)
+
+    def avg_doc_len(self) -> float:
+        """Mean BM25 document length (tokens per fact), computed once per snapshot."""
+        if self._avgdl is None:
+            self._avgdl = float(self.doc_len.mean()) if self.doc_len.size else 0.0
+        return self._avgdl
+
+    def emb_codes(self) -> QuantizedRows:
+        """The int8 copy of the fact embeddings (computed on first use)."""
+        if self._emb_codes is None:
+            self._emb_codes = QuantizedRows(self.emb)
+        return self._emb_codes
+
+    def question_rows(self) -> QuestionRows:
+        """The question channel's view of the questions (computed on first use): generated questions repeat
+        across facts (one template per kind of fact), so each distinct vector is scored once."""
+        if self._q_rows is None:
+            q = self.q_emb.reshape(self.q_owner.size, -1)
+            distinct, inverse = np.unique(q, axis=0, return_inverse=True)
+            distinct = np.ascontiguousarray(distinct, dtype=np.float32)
+            order, owners, starts = self.question_groups()
+            counts = np.diff(np.r_[starts, order.size])
+            # (questions per owner) x owners, so the best per owner is a reduction over the short outer axis
+            layout = np.full((int(counts.max()) if counts.size else 0, owners.size), distinct.shape[0], np.int64)
+            cols = np.repeat(np.arange(owners.size), counts)
+            layout[np.arange(order.size) - np.repeat(starts, counts), cols] = inverse.reshape(-1)[order]
+            self._q_rows = QuestionRows(distinct, QuantizedRows(distinct), owners, layout)
+        return self._q_rows
 
     def question_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(question order by owning fact, owning facts, start of each fact's run in that order): the best
@@ -192,7 +229,8 @@ class TenantIndex:
         containers it changes, so readers holding this snapshot are unaffected."""
         new = dataclasses.replace(self, rev=rev, built_at=time.time(), _user_masks={}, _tie_rank=None,
                                   _token_counts=None, _q_groups=None, _shared=False,
-                                  _occurred_us=None)
+                                  _occurred_us=None, _emb_codes=None, _q_rows=None,
+                                  _avgdl=None)
         new.facts = list(self.facts)
         new.fact_pos = dict(self.fact_pos)
         new.norm_pos = dict(self.norm_pos)
@@ -239,6 +277,8 @@ class TenantIndex:
             new.m_ent = np.concatenate([self.m_ent, [new.entity_by_id[e] for _, e, _ in delta.new_mentions]]
                                        ).astype(np.int64)
             new.m_visible = np.concatenate([self.m_visible, [v for _, _, v in delta.new_mentions]]).astype(np.float64)
+        if self._emb_codes is not None:  # rows are only ever appended: code the new ones
+            new._emb_codes = self._emb_codes.appended(new.emb)
         return new
 
 

@@ -1,0 +1,199 @@
+"""Exact top-n inner-product search through an int8 copy of an embedding matrix.
+
+The semantic and question channels rank every stored float32 row by its dot product with the query. Reading the
+whole 10k x 384 float32 matrix (15 MB) per request is bound by memory bandwidth, and more so under load: in a
+`perf` profile of the mock at ~450 retrieve/s (session 23) the float32 matrix-vector product took 39% of all CPU
+samples. An int8 copy is a quarter of the bytes. Each row keeps its quantisation error, so the int8 product gives
+an interval that surely holds the row's exact score:
+
+    e . q - s_e s_q (c_e . c_q) = (e - s_e c_e) . q + s_e c_e . (q - s_q c_q)
+    |...| <= max|e - s_e c_e| * ||q||_1 + s_e ||c_e||_1 * max|q - s_q c_q|
+
+(c = the int8 codes, s = the per-vector scale max|x| / 127). A row whose upper end lies below the n-th best
+lower end, or below the channel's minimum, cannot be in the top n; only the remaining rows (about 130-270 of 10k
+on the load-bench data) are scored exactly. Exact means numkong's float32 dot with a float64 accumulator, each row
+on its own: ~1e-14 from the real product, the same whatever other rows are scored with it, identical for
+identical rows. The returned list is the one scoring every row that way would give (tests/test_cortex_quantized.py
+checks both against each other; on the load-bench tenant, 1,032 queries x fast/full x user filters gave the same
+rankings as the float32 matrix product the channels used before).
+
+The int8 products run in numkong (the SIMD kernels usearch is built on); codes are per-row, so a snapshot that
+grows by appended rows extends its copy instead of re-quantising everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numkong
+import numpy as np
+
+from services.cortex_mock.ranking import top_ranked
+
+LEVELS = 127.0  # int8 codes in [-127, 127]: symmetric, so -128 is never produced
+# Slack on every bound for floating-point rounding: the bound's own arithmetic and the exact scores (float64
+# accumulation) are each off by < 1e-13 relative for 384-dimensional rows; 1e-9 of the largest possible |score|
+# covers both.
+ROUNDING_SLACK = 1e-9
+
+
+def quantise(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row int8 codes of a float matrix: (codes, scale, max abs error), with row ~= scale * codes."""
+    m64 = np.asarray(m, dtype=np.float64)
+    amax = np.abs(m64).max(axis=1) if m64.shape[1] else np.zeros(m64.shape[0])
+    scale = np.where(amax > 0, amax / LEVELS, 1.0)
+    codes = np.rint(m64 / scale[:, None]).astype(np.int8)
+    err = np.abs(m64 - codes * scale[:, None]).max(axis=1) if m64.shape[1] else np.zeros(m64.shape[0])
+    return codes, scale, err
+
+
+def exact_scores(m: np.ndarray, rows: np.ndarray, q32: np.ndarray) -> np.ndarray:
+    """Dot products of the float32 rows `rows` of `m` with the float32 query, as float64: numkong computes each
+    pair on its own with a float64 accumulator (off by ~1e-14 from the exact real product), so a row's score is
+    the same whatever other rows are scored with it, and identical rows score identically."""
+    if rows.size == 0:
+        return np.zeros(0)
+    return np.asarray(numkong.cdist(m.take(rows, axis=0), q32[None, :], "dot")).ravel()
+
+
+@dataclass(frozen=True)
+class QueryCodes:
+    """A query vector (float32) with its int8 codes, scale, max abs quantisation error, L1 norm and max abs."""
+
+    q32: np.ndarray
+    codes: np.ndarray
+    scale: float
+    err: float
+    l1: float
+    amax: float
+
+    @classmethod
+    def of(cls, q: np.ndarray) -> QueryCodes:
+        q32 = np.ascontiguousarray(q, dtype=np.float32).ravel()
+        codes, scale, err = quantise(q32[None, :])
+        a = np.abs(q32.astype(np.float64))
+        return cls(q32, codes[0], float(scale[0]), float(err[0]), float(a.sum()), float(a.max()) if a.size else 0.0)
+
+
+class QuantizedRows:
+    """The int8 copy of one float32 matrix (n x d) with what the bounds need per row."""
+
+    def __init__(self, m: np.ndarray, codes: np.ndarray | None = None, scale: np.ndarray | None = None,
+                 err: np.ndarray | None = None):
+        # The float32 matrix itself is not kept: the snapshot may swap it for a shared file-mapped copy with the
+        # same bytes (shared_arrays.py), so the exact scores read whichever the caller passes.
+        if codes is None or scale is None or err is None:
+            codes, scale, err = quantise(m)
+        self.codes, self.scale, self.err = codes, scale, err
+        self.code_l1 = np.abs(codes.astype(np.int64)).sum(axis=1) * scale  # ||s_e c_e||_1 (and + d * err >= ||e||_1)
+
+    def __len__(self) -> int:
+        return int(self.codes.shape[0])
+
+    def appended(self, m: np.ndarray) -> QuantizedRows:
+        """The copy for `m` = this matrix with rows appended at the end (rows are coded independently)."""
+        n = len(self)
+        if n == 0 or m.shape[0] < n or m.shape[1] != self.codes.shape[1]:
+            return QuantizedRows(m)
+        codes, scale, err = quantise(m[n:])
+        return QuantizedRows(m, np.concatenate([self.codes, codes]), np.concatenate([self.scale, scale]),
+                             np.concatenate([self.err, err]))
+
+    def bounds(self, qc: QueryCodes) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) float64 per row: the exact score of row i lies in [lower[i], upper[i]]."""
+        if len(self) == 0 or self.codes.shape[1] == 0:
+            z = np.zeros(len(self))
+            return z, z.copy()
+        dots = np.asarray(numkong.cdist(self.codes, qc.codes[None, :], "dot")).ravel()
+        approx = dots * self.scale
+        approx *= qc.scale
+        # err * ||q||_1 + code_l1 * q.err + ROUNDING_SLACK * (row_l1 * max|q| + 1e-12), row_l1 = code_l1 + err * d
+        # expanded so each row costs two products
+        ra = ROUNDING_SLACK * qc.amax
+        slack = self.err * (qc.l1 + ra * self.codes.shape[1])
+        slack += self.code_l1 * (qc.err + ra)
+        slack += ROUNDING_SLACK * 1e-12
+        lower = approx - slack
+        approx += slack
+        return lower, approx
+
+
+
+def threshold(lower: np.ndarray, limit: int, min_score: float, mask: np.ndarray | None = None) -> float:
+    """The score an item's upper bound must reach to stay a candidate: `min_score`, raised to the `limit`-th
+    largest lower bound within `mask` when more than `limit` items are bounded (at least `limit` items score at
+    least that, so an item whose upper bound is below it ranks after all of them, ties included)."""
+    lo = lower if mask is None else np.where(mask, lower, -np.inf)
+    if lo.size > limit:
+        return max(min_score, float(np.partition(lo, lo.size - limit)[lo.size - limit]))
+    return min_score
+
+
+def pruned(lower: np.ndarray, upper: np.ndarray, limit: int, min_score: float,
+           mask: np.ndarray | None = None) -> np.ndarray:
+    """Indices (ascending) of the items that can still be among the `limit` best exact scores above `min_score`,
+    given lower/upper bounds on each item's exact score: upper >= threshold(...). Items outside `mask` are never
+    returned."""
+    if limit <= 0 or lower.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    keep = upper >= threshold(lower, limit, min_score, mask)
+    if mask is not None:
+        keep &= mask
+    return np.flatnonzero(keep)
+
+
+def top_rows(m: np.ndarray, qr: QuantizedRows, qc: QueryCodes, limit: int, min_score: float, tie: np.ndarray,
+             mask: np.ndarray | None = None) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The `limit` rows of `m` (coded as `qr`) with the best exact scores above `min_score` (ties by `tie` ascending), best first, as
+    ranking.top_ranked would give over every row's exact score; also the rows scored exactly and their scores."""
+    lower, upper = qr.bounds(qc)
+    cand = pruned(lower, upper, limit, min_score, mask)
+    scores = exact_scores(m, cand, qc.q32)
+    pos = top_ranked(scores, limit, min_score, tie[cand])
+    return cand[pos].tolist(), cand, scores
+
+
+@dataclass(frozen=True)
+class QuestionRows:
+    """Rows grouped by owner (the question channel: a fact scores as its best generated question).
+    `distinct`: the distinct rows, coded as `codes`; `owners`: the owners, ascending; `layout[:, i]`: the
+    distinct rows of owner i's rows, padded with len(distinct), a slot that scores -inf (rows by owner are
+    columns, so an owner's best is a reduction over the short first axis: numpy is slow along a short last one)."""
+
+    distinct: np.ndarray
+    codes: QuantizedRows
+    owners: np.ndarray
+    layout: np.ndarray
+
+
+def top_groups(g: QuestionRows, qc: QueryCodes, limit: int, min_score: float, tie: np.ndarray,
+               mask: np.ndarray | None = None) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The `limit` owners whose best row has the best exact score above `min_score`, best first (ties by
+    `tie[owner]`), plus the owners with a row scored exactly and their best such score. A
+    distinct row is scored exactly only if its upper bound reaches the threshold set by the owners' best lower
+    bounds, so an owner whose best row was left out scores below owners enough to fill the list, and cannot
+    make it."""
+    if len(g.codes) == 0 or g.owners.size == 0 or limit <= 0:
+        return [], np.zeros(0, dtype=np.int64), np.zeros(0)
+    lower, upper = g.codes.bounds(qc)
+    own_mask = None if mask is None else mask[g.owners]
+    thr = threshold(np.append(lower, -np.inf)[g.layout].max(axis=0), limit, min_score, own_mask)
+    cand = np.flatnonzero(upper >= thr)
+    scores = np.full(len(g.codes) + 1, -np.inf)
+    scores[cand] = exact_scores(g.distinct, cand, qc.q32)
+    best = scores[g.layout].max(axis=0)
+    if own_mask is not None:
+        best = np.where(own_mask, best, -np.inf)
+    top = top_ranked(best, limit, min_score, tie[g.owners])
+    scored = np.flatnonzero(best > -np.inf)
+    return g.owners[top].tolist(), g.owners[scored], best[scored]
+
+
+def exact_lookup(m: np.ndarray, q32: np.ndarray, known: dict[int, float], rows: Sequence[int]) -> dict[int, float]:
+    """`known` completed with the exact scores of `rows` not yet in it (same arithmetic as the channels)."""
+    missing = sorted({int(r) for r in rows} - known.keys())
+    if missing:
+        for r, s in zip(missing, exact_scores(m, np.asarray(missing, dtype=np.int64), q32).tolist(), strict=True):
+            known[r] = s
+    return known
