@@ -41,25 +41,25 @@ ROUNDING_SLACK = 1e-9
 def quantise(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-row int8 codes of a float matrix: (codes, scale, max abs error), with row ~= scale * codes."""
     m64 = np.asarray(m, dtype=np.float64)
-    amax = np.abs(m64).max(axis=1) if m64.shape[1] else np.zeros(m64.shape[0])
+    amax = np.abs(m64).max(axis=1, initial=0.0)
     scale = np.where(amax > 0, amax / LEVELS, 1.0)
     codes = np.rint(m64 / scale[:, None]).astype(np.int8)
-    err = np.abs(m64 - codes * scale[:, None]).max(axis=1) if m64.shape[1] else np.zeros(m64.shape[0])
-    return codes, scale, err
+    return codes, scale, np.abs(m64 - codes * scale[:, None]).max(axis=1, initial=0.0)
 
 
 def exact_scores(m: np.ndarray, rows: np.ndarray, q32: np.ndarray) -> np.ndarray:
     """Dot products of the float32 rows `rows` of `m` with the float32 query, as float64: numkong computes each
     pair on its own with a float64 accumulator (off by ~1e-14 from the exact real product), so a row's score is
     the same whatever other rows are scored with it, and identical rows score identically."""
-    if rows.size == 0:
+    if rows.size == 0:  # numkong refuses empty inputs
         return np.zeros(0)
     return np.asarray(numkong.cdist(m.take(rows, axis=0), q32[None, :], "dot")).ravel()
 
 
 @dataclass(frozen=True)
 class QueryCodes:
-    """A query vector (float32) with its int8 codes, scale, max abs quantisation error, L1 norm and max abs."""
+    """A query vector (float32) with its int8 codes, scale, max abs quantisation error, L1 norm and max abs.
+    Frozen: the engine's query cache shares one instance between search threads."""
 
     q32: np.ndarray
     codes: np.ndarray
@@ -71,40 +71,38 @@ class QueryCodes:
     @classmethod
     def of(cls, q: np.ndarray) -> QueryCodes:
         q32 = np.ascontiguousarray(q, dtype=np.float32).ravel()
-        codes, scale, err = quantise(q32[None, :])
+        (codes,), (scale,), (err,) = quantise(q32[None, :])
         a = np.abs(q32.astype(np.float64))
-        return cls(q32, codes[0], float(scale[0]), float(err[0]), float(a.sum()), float(a.max()) if a.size else 0.0)
+        return cls(q32, codes, float(scale), float(err), float(a.sum()), float(a.max(initial=0.0)))
 
 
 class QuantizedRows:
-    """The int8 copy of one float32 matrix (n x d) with what the bounds need per row."""
+    """The int8 copy of one float32 matrix (n x d) with what the bounds need per row: `of(m)` codes a matrix.
+    The float32 matrix itself is not kept: the snapshot may swap it for a shared file-mapped copy with the same
+    bytes (shared_arrays.py), so the exact scores read whichever the caller passes."""
 
-    def __init__(self, m: np.ndarray, codes: np.ndarray | None = None, scale: np.ndarray | None = None,
-                 err: np.ndarray | None = None):
-        # The float32 matrix itself is not kept: the snapshot may swap it for a shared file-mapped copy with the
-        # same bytes (shared_arrays.py), so the exact scores read whichever the caller passes.
-        if codes is None or scale is None or err is None:
-            codes, scale, err = quantise(m)
+    def __init__(self, codes: np.ndarray, scale: np.ndarray, err: np.ndarray):
         self.codes, self.scale, self.err = codes, scale, err
         self.code_l1 = np.abs(codes.astype(np.int64)).sum(axis=1) * scale  # ||s_e c_e||_1 (and + d * err >= ||e||_1)
+
+    @classmethod
+    def of(cls, m: np.ndarray) -> QuantizedRows:
+        return cls(*quantise(m))
 
     def __len__(self) -> int:
         return int(self.codes.shape[0])
 
     def appended(self, m: np.ndarray) -> QuantizedRows:
-        """The copy for `m` = this matrix with rows appended at the end (rows are coded independently)."""
+        """The copy for `m` = the rows this copy coded, then more rows (rows are coded independently)."""
         n = len(self)
-        if n == 0 or m.shape[0] < n or m.shape[1] != self.codes.shape[1]:
-            return QuantizedRows(m)
         codes, scale, err = quantise(m[n:])
-        return QuantizedRows(m, np.concatenate([self.codes, codes]), np.concatenate([self.scale, scale]),
-                             np.concatenate([self.err, err]))
+        return QuantizedRows(np.concatenate([self.codes.reshape(n, m.shape[1]), codes]),
+                             np.concatenate([self.scale, scale]), np.concatenate([self.err, err]))
 
     def bounds(self, qc: QueryCodes) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) float64 per row: the exact score of row i lies in [lower[i], upper[i]]."""
-        if len(self) == 0 or self.codes.shape[1] == 0:
-            z = np.zeros(len(self))
-            return z, z.copy()
+        if len(self) == 0:  # numkong refuses empty inputs
+            return np.zeros(0), np.zeros(0)
         dots = np.asarray(numkong.cdist(self.codes, qc.codes[None, :], "dot")).ravel()
         approx = dots * self.scale
         approx *= qc.scale
@@ -117,7 +115,6 @@ class QuantizedRows:
         lower = approx - slack
         approx += slack
         return lower, approx
-
 
 
 def threshold(lower: np.ndarray, limit: int, min_score: float, mask: np.ndarray | None = None) -> float:
@@ -135,7 +132,7 @@ def pruned(lower: np.ndarray, upper: np.ndarray, limit: int, min_score: float,
     """Indices (ascending) of the items that can still be among the `limit` best exact scores above `min_score`,
     given lower/upper bounds on each item's exact score: upper >= threshold(...). Items outside `mask` are never
     returned."""
-    if limit <= 0 or lower.size == 0:
+    if limit <= 0:
         return np.zeros(0, dtype=np.int64)
     keep = upper >= threshold(lower, limit, min_score, mask)
     if mask is not None:
@@ -174,15 +171,15 @@ def top_groups(g: QuestionRows, qc: QueryCodes, limit: int, min_score: float, ti
     distinct row is scored exactly only if its upper bound reaches the threshold set by the owners' best lower
     bounds, so an owner whose best row was left out scores below owners enough to fill the list, and cannot
     make it."""
-    if len(g.codes) == 0 or g.owners.size == 0 or limit <= 0:
+    if limit <= 0:
         return [], np.zeros(0, dtype=np.int64), np.zeros(0)
     lower, upper = g.codes.bounds(qc)
     own_mask = None if mask is None else mask[g.owners]
-    thr = threshold(np.append(lower, -np.inf)[g.layout].max(axis=0), limit, min_score, own_mask)
+    thr = threshold(np.append(lower, -np.inf)[g.layout].max(axis=0, initial=-np.inf), limit, min_score, own_mask)
     cand = np.flatnonzero(upper >= thr)
     scores = np.full(len(g.codes) + 1, -np.inf)
     scores[cand] = exact_scores(g.distinct, cand, qc.q32)
-    best = scores[g.layout].max(axis=0)
+    best = scores[g.layout].max(axis=0, initial=-np.inf)
     if own_mask is not None:
         best = np.where(own_mask, best, -np.inf)
     top = top_ranked(best, limit, min_score, tie[g.owners])

@@ -142,7 +142,7 @@ class TenantIndex:
     def emb_codes(self) -> QuantizedRows:
         """The int8 copy of the fact embeddings (computed on first use)."""
         if self._emb_codes is None:
-            self._emb_codes = QuantizedRows(self.emb)
+            self._emb_codes = QuantizedRows.of(self.emb)
         return self._emb_codes
 
     def question_rows(self) -> QuestionRows:
@@ -158,7 +158,7 @@ class TenantIndex:
             layout = np.full((int(counts.max()) if counts.size else 0, owners.size), distinct.shape[0], np.int64)
             cols = np.repeat(np.arange(owners.size), counts)
             layout[np.arange(order.size) - np.repeat(starts, counts), cols] = inverse.reshape(-1)[order]
-            self._q_rows = QuestionRows(distinct, QuantizedRows(distinct), owners, layout)
+            self._q_rows = QuestionRows(distinct, QuantizedRows.of(distinct), owners, layout)
         return self._q_rows
 
     def question_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
