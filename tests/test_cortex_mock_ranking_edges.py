@@ -76,8 +76,8 @@ def test_top_ranked_threshold_is_strict_and_short_lists():
 
 
 def test_rrf_explicit_k_and_no_lists():
-    assert ranking.rrf_fuse({"a": ["x", "y"]}, k=0) == {"x": 1.0, "y": 0.5}
-    assert ranking.rrf_fuse({}) == {}
+    docs, scores = ranking.rrf_fuse([[3, 4]], k=0)
+    assert docs.tolist() == [3, 4] and scores.tolist() == [1.0, 0.5]
     assert ranking.rrf_normalised(0.5, 0) == 0.0
     assert ranking.rrf_normalised(1 / 61, 1) == pytest.approx(1.0)
     assert ranking.rrf_normalised(1.0, 2, k=1) == pytest.approx(1.0)  # best possible: 2 / (1 + 1)
@@ -121,23 +121,28 @@ def test_bm25_takes_a_kept_average_length():
         math.log(2) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2.0)))
 
 
-def test_rrf_fuse_arrays_by_hand():
-    docs, scores = ranking.rrf_fuse_arrays([[3, 1], [1, 2]], k=60)
+def test_rrf_fuse_by_hand():
+    docs, scores = ranking.rrf_fuse([[3, 1], [1, 2]], k=60)
     assert docs.tolist() == [1, 2, 3]
     assert scores.tolist() == [1 / 62 + 1 / 61, 1 / 62, 1 / 61]
-    d0, s0 = ranking.rrf_fuse_arrays([])
-    d1, s1 = ranking.rrf_fuse_arrays([[], []])
-    assert d0.size == s0.size == d1.size == s1.size == 0
-    _, s = ranking.rrf_fuse_arrays([[5]], k=0)
+    d0, s0 = ranking.rrf_fuse([])
+    d1, s1 = ranking.rrf_fuse([[], []])
+    assert d0.size == s0.size == d1.size == s1.size == 0 and d0.dtype == np.int64
+    _, s = ranking.rrf_fuse([[5]], k=0)
     assert s.tolist() == [1.0]
 
 
-def test_rrf_fuse_arrays_are_rrf_fuse_to_the_bit():
+def test_rrf_fuse_sums_in_list_then_rank_order():
+    """The same floats as adding 1/(k + rank) doc by doc, list by list, best rank first (float addition is not
+    associative: another order could differ in the last bit and reorder exact ties)."""
     rng = np.random.default_rng(4)
     for _ in range(30):
         lists = [rng.choice(200, int(rng.integers(0, 60)), replace=False).tolist() for _ in range(int(rng.integers(1, 6)))]
-        fused = ranking.rrf_fuse({str(i): x for i, x in enumerate(lists)})
-        docs, scores = ranking.rrf_fuse_arrays(lists)
+        fused: dict[int, float] = {}
+        for ranked in lists:
+            for r, d in enumerate(ranked, start=1):
+                fused[d] = fused.get(d, 0.0) + 1.0 / (60 + r)
+        docs, scores = ranking.rrf_fuse(lists)
         assert dict(zip(docs.tolist(), scores.tolist(), strict=True)) == fused  # equal floats, not approx
 
 

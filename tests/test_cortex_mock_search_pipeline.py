@@ -305,7 +305,7 @@ def _advancing(clock: _FakeTime, fn, step: float):
 def fake_clock(monkeypatch):
     clock = _FakeTime()
     monkeypatch.setattr(cm_search, "time", clock)
-    for name, step in (("bm25_scores", 1.0), ("top_ranked", 0.01), ("rrf_fuse_arrays", 0.2), ("demote", 0.05),
+    for name, step in (("bm25_scores", 1.0), ("top_ranked", 0.01), ("rrf_fuse", 0.2), ("demote", 0.05),
                        ("pack", 0.00123456)):
         monkeypatch.setattr(cm_search.ranking, name, _advancing(clock, getattr(ranking, name), step))
     for name in ("top_rows", "top_groups"):  # the semantic and question channels (quantized.py)
@@ -320,7 +320,7 @@ def test_stage_timings(fake_clock):
     idx = _index(facts, [(1, 0, 0), (1, 0, 0)], questions=[(0, (1, 0, 0))])
     out = search(idx, Q, SearchParams("alpha yesterday", mode="full", debug=True))  # now from the fake time()
     # bm25: scores 1 s + top_ranked 10 ms; temporal: proximity of all facts 1 s + 10 ms; graph: spread 4 s + top_ranked
-    # 10 ms + the second fusion 200 ms; fusion: the first rrf_fuse_arrays only; rerank: 2 demotions x 50 ms
+    # 10 ms + the second fusion 200 ms; fusion: the first rrf_fuse only; rerank: 2 demotions x 50 ms
     # semantic: top_rows 10 ms; question: top_groups 10 ms
     assert out.timings_ms == {"bm25": 1010.0, "semantic": 10.0, "question": 10.0, "temporal": 1010.0,
                               "graph": 4210.0, "fusion": 200.0, "rerank": 100.0,

@@ -54,9 +54,10 @@ def test_bm25_golden():
 
 
 def test_rrf_golden_and_normalised():
-    fused = ranking.rrf_fuse({"a": ["x", "y"], "b": ["y"]})
-    assert fused["x"] == pytest.approx(1 / 61)
-    assert fused["y"] == pytest.approx(1 / 62 + 1 / 61)
+    docs, scores = ranking.rrf_fuse([[7, 9], [9]])
+    assert docs.tolist() == [7, 9]
+    assert scores[0] == pytest.approx(1 / 61)
+    assert scores[1] == pytest.approx(1 / 62 + 1 / 61)
     assert ranking.rrf_normalised(2 / 61, 2) == pytest.approx(1.0)
 
 

@@ -162,7 +162,7 @@ class CortexEngine:
 
         return {"tenant_id": tenant_id, "already_warm": await asyncio.to_thread(warm)}
 
-    def query_vector(self, query: str) -> QueryCodes:
+    def query_codes(self, query: str) -> QueryCodes:
         """The query's embedding, with its int8 codes for the semantic and question channels, from an in-memory
         LRU (load tests repeat queries; the shared SQLite cache behind the embedder costs a lookup per call)."""
         with self._qcache_lock:
@@ -186,7 +186,7 @@ class CortexEngine:
                 out.debug["timings_ms"] = out.timings_ms
             return out
         t0 = time.perf_counter()
-        qvec = self.query_vector(p.query)
+        qvec = self.query_codes(p.query)
         t_embed = time.perf_counter() - t0
         t0 = time.perf_counter()
         idx = st.index(self.embedder)

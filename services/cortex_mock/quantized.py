@@ -142,8 +142,9 @@ def pruned(lower: np.ndarray, upper: np.ndarray, limit: int, min_score: float,
 
 def top_rows(m: np.ndarray, qr: QuantizedRows, qc: QueryCodes, limit: int, min_score: float, tie: np.ndarray,
              mask: np.ndarray | None = None) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """The `limit` rows of `m` (coded as `qr`) with the best exact scores above `min_score` (ties by `tie` ascending), best first, as
-    ranking.top_ranked would give over every row's exact score; also the rows scored exactly and their scores."""
+    """The `limit` rows of `m` (coded as `qr`) with the best exact scores above `min_score` (ties by `tie`
+    ascending), best first, as ranking.top_ranked would give over every row's exact score; also the rows scored
+    exactly and their scores."""
     lower, upper = qr.bounds(qc)
     cand = pruned(lower, upper, limit, min_score, mask)
     scores = exact_scores(m, cand, qc.q32)

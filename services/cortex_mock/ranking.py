@@ -60,19 +60,10 @@ def top_ranked(scores: np.ndarray, limit: int, min_score: float = 0.0, tie: np.n
     return ok[order[:limit]].tolist()  # Python ints
 
 
-def rrf_fuse(rank_lists: dict[str, Sequence], k: int = RRF_K) -> dict:
-    """Reciprocal rank fusion: score(d) = sum over lists of 1 / (k + rank), rank starting at 1."""
-    fused: dict = {}
-    for ranked in rank_lists.values():
-        for r, doc in enumerate(ranked, start=1):
-            fused[doc] = fused.get(doc, 0.0) + 1.0 / (k + r)
-    return fused
-
-
-def rrf_fuse_arrays(rank_lists: Iterable[Sequence[int]], k: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
-    """`rrf_fuse` for integer doc ids with numpy: (docs ascending, their fused scores). Each doc's terms are
-    added in the same order as `rrf_fuse` adds them (list by list, best rank first), so the sums are the same
-    floats, not merely close ones."""
+def rrf_fuse(rank_lists: Iterable[Sequence[int]], k: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
+    """Reciprocal rank fusion of ranked lists of integer doc ids: score(d) = sum over lists of 1 / (k + rank),
+    rank starting at 1. Returns (docs ascending, their fused scores). Each doc's terms are added list by list,
+    best rank first (a dict accumulated in that order gives the same floats)."""
     lists = [np.asarray(r, dtype=np.int64) for r in rank_lists]
     if not lists or not sum(x.size for x in lists):
         return np.zeros(0, dtype=np.int64), np.zeros(0)

@@ -163,7 +163,7 @@ def search(idx: TenantIndex, qvec: np.ndarray | QueryCodes, p: SearchParams, now
         t["temporal"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    order, fused_scores = ranking.fused_order(*ranking.rrf_fuse_arrays(channels.values()), tie)
+    order, fused_scores = ranking.fused_order(*ranking.rrf_fuse(channels.values()), tie)
     if p.mode == "full":
         tg = time.perf_counter()
         seed_act = np.zeros(n)
@@ -180,7 +180,7 @@ def search(idx: TenantIndex, qvec: np.ndarray | QueryCodes, p: SearchParams, now
         act = spread_activation(n, len(idx.entities), m_fact, m_ent, seed_act, boost)
         channels["graph"] = ranking.top_ranked(_masked(act, mask), CHANNEL_DEPTH, 1e-9, tie)
         chan_scores["graph"] = act
-        order, fused_scores = ranking.fused_order(*ranking.rrf_fuse_arrays(channels.values()), tie)
+        order, fused_scores = ranking.fused_order(*ranking.rrf_fuse(channels.values()), tie)
         t["graph"] = time.perf_counter() - tg
     fused = dict(zip(order, fused_scores, strict=True))  # best first; ties by content then id, never by arrival
     n_lists = len(channels)

@@ -127,8 +127,8 @@ class TenantIndex:
     # True once `emb`/`q_emb` were swapped for their file-mapped twins (TenantStore.index, shared_arrays.py).
     _shared: bool = field(default=False, repr=False)
     _occurred_us: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
-    # int8 copies of `emb` and `q_emb` for the semantic and question channels (quantized.py); extended, not
-    # rebuilt, when a snapshot grows.
+    # The semantic and question channels' int8 views (quantized.py): `emb`'s copy is extended, not rebuilt, when
+    # a snapshot grows; the questions' distinct-vector view is rebuilt on first use.
     _emb_codes: QuantizedRows | None = field(default=None, repr=False)
     _avgdl: float | None = field(default=None, repr=False)
     _q_rows: QuestionRows | None = field(default=None, repr=False)
