@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -265,19 +266,22 @@ class HttpRetrieveTarget:
         self.top_k = top_k
         self.mode = mode
         self.name = name or f"http {self.base_url}/v1/retrieve ({mode})"
-        self._session = None
+        self._client = None
         self._bodies: list[bytes] = []
+        self._requests: list[bytes] = []
         self._url = ""
 
     async def start(self) -> None:
-        import aiohttp
         import orjson
 
-        conn = aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=self.concurrency)
-        self._session = aiohttp.ClientSession(connector=conn, headers={"x-api-key": self.api_key,
-                                                                       "Content-Type": "application/json"})
-        # Each query's body encoded once: the generator's CPU per request is part of what load-bench reports
+        from loadtests.http_client import HttpClient, post_request
+
+        self._client = HttpClient(self.base_url, self.concurrency)
+        path = f"{urlsplit(self.base_url).path.rstrip('/')}/v1/retrieve"
+        headers = {"x-api-key": self.api_key, "Content-Type": "application/json"}
+        # Each query's request encoded once: the generator's CPU per request is part of what load-bench reports
         self._bodies = [orjson.dumps({"query": q, "top_k": self.top_k, "mode": self.mode}) for q in self.queries]
+        self._requests = [post_request(self._client.host_header(), path, b, headers) for b in self._bodies]
         self._url = f"{self.base_url}/v1/retrieve"
 
     def body(self, i: int) -> bytes:
@@ -285,14 +289,13 @@ class HttpRetrieveTarget:
         return self._bodies[i % len(self._bodies)]
 
     async def call(self, i: int) -> None:
-        async with self._session.post(self._url, data=self.body(i)) as r:  # type: ignore[union-attr]
-            data = await r.read()
-            if r.status >= 400:
-                raise HttpStatusError(r.status, data[:200])
+        status, data = await self._client.request(self._requests[i % len(self._requests)])  # type: ignore[union-attr]
+        if status >= 400:
+            raise HttpStatusError(status, data[:200])
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        if self._client is not None:
+            await self._client.close()
 
 
 class HttpStatusError(Exception):

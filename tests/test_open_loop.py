@@ -490,7 +490,7 @@ async def test_http_target_sends_the_query_mix_and_counts_4xx():
         target = HttpRetrieveTarget(url, queries=["a", "b", "c"])
         assert target.name == f"http {url.rstrip('/')}/v1/retrieve (fast)" and target.top_k == 10
         await target.start()
-        assert target._session.connector.limit == 64 and target._session.connector.limit_per_host == 64
+        assert target._client.limit == 64
         errors = []
         for i in range(4):
             try:
@@ -500,7 +500,7 @@ async def test_http_target_sends_the_query_mix_and_counts_4xx():
         await target.close()
         custom = HttpRetrieveTarget(url, api_key="k2", concurrency=3, queries=["q"], top_k=4, mode="full")
         await custom.start()
-        assert custom._session.connector.limit == 3
+        assert custom._client.limit == 3
         await custom.call(0)
         await custom.close()
     finally:
@@ -580,7 +580,7 @@ def test_cli_run_writes_results_and_exit_status(tmp_path, capsys):
     assert text == json.dumps(res, indent=2)
     assert res["phases"] == [{"rate": 20.0, "duration_s": 0.1, "arrival": "constant", "name": "constant 20/s"}]
     assert (res["scheduled"], res["ok"], res["failed"], res["valid"]) == (2, 0, 2, True)
-    assert list(res["errors"]) == ["ClientConnectorError"]
+    assert list(res["errors"]) == ["ConnectionRefusedError"]
     assert (res["concurrency"], res["max_pending"], res["timeout_s"], res["lag_p99_threshold_ms"], res["seed"]) == \
         (3, 4096, 2.0, 1000.0, 4)
     assert res["target"] == f"http http://127.0.0.1:{port}/v1/retrieve (fast)"

@@ -126,7 +126,7 @@ async def test_targets_close_before_start_and_after():
     t = HttpRetrieveTarget("http://127.0.0.1:9")
     await t.start()
     await t.close()
-    assert t._session.closed
+    assert t._client.closed
 
 
 def _res(n_phases: int) -> dict:
