@@ -2,17 +2,17 @@
 (llhttp, the parser Node.js uses), one request at a time per connection.
 
 Why not aiohttp's client: the generator shares the 2 cores with the system under test, so every millisecond it
-spends per request is taken from the target. At 600 retrieve/s against loadtests/trivial_target.py the driver with
-aiohttp's ClientSession spent ~0.6 ms of CPU a request, with this client ~0.25 ms (session 24, one run each,
-`time.process_time` around `drive`). wrk and locust's FastHttpUser make the same trade: a minimal client, so the
-load test measures the server.
+spends per request is taken from the target. `make load-bench` reads the generator's CPU per request at every step
+(loadtests/README.md "Figures" has the same-day comparison with aiohttp's ClientSession). wrk and locust's
+FastHttpUser make the same trade: a minimal client, so the load test measures the server.
 
 What it does and checks:
 * Up to `limit` connections to one host:port, reused LIFO while the server keeps them alive (`Connection: close`
   or HTTP/1.0 without keep-alive retires one after its response).
 * A response is complete when the parser says so (Content-Length or chunked framing); a connection that closes
-  before that fails the request with `ServerDisconnected`, bytes the parser rejects with `BadResponse` (an
-  llhttp error). A request cancelled while in flight (the driver's timeout) closes its connection: the late
+  before that fails the request with `ServerDisconnected`, bytes the parser rejects (or a response no request
+  waits for) with `BadResponse`, and the connection is dropped. A 101 answers its request and retires the
+  connection (what follows is not HTTP). A request cancelled while in flight (the driver's timeout) closes its connection: the late
   response must never be read as the answer to the next request.
 """
 
@@ -36,57 +36,55 @@ class _Conn(asyncio.Protocol):
     """One connection; `request` sends bytes and waits for one whole response."""
 
     def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set by connection_made
         self.parser = httptools.HttpResponseParser(self)
-        self.waiter: asyncio.Future | None = None
+        self.waiter: asyncio.Future | None = None  # the pending request's future, None between requests
         self.body: list[bytes] = []
-        self.closed = False
-        self.keep_alive = True
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(ServerDisconnected("the server closed the connection before the response "
-                                                         "was complete" + (f": {exc}" if exc else "")))
+        self._settle(ServerDisconnected("the server closed the connection before the response was complete"
+                                        + (f": {exc}" if exc else "")))
 
     def data_received(self, data: bytes) -> None:
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError as e:
+        except httptools.HttpParserUpgrade:  # after a complete 101 (already answered): what follows is not HTTP
+            self.transport.close()
+        except httptools.HttpParserError as e:  # (a callback's own error arrives as HttpParserCallbackError)
             self._fail(BadResponse(f"invalid HTTP response: {e}"))
-        except httptools.HttpParserUpgrade:
-            self._fail(BadResponse("the server switched protocols"))
 
     # httptools callbacks
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
 
     def on_message_complete(self) -> None:
-        self.keep_alive = self.parser.should_keep_alive()
         w, self.waiter = self.waiter, None
-        if w is None or w.done():  # a response nobody asked for: the connection is out of step, drop it
-            self.close()
-            return
-        w.set_result((self.parser.get_status_code(), b"".join(self.body)))
+        if w is None:  # a response no request is waiting for: the connection is out of step
+            raise BadResponse("a response arrived with no request waiting for it")
+        # (a waiter is never done here: a request that gave up closed the connection, so no more bytes arrive)
+        w.set_result((self.parser.get_status_code(), b"".join(self.body), self.parser.should_keep_alive()))
+
+    def _settle(self, e: BaseException) -> None:
+        w, self.waiter = self.waiter, None
+        if w is not None and not w.done():  # (done: the request was cancelled)
+            w.set_exception(e)
 
     def _fail(self, e: BaseException) -> None:
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(e)
-        self.close()
+        self._settle(e)
+        self.transport.close()
 
-    def close(self) -> None:
-        self.closed = True
-        if self.transport is not None:
-            self.transport.close()
+    @property
+    def usable(self) -> bool:
+        return not self.transport.is_closing()
 
-    async def request(self, raw: bytes) -> tuple[int, bytes]:
+    async def request(self, raw: bytes) -> tuple[int, bytes, bool]:
         self.body = []
         self.waiter = asyncio.get_running_loop().create_future()
-        self.transport.write(raw)  # type: ignore[union-attr]
+        self.transport.write(raw)
         return await self.waiter
 
 
@@ -118,7 +116,7 @@ class HttpClient:
             conn = None
             while self._idle:
                 c = self._idle.pop()
-                if not c.closed:
+                if c.usable:
                     conn = c
                     break
                 self._open.discard(c)
@@ -127,25 +125,24 @@ class HttpClient:
                 self._open.add(conn)
                 self.connections_made += 1
             try:
-                status, body = await conn.request(raw)
+                status, body, keep_alive = await conn.request(raw)
             except BaseException:  # cancelled (timeout) or failed: its late bytes must not answer another request
-                conn.close()
+                conn.transport.close()
                 self._open.discard(conn)
                 raise
-            if conn.keep_alive and not conn.closed and not self.closed:
+            if keep_alive and conn.usable:  # (a client closed meanwhile closed this connection too)
                 self._idle.append(conn)
             else:
-                conn.close()
+                conn.transport.close()
                 self._open.discard(conn)
             return status, body
 
     async def close(self) -> None:
         self.closed = True
-        for c in list(self._open):
-            c.close()
+        for c in self._open:
+            c.transport.close()
         self._open.clear()
         self._idle.clear()
-        await asyncio.sleep(0)  # let the transports run their close callbacks
 
 
 def post_request(host: str, path: str, body: bytes, headers: dict[str, str]) -> bytes:

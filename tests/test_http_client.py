@@ -7,8 +7,21 @@ import asyncio
 
 import pytest
 
-from loadtests.http_client import BadResponse, HttpClient, ServerDisconnected, post_request
+from loadtests.http_client import BadResponse, HttpClient, ServerDisconnected, _Conn, post_request
 from loadtests.open_loop import HttpRetrieveTarget, HttpStatusError, error_kind
+
+
+@pytest.fixture(autouse=True)
+async def no_callback_errors():
+    """An exception inside a protocol callback never reaches the caller: the loop's exception handler logs it.
+    Every test here fails if one happened."""
+    loop = asyncio.get_running_loop()
+    seen: list[dict] = []
+    loop.set_exception_handler(lambda _loop, ctx: seen.append(ctx))
+    yield
+    await asyncio.sleep(0.01)  # close callbacks still pending
+    loop.set_exception_handler(None)
+    assert seen == []
 
 
 class RawServer:
@@ -20,6 +33,7 @@ class RawServer:
         self.replies = list(replies)
         self.requests: list[bytes] = []
         self.connections = 0
+        self.eofs = 0  # connections the client closed (EOF seen between requests)
         self.server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -41,7 +55,10 @@ class RawServer:
                 if close:
                     writer.close()
                     return
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+        except asyncio.IncompleteReadError as e:
+            self.eofs += not e.partial
+            writer.close()
+        except (ConnectionError, asyncio.CancelledError):
             writer.close()
 
     async def __aenter__(self):
@@ -77,11 +94,14 @@ def test_client_rejects_what_it_cannot_speak():
         HttpClient("https://127.0.0.1:1")
     with pytest.raises(ValueError, match="base_url"):
         HttpClient("127.0.0.1:1")
+    with pytest.raises(ValueError, match="base_url"):
+        HttpClient("ftp://127.0.0.1:1")
     with pytest.raises(ValueError, match="limit"):
         HttpClient("http://127.0.0.1:1", limit=0)
     c = HttpClient("http://example.test")
     assert (c.host, c.port, c.host_header(), c.limit) == ("example.test", 80, "example.test", 64)
     assert HttpClient("http://127.0.0.1:8792").host_header() == "127.0.0.1:8792"
+    assert HttpClient("http://h:79").host_header() == "h:79" and HttpClient("http://h:80").host_header() == "h"
 
 
 async def test_keep_alive_reuses_one_connection_and_reads_each_framing():
@@ -90,8 +110,10 @@ async def test_keep_alive_reuses_one_connection_and_reads_each_framing():
         c = HttpClient(srv.url, limit=4)
         got = [await c.request(REQ) for _ in range(4)]
         await c.close()
+        await asyncio.sleep(0.05)
     assert got == [(200, b"first"), (200, b"abcde"), (200, b""), (200, b"x")]
     assert srv.connections == 1 == c.connections_made and srv.requests == [REQ] * 4
+    assert srv.eofs == 1  # close() closed the idle connection
     with pytest.raises(RuntimeError, match="closed"):
         await c.request(REQ)
 
@@ -197,3 +219,48 @@ async def test_at_most_limit_connections_are_open():
         got = await asyncio.gather(*calls)
         await c.close()
     assert opened == 2 and c.connections_made == 2 and got == [(200, b"k")] * 5
+
+
+async def test_an_idle_connection_the_server_closed_is_not_reused():
+    async with RawServer([(ok(b"one"), True), ok(b"two")]) as srv:  # keep-alive headers, then the server closes
+        c = HttpClient(srv.url)
+        assert await c.request(REQ) == (200, b"one")
+        await asyncio.sleep(0.05)
+        async with asyncio.timeout(2):
+            assert await c.request(REQ) == (200, b"two")
+        await c.close()
+    assert c.connections_made == 2
+
+
+async def test_an_unsolicited_response_retires_the_connection():
+    async with RawServer([ok(b"asked") + ok(b"extra"), ok(b"own")]) as srv:
+        c = HttpClient(srv.url)
+        assert await c.request(REQ) == (200, b"asked")
+        assert await c.request(REQ) == (200, b"own")  # not "extra": a new connection
+        await c.close()
+    assert c.connections_made == 2
+
+
+async def test_switching_protocols_answers_101_and_retires_the_connection():
+    upgrade = b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+    async with RawServer([upgrade, ok(b"after")]) as srv:
+        c = HttpClient(srv.url)
+        assert await c.request(REQ) == (101, b"")  # llhttp completes the 101, then stops parsing HTTP
+        assert await c.request(REQ) == (200, b"after")
+        await c.close()
+    assert c.connections_made == 2
+
+
+async def test_disconnect_messages_say_why():
+    fut = asyncio.get_running_loop().create_future()
+    conn = _Conn()
+    conn.waiter = fut
+    conn.connection_lost(OSError("reset by peer"))
+    with pytest.raises(ServerDisconnected) as e:
+        await fut
+    assert str(e.value) == "the server closed the connection before the response was complete: reset by peer"
+    assert conn.waiter is None
+    conn.waiter = fut2 = asyncio.get_running_loop().create_future()
+    conn.connection_lost(None)
+    assert str(fut2.exception()) == "the server closed the connection before the response was complete"
+    conn.connection_lost(None)  # nothing waits: nothing to tell

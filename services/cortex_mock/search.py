@@ -192,6 +192,7 @@ def search(idx: TenantIndex, qvec: np.ndarray | QueryCodes, p: SearchParams, now
     def relevance(d: int) -> float:
         return ranking.cross_score(ranking.lexical_coverage(cov_tokens, idx.facts[d].tokens), sem[d])
 
+    pack_window = max(p.top_k * 4, 20)  # packing considers this many of the ranked facts
     t0 = time.perf_counter()
     demoted = 0
     if p.mode == "full":
@@ -206,11 +207,11 @@ def search(idx: TenantIndex, qvec: np.ndarray | QueryCodes, p: SearchParams, now
         scored.sort(key=lambda x: (-x[0], tie[x[1]]))
         ranked = [(d, min(1.0, s)) for s, d in scored]
     else:  # only the packing window is ever read
-        ranked = [(d, ranking.rrf_normalised(fused[d], n_lists)) for d in order[:max(p.top_k * 4, 20)]]
+        ranked = [(d, ranking.rrf_normalised(fused[d], n_lists)) for d in order[:pack_window]]
     t["rerank"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    window_items = ranked[:max(p.top_k * 4, 20)]
+    window_items = ranked[:pack_window]
     counts = idx.token_counts()  # stored at ingest
     tokens = [int(counts[d]) for d, _ in window_items]
     kept, used = ranking.pack(tokens, p.token_budget, p.top_k)
