@@ -12,8 +12,8 @@ What it does and checks:
 * A response is complete when the parser says so (Content-Length or chunked framing); a connection that closes
   before that fails the request with `ServerDisconnected`, bytes the parser rejects (or a response no request
   waits for) with `BadResponse`, and the connection is dropped. A 101 answers its request and retires the
-  connection (what follows is not HTTP). A request cancelled while in flight (the driver's timeout) closes its connection: the late
-  response must never be read as the answer to the next request.
+  connection (what follows is not HTTP). A request cancelled while in flight (the driver's timeout) closes its
+  connection: the late response must never be read as the answer to the next request.
 """
 
 from __future__ import annotations

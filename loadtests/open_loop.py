@@ -267,9 +267,7 @@ class HttpRetrieveTarget:
         self.mode = mode
         self.name = name or f"http {self.base_url}/v1/retrieve ({mode})"
         self._client = None
-        self._bodies: list[bytes] = []
         self._requests: list[bytes] = []
-        self._url = ""
 
     async def start(self) -> None:
         import orjson
@@ -279,14 +277,11 @@ class HttpRetrieveTarget:
         self._client = HttpClient(self.base_url, self.concurrency)
         path = f"{urlsplit(self.base_url).path.rstrip('/')}/v1/retrieve"
         headers = {"x-api-key": self.api_key, "Content-Type": "application/json"}
-        # Each query's request encoded once: the generator's CPU per request is part of what load-bench reports
-        self._bodies = [orjson.dumps({"query": q, "top_k": self.top_k, "mode": self.mode}) for q in self.queries]
-        self._requests = [post_request(self._client.host_header(), path, b, headers) for b in self._bodies]
-        self._url = f"{self.base_url}/v1/retrieve"
-
-    def body(self, i: int) -> bytes:
-        """The JSON body of request i: {"query", "top_k", "mode"}, the queries taken in turn."""
-        return self._bodies[i % len(self._bodies)]
+        # Each query's request encoded once: the generator's CPU per request is part of what load-bench reports.
+        # Request i carries {"query", "top_k", "mode"} with the queries taken in turn.
+        self._requests = [post_request(self._client.host_header(), path,
+                                       orjson.dumps({"query": q, "top_k": self.top_k, "mode": self.mode}), headers)
+                          for q in self.queries]
 
     async def call(self, i: int) -> None:
         status, data = await self._client.request(self._requests[i % len(self._requests)])  # type: ignore[union-attr]
