@@ -286,7 +286,7 @@ class HttpRetrieveTarget:
     async def call(self, i: int) -> None:
         status, data = await self._client.request(self._requests[i % len(self._requests)])  # type: ignore[union-attr]
         if status >= 400:
-            raise HttpStatusError(status, data[:200])
+            raise HttpStatusError(status, data)  # (its message keeps the first 200 bytes)
 
     async def close(self) -> None:
         if self._client is not None:
