@@ -20,7 +20,8 @@ beside the load generator's own ceiling on this machine, the engine's single-thr
    back to back on one thread (no HTTP, no event loop): mean/median ms per request and the rate one core
    could give at that cost.
 6. Scaling: the mock restarted with `--processes P` (SO_REUSEPORT, same data dir) for each P of
-   --processes; a rate search each (steps of --scale-step-s).
+   --processes; a rate search each (steps of --scale-step-s). Then step 5 once more: the ratio of the two
+   readings (`engine_drift`) is how far this shared machine's own speed moved during the run.
 7. Generator ceiling: the same driver and climb against a trivial aiohttp server (loadtests/trivial_target.py,
    its own process): the most this generator can drive here. The headline is the best sustained mock rate
    and its ratio to that ceiling.
@@ -437,12 +438,16 @@ def headline(result: dict[str, Any]) -> dict[str, Any]:
     best = rates.get(best_p) if best_p is not None else None
     ceiling = (result.get("generator_ceiling") or {}).get("max_sustained_rps")
     eng = result.get("engine_cost") or {}
+    end = result.get("engine_cost_end") or {}
     cpu = (scaling.get(best_p) or scaling.get(str(best_p)) or {}).get("cpu_at_best") if best_p is not None else None
     return {"best_rps": best, "best_processes": best_p, "generator_ceiling_rps": ceiling,
             "ratio_to_generator": round(best / ceiling, 4) if best and ceiling else None,
             "engine_one_core_rps": eng.get("one_core_rps"),
             "ratio_to_engine_one_core": round(best / eng["one_core_rps"], 3) if best and eng.get("one_core_rps") else None,
             "meets_target": bool(best is not None and best >= 1000.0),
+            # the engine's CPU a retrieve after the climbs over the same before them: > 1 = the machine slowed
+            "engine_drift": round(end["cpu_mean_ms"] / eng["cpu_mean_ms"], 3)
+            if end.get("cpu_mean_ms") and eng.get("cpu_mean_ms") else None,
             # issue 14's arithmetic from this run's own CPU readings: what 1,000 req/s would take at this cost
             "cpu_at_best": cpu,
             "cores_for_1000_rps": cores_needed(1000.0, cpu["server_ms_per_req"], cpu["generator_ms_per_req"])
@@ -528,6 +533,11 @@ def render_markdown(r: dict[str, Any]) -> str:
                   f"{h['engine_one_core_rps']} req/s on one core (best sustained / that: "
                   f"{h['ratio_to_engine_one_core']}). Target >= 1000 req/s: {'met' if h['meets_target'] else 'not met'}.",
                   ""]
+        if h.get("engine_drift") is not None:
+            lines += [f"The same engine measurement after the process-count runs: CPU "
+                      f"{r['engine_cost_end']['cpu_mean_ms']} ms a retrieve, x{h['engine_drift']} the first reading "
+                      f"(the machine's own speed moved that much during this run: compare rates within one climb, "
+                      f"or runs made back to back).", ""]
         cb, gcpu = h.get("cpu_at_best"), gc.get("cpu_at_best")
         if cb:
             lines += [f"CPU per request at the best step (psutil over the server processes; this generator's own "
@@ -643,6 +653,13 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
                                                            "ended_by_detail", "cpu_at_best")}
             result["scaling"][procs]["steps"] = rs["steps"]
             result["scaling"][procs]["warm"] = warm
+        # The same engine measurement once more, after the climbs: this machine's own speed drifts (a shared
+        # host), and the ratio of the two readings says how far rates from different phases of the run compare.
+        print("engine single-thread cost again (drift):", flush=True)
+        result["engine_cost_end"] = await asyncio.to_thread(
+            engine_cost_in_subprocess, [str(data_dir), a.embedder, direct.queries, a.engine_calls, a.top_k, a.mode],
+            a.blas_threads)
+        print(f"  {result['engine_cost_end']}", flush=True)
         result["generator_ceiling"] = await generator_ceiling(a, cfg, out / "rig")
         result["headline"] = headline(result)
     finally:

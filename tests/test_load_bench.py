@@ -266,3 +266,32 @@ def test_completed_requests_are_the_summary_ok_plus_failed():
     assert completed_requests(rec) == 3
     res = summarise(rec, [Phase(1000.0, 0.004, "constant", "p")], Validity(50.0), {})
     assert res["ok"] + res["failed"] == 3 and np.count_nonzero(rec.done) == 3
+
+
+def test_engine_drift_is_the_second_engine_reading_over_the_first():
+    sc = {"max_sustained_rps": 300.0, "first_failing_rps": 450.0, "ended_by": "p99",
+          "ended_by_detail": "corrected p99 300 ms"}
+    r = {"scaling": {"1": sc}, "generator_ceiling": {"max_sustained_rps": 3000.0},
+         "engine_cost": {"facts": 100, "mean_ms": 1.7, "p50_ms": 1.6, "p99_ms": 3, "cpu_mean_ms": 1.6,
+                         "one_core_rps": 588.2},
+         "engine_cost_end": {"cpu_mean_ms": 2.0}}
+    h = headline(r)
+    assert h["engine_drift"] == 1.25  # 2.0 / 1.6: the machine slowed by a quarter
+    r["headline"] = h
+    base = {"config": {"embedder": "hash", "mode": "fast", "top_k": 10, "arrival": "poisson", "concurrency": 64,
+                       "step_s": 1.0, "slo_p99_ms": 250.0, "start_rate": 20.0, "blas_threads": 0},
+            "machine": {"cpu_count": 2, "loadavg_at_start": [1.0, 1.0, 1.0]},
+            "seeding": {"total_memories": 100, "requested": 100, "seconds": 1, "batch": 250},
+            "idle_latency_ms": {"direct": 2, "proxied": 3},
+            "rate_search": {**sc, "hit_max_rate": False, "steps": []},
+            "command": "python -m loadtests.bench"}
+    md = render_markdown({**r, **base})
+    assert ("The same engine measurement after the process-count runs: CPU 2.0 ms a retrieve, x1.25 the first "
+            "reading") in md
+    # without the second reading (an older bench.json) there is no drift and no line
+    del r["engine_cost_end"]
+    r["headline"] = headline(r)
+    assert r["headline"]["engine_drift"] is None
+    assert "after the process-count runs" not in render_markdown({**r, **base})
+    assert headline({**r, "engine_cost": {"one_core_rps": 500.0}, "engine_cost_end": {"cpu_mean_ms": 2.0}})[
+        "engine_drift"] is None  # no first CPU reading: nothing to divide by
