@@ -144,7 +144,7 @@ def search(idx: TenantIndex, qvec: np.ndarray | QueryCodes, p: SearchParams, now
     if idx.q_owner.size:
         channels["question"], owners, best = top_groups(idx.question_rows(), qc, CHANNEL_DEPTH, QUESTION_MIN, tie,
                                                         only)
-        if p.debug:  # read only by the debug view; often every owner (~100 us a request at 10k facts)
+        if p.debug:  # read only by the debug view, and it often holds every owner: not built per request
             chan_scores["question"] = dict(zip(owners.tolist(), best.tolist(), strict=True))
     else:
         channels["question"], chan_scores["question"] = [], {}
