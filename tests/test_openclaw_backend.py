@@ -298,7 +298,7 @@ def test_registry_has_both_presets():
     from services.adapters.registry import all_specs
 
     specs = all_specs()
-    assert specs["openclaw"].config == {"preset": "openclaw"}
+    assert specs["openclaw"].config == {"preset": "openclaw", "profile": "default"}  # a real install's memory
     assert specs["openclaw-2026-02"].config == {"preset": "openclaw-2026-02"}
     assert specs["openclaw-2026-09"].config == {"preset": "openclaw-2026-09"} and not specs["openclaw-2026-09"].default
     assert specs["openclaw-late"].config == {"preset": "openclaw-late"} and not specs["openclaw-late"].default

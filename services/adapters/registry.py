@@ -109,6 +109,8 @@ def get_spec(name: str) -> BackendSpec:
     """A registered backend, or a variant of one with config overrides: `openclaw[embedder=wordllama]` runs the
     `openclaw` backend with `embedder: "wordllama"` under its own name, beside the plain one in the same run."""
     specs = all_specs()
+    if name in specs:  # a variant registered under its own name (e.g. a profile bench-all runs by default)
+        return specs[name]
     base, overrides = parse_variant(name)
     if base not in specs:
         raise KeyError(f"unknown backend {base!r}; known: {', '.join(sorted(specs))}")

@@ -26,6 +26,7 @@ from services.adapters.base import MemoryBackend, SessionStore
 from services.adapters.openclaw import fts as ftsmod
 from services.adapters.openclaw import hybrid, ranking_2609
 from services.adapters.openclaw.index import FileInput, IndexStore
+from services.adapters.openclaw import lifecycle
 from services.adapters.openclaw.keyword_search import KeywordSearch
 from services.adapters.openclaw.mmr_matrix import mmr_rerank_matrix
 from services.adapters.openclaw.presets import candidate_count, resolve_preset
@@ -34,7 +35,10 @@ from services.adapters.openclaw.workspace import (
     Workspace,
     apply_document,
     apply_flush,
+    apply_plan_flush,
+    chat_role,
     flush_messages,
+    hook_wfile,
     parse_flush_reply,
 )
 from services.common import prompts
@@ -42,6 +46,7 @@ from services.common.types import (
     ChannelDiagnostics,
     IngestBatch,
     Memory,
+    Message,
     NamespaceStats,
     RetrieveQuery,
     RetrieveResult,
@@ -100,8 +105,15 @@ class OpenClawBackend(MemoryBackend):
         "llm_temperature": 0.0,
         # OpenClaw's memory.search.query.minScore (None = the preset's 0.35); a sensitivity knob, not a preset fact.
         "min_score": None,
+        # What a real install holds (lifecycle.PROFILES). The class keeps the rig's earlier idealisation; the
+        # registered `openclaw` and `openclaw-real` backends run "default", OpenClaw 2026.9.6 as installed.
+        "profile": "flush-every-session",
+        "context_window": lifecycle.DEFAULT_CONTEXT_WINDOW,  # the model's window: the flush and compaction thresholds
+        "session_boundary": "new",  # "new": each session ends with /new (the hook fires); "continue": one session
+        "system_prompt_tokens": 0,  # prompt tokens a real turn adds beyond the messages (system prompt, tools)
     }
     uses_embedder = True
+    searches_sessions = False  # the port indexes memory files only; OpenClaw itself (openclaw-real) indexes transcripts
 
     def configure(self, overrides: dict[str, Any]) -> dict[str, Any]:
         cfg = super().configure(overrides)
@@ -126,6 +138,19 @@ class OpenClawBackend(MemoryBackend):
         FlushSkipper(float(cfg["flush_skip_rate"]), cfg["flush_skip_mode"], int(cfg["flush_seed"]))
         if not isinstance(cfg["recent_sessions"], int) or cfg["recent_sessions"] < 0:
             raise ValueError("openclaw: recent_sessions must be an integer >= 0")
+        prof = lifecycle.resolve_profile(cfg["profile"])
+        if prof.search_sessions and not self.searches_sessions:
+            raise ValueError(f"openclaw: profile {prof.name!r} searches session transcripts, which the port does not "
+                             "index; run it on OpenClaw itself: openclaw-real[profile=sessions]")
+        lifecycle.thresholds(cfg["context_window"])
+        if cfg["session_boundary"] not in lifecycle.SESSION_BOUNDARIES:
+            raise ValueError("openclaw: session_boundary must be 'new' or 'continue'")
+        spt = cfg["system_prompt_tokens"]
+        if not isinstance(spt, int) or isinstance(spt, bool) or spt < 0:
+            raise ValueError("openclaw: system_prompt_tokens must be an integer >= 0")
+        if prof.flush == "threshold" and float(cfg["flush_skip_rate"]) > 0:
+            raise ValueError("openclaw: flush_skip_rate models the idealised every-session flush; use it with "
+                             "profile 'flush-every-session'")
         return cfg
 
     def __init__(self, config=None, context=None):
@@ -139,11 +164,14 @@ class OpenClawBackend(MemoryBackend):
         self.params = p
         self.skipper = FlushSkipper(float(self.config["flush_skip_rate"]), self.config["flush_skip_mode"],
                                     int(self.config["flush_seed"]))
+        self.profile = lifecycle.resolve_profile(self.config["profile"])
+        self.thresholds = lifecycle.thresholds(int(self.config["context_window"]))
         self.store = SessionStore()
         self._ws: dict[str, Workspace] = {}
         self._index: IndexStore | None = None
         self._embedder = None
-        self.n = {"llm_calls": 0, "flushes": 0, "flushes_skipped": 0, "chunks_indexed": 0, "searches": 0}
+        self.n = {"llm_calls": 0, "flushes": 0, "flushes_skipped": 0, "chunks_indexed": 0, "searches": 0,
+                  "compactions": 0, "hook_files": 0}
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -205,9 +233,32 @@ class OpenClawBackend(MemoryBackend):
                            else "min(200, floor(top_k * 4))")
         d["mode"] = "fts-only" if self.fts_only else "hybrid"
         d["embedding_model"] = self.model
-        d["flush_prompt"] = "prompts.FLUSH_SYSTEM + flush_user(session date)"
+        d.update(self.profile_description())
         d["prompts_hash"] = prompts.prompts_hash()
-        d["memory_md_curation"] = "rules: durable-language regex over flushed notes (workspace.DURABLE_RE)"
+        return d
+
+    def profile_description(self) -> dict[str, Any]:
+        prof, th = self.profile, self.thresholds
+        d: dict[str, Any] = {"profile": prof.name, "profile_summary": prof.summary}
+        if prof.flush == "every-session":
+            d["flush"] = "after every session (idealisation)"
+            d["flush_prompt"] = "prompts.FLUSH_SYSTEM + flush_user(session date) (the earlier upstream wording)"
+            d["memory_md_curation"] = "rules: durable-language regex over flushed notes (workspace.DURABLE_RE)"
+            return d
+        d["flush"] = (f"OpenClaw's rule at context_window {th.context_window}: after a turn at >= {th.flush_tokens} "
+                      f"tokens or >= {th.force_flush_bytes} transcript bytes, once per compaction cycle; before a turn "
+                      f"that would reach {th.compact_tokens}: flush, then compact (tokens = ceil(chars/4) per message + "
+                      f"system_prompt_tokens {self.config['system_prompt_tokens']})")
+        d["flush_prompt"] = "OpenClaw 2026.9.6 buildMemoryFlushPlan (prompt + systemPrompt, memory/<flush date>.md)"
+        d["memory_md_curation"] = "none: MEMORY.md is read-only to the flush; dreaming promotes nothing in a replay"
+        d["session_boundary"] = self.config["session_boundary"]
+        d["session_memory_hook"] = ("memory/YYYY-MM-DD-HHMM.md with the last 15 messages at each /new: a session's "
+                                    "/new comes at the next session's start, the newest session's at its last "
+                                    "message" if self.config["session_boundary"] == "new" else "never fires (no /new)")
+        d["transcripts"] = ("indexed and searched (sources memory + sessions)" if prof.search_sessions
+                            else "indexed by OpenClaw (rememberAcrossConversations), not searched"
+                            if self.searches_sessions else "not modelled by the port (memory_search does not "
+                                                           "search them in this profile)")
         return d
 
     # ------------------------------------------------------------------ ingest
@@ -233,12 +284,10 @@ class OpenClawBackend(MemoryBackend):
         self.n["flushes_skipped"] += sum(1 for _, _, skip in work if skip)
         self.n["chunks_indexed"] += chunks
 
-    async def stage_workspace(self, namespace: str, batch: IngestBatch) -> tuple[Workspace, list]:
-        """The namespace's workspace with `batch` applied (flush notes, MEMORY.md curation, documents), on a copy:
-        nothing is committed. Shared by `openclaw-real`, so port and real OpenClaw index the same files."""
-        staged = (self._ws.get(namespace) or Workspace()).copy()
+    def _segments(self, namespace: str, batch: IngestBatch) -> list[tuple[Session, tuple[Message, ...]]]:
+        """The batch's sessions in time order, each with the messages the namespace does not hold yet."""
         existing = self.store.sessions.get(namespace, {})
-        work: list[tuple[Session, tuple, bool]] = []
+        out = []
         for s in sorted(batch.sessions, key=lambda s: (utc(s.started_at), s.session_id)):
             old = existing.get(s.session_id)
             if old is not None:
@@ -247,8 +296,28 @@ class OpenClawBackend(MemoryBackend):
                 s = Session(old.session_id, old.started_at, old.messages + new_msgs)
             else:
                 new_msgs = s.messages
-            if not new_msgs:
-                continue
+            if new_msgs:
+                out.append((s, new_msgs))
+        return out
+
+    async def stage_workspace(self, namespace: str, batch: IngestBatch) -> tuple[Workspace, list]:
+        """The namespace's workspace with `batch` applied (flush notes, MEMORY.md curation or the install's hook files,
+        documents), on a copy: nothing is committed. Shared by `openclaw-real`, so port and real OpenClaw index the
+        same files."""
+        staged = (self._ws.get(namespace) or Workspace()).copy()
+        staged.pending = []
+        if self.profile.flush == "threshold":
+            work = await self._replay_install(namespace, staged, self._segments(namespace, batch))
+        else:
+            work = await self._flush_every_session(staged, self._segments(namespace, batch))
+        now = datetime.now(UTC)
+        for d in batch.documents:
+            apply_document(staged, d, now)
+        return staged, work
+
+    async def _flush_every_session(self, staged: Workspace, segments) -> list:
+        work: list[tuple[Session, tuple, bool]] = []
+        for s, new_msgs in segments:
             skip = self.skipper.skip(staged.flush_attempts, s.session_id)
             staged.flush_attempts += 1
             staged.flushes_skipped += int(skip)
@@ -257,10 +326,92 @@ class OpenClawBackend(MemoryBackend):
         it = iter(replies)
         for s, new, skip in work:
             apply_flush(staged, s, new, None if skip else next(it), skip)
-        now = datetime.now(UTC)
-        for d in batch.documents:
-            apply_document(staged, d, now)
-        return staged, work
+        return work
+
+    # ------------------------------------------------------------------ a real install's lifecycle
+    async def flush_plan(self, now_ms: int) -> lifecycle.FlushPlan:
+        """The flush's prompts and target file (openclaw-real asks OpenClaw's own buildMemoryFlushPlan)."""
+        return lifecycle.flush_plan(now_ms)
+
+    async def _replay_install(self, namespace: str, staged: Workspace, segments) -> list:
+        """Replay the sessions through a real install's rules (lifecycle.py): every message joins the live session's
+        transcript; after an assistant turn the flush runs when OpenClaw's threshold says so; before a user turn that
+        would reach the compaction threshold it flushes (once per cycle) and compacts; with session_boundary "new"
+        each session ends with /new, where the session-memory hook writes the departing session's last messages."""
+        st, th = staged.install, self.thresholds
+        spt = int(self.config["system_prompt_tokens"])
+        boundary_new = self.config["session_boundary"] == "new"
+        work: list = []
+        for s, new_msgs in segments:
+            if boundary_new and st.open_session is not None and st.open_session != s.session_id:
+                self._close_session(namespace, staged, int(utc(s.started_at).timestamp() * 1000))
+            st.open_session = s.session_id
+            for m in new_msgs:
+                role, text = chat_role(m)
+                ms = int(utc(s.message_time(m)).timestamp() * 1000)
+                if role == "user" and lifecycle.should_compact_before(st, text, th, spt):
+                    if not st.flushed_this_cycle():
+                        await self._plan_flush(staged, s, ms)
+                        work.append((s, (), False))
+                    await self._compact(st)
+                turn = lifecycle.Turn(m.id, role, text, ms)
+                st.window.append(turn)
+                st.open_turns.append(turn)
+                staged.pending.append(("append", s.session_id, turn))
+                if role == "assistant" and lifecycle.should_flush_after_turn(st, th, spt):
+                    await self._plan_flush(staged, s, ms)
+                    work.append((s, (), False))
+        if boundary_new and st.open_session is not None and st.open_turns:
+            self._close_session(namespace, staged, st.open_turns[-1].ms)
+        return work
+
+    async def _plan_flush(self, staged: Workspace, session: Session, at_ms: int) -> None:
+        st = staged.install
+        plan = await self.flush_plan(at_ms)
+        msgs = [{"role": "system", "content": plan.system_prompt}]
+        msgs += [{"role": r, "content": t} for r, t in lifecycle.flush_context(st)]
+        msgs.append({"role": "user", "content": plan.prompt})
+        res = await self.context.llm.chat(msgs, temperature=self.config["llm_temperature"])
+        self.n["llm_calls"] += 1
+        window = tuple(Message(t.message_id, t.role, t.text) for t in st.window)
+        apply_plan_flush(staged, session, plan.relative_path, parse_flush_reply(res.text), window, at_ms)
+        st.flushed_cycle = st.compactions
+
+    async def _compact(self, st: lifecycle.InstallState) -> None:
+        from services.adapters.compacted.backend import compact
+
+        text = "\n".join(f"{r}: {t}" for r, t in lifecycle.flush_context(st))
+        st.summary = await compact(self.context.llm, text, self.config["llm_temperature"])
+        self.n["llm_calls"] += 1
+        self.n["compactions"] += 1
+        st.window = st.keep_recent()
+        st.compactions += 1
+
+    def _close_session(self, namespace: str, staged: Workspace, at_ms: int) -> None:
+        """/new at `at_ms`: the session-memory hook's file (the port renders it; openclaw-real replaces it with the
+        file OpenClaw's own handler writes), then a fresh context."""
+        st = staged.install
+        lines, evidence = [], {}
+        for t in st.open_turns:
+            line = lifecycle.hook_line(t.role, t.text)
+            if line is not None:
+                lines.append(line)
+                evidence[line] = evidence.get(line, ()) + (t.message_id,)
+        path = lifecycle.hook_path(at_ms, set(staged.files))
+        content = lifecycle.render_hook_file(at_ms, lifecycle.session_key(self.agent_name(namespace)),
+                                             self.session_id(namespace), lines)
+        staged.files[path] = hook_wfile(content, evidence, at_ms)
+        staged.pending.append(("new", at_ms, st.open_session, path, evidence))
+        st.closed.append(st.open_session)
+        st.open_session, st.open_turns = None, []
+        st.reset_window()
+        self.n["hook_files"] += 1
+
+    def agent_name(self, namespace: str) -> str:
+        return "main"
+
+    def session_id(self, namespace: str) -> str:
+        return lifecycle.port_session_id(namespace)
 
     async def index_workspace(self, namespace: str, staged: Workspace) -> int:
         """Bring the namespace's search index to `staged`'s files; returns the number of chunks (re)indexed."""

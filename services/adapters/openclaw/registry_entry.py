@@ -5,9 +5,10 @@ _MOD = "services.adapters.openclaw"
 _CLS = "services.adapters.openclaw.backend:OpenClawBackend"
 
 register(BackendSpec(
-    "openclaw", _MOD, _CLS, config={"preset": "openclaw"},
+    "openclaw", _MOD, _CLS, config={"preset": "openclaw", "profile": "default"},
     description="OpenClaw native memory as released in openclaw 2026.9.6 (per-bullet MEMORY.md, boosted keyword "
-                "legs with fallback terms, filename search, 200 candidates, keyword preservation).",
+                "legs with fallback terms, filename search, 200 candidates, keyword preservation), over the memory "
+                "files a real install holds (profile default).",
 ))
 register(BackendSpec(
     "openclaw-2026-02", _MOD, _CLS, config={"preset": "openclaw-2026-02"},

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 
 import regex
 
+from services.adapters.openclaw.lifecycle import InstallState
 from services.common import prompts
 from services.common.types import Document, Message, Session, utc
 
@@ -155,12 +156,16 @@ class Workspace:
     flush_attempts: int = 0
     flushes_skipped: int = 0
     memory_seen: set[str] = field(default_factory=set)  # normalised MEMORY.md entries (dedup)
+    install: InstallState = field(default_factory=InstallState)  # the live session (threshold profiles)
+    # What staging decided the install does, for a backend that writes it with OpenClaw's own code
+    # (openclaw-real): ("append", session id, Turn) and ("new", at ms, session id, predicted hook path). Not copied.
+    pending: list[tuple] = field(default_factory=list)
 
     def copy(self) -> Workspace:
         return Workspace({p: f.copy() for p, f in self.files.items()},
                          {k: SessionNotes(v.session_id, v.started_at, v.path, list(v.lines), list(v.evidence),
                                           v.skipped) for k, v in self.notes.items()},
-                         self.flush_attempts, self.flushes_skipped, set(self.memory_seen))
+                         self.flush_attempts, self.flushes_skipped, set(self.memory_seen), self.install.copy())
 
     def recent_notes(self, n: int = 2) -> list[SessionNotes]:
         """The notes of the n newest sessions (a skipped flush contributes nothing), oldest first."""
@@ -247,3 +252,26 @@ def apply_document(ws: Workspace, d: Document, now: datetime | None = None) -> N
     mtime = _ms(d.created_at or now or datetime.now(UTC))
     f = ws.files.setdefault(path, WFile())
     f.append(lines, [ev if ln.strip() else () for ln in lines], mtime)
+
+
+def apply_plan_flush(ws: Workspace, session: Session, path: str, reply_lines: list[str],
+                     window: tuple[Message, ...], at_ms: int) -> None:
+    """One threshold flush of a real install: OpenClaw creates `path` (memory/<flush date>.md) before the turn, empty
+    if the model stores nothing, and the model appends its lines; MEMORY.md is not touched."""
+    f = ws.files.get(path)
+    if f is None:
+        f = ws.files[path] = WFile(mtime_ms=at_ms)
+    notes = ws.notes.setdefault(session.session_id,
+                                SessionNotes(session.session_id, session.started_at, path, [], [], False))
+    if not reply_lines:
+        return
+    evidence = [attribute_line(line, window) for line in reply_lines]
+    f.append(reply_lines, evidence, at_ms)
+    notes.lines.extend(reply_lines)
+    notes.evidence.extend(evidence)
+
+
+def hook_wfile(content: str, evidence_of_line: dict[str, tuple[str, ...]], at_ms: int) -> WFile:
+    """A session-memory hook file as a workspace file: each `role: "..."` line carries its message's id."""
+    lines = content[:-1].split("\n") if content.endswith("\n") else content.split("\n")
+    return WFile(lines, [evidence_of_line.get(ln, ()) for ln in lines], at_ms)

@@ -30,14 +30,14 @@ from typing import Any
 
 import aiohttp
 
-from services.adapters.openclaw import hybrid
+from services.adapters.openclaw import hybrid, lifecycle
 from services.adapters.openclaw.backend import (
     OpenClawBackend,
     citation,
     format_recent_notes,
     format_search_results,
 )
-from services.adapters.openclaw.workspace import Workspace
+from services.adapters.openclaw.workspace import Workspace, hook_wfile
 from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, availability
 from services.common.embeddings import RemoteEmbedder
 from services.common.types import (
@@ -84,6 +84,17 @@ def line_evidence(ws: Workspace | None, path: str, start: int, end: int) -> list
     return list(out)
 
 
+def transcript_evidence(ws: Workspace | None, path: str, start: int, end: int) -> list[str]:
+    """The message ids of transcript lines start..end (OpenClaw maps a session hit to the lines of the transcript's
+    JSONL form, header = line 1, one line an event), in order."""
+    lines = ws.install.transcript_lines.get(path, {}) if ws else {}
+    out: dict[str, None] = {}
+    for n in range(start, end + 1):
+        if n in lines:
+            out.setdefault(lines[n], None)
+    return list(out)
+
+
 class OpenClawRealBackend(OpenClawBackend):
     name = "openclaw-real"
     description = (f"OpenClaw {OPENCLAW_VERSION} itself: its builtin memory manager (Node sidecar, public plugin SDK) "
@@ -96,6 +107,7 @@ class OpenClawRealBackend(OpenClawBackend):
         "sidecar_start_timeout_s": 180.0,  # first start loads OpenClaw's modules (~8 s here; slow disks more)
         "request_timeout_s": 300.0,  # one sync may embed a whole workspace
     }
+    searches_sessions = True  # OpenClaw indexes the session transcripts the sidecar writes with its own code
 
     def __init__(self, config=None, context=None):
         super().__init__(config, context)
@@ -140,7 +152,8 @@ class OpenClawRealBackend(OpenClawBackend):
         # A Unix socket path must fit in 108 bytes: keep it in a short private temp dir, not under data_dir.
         self._sock_dir = Path(tempfile.mkdtemp(prefix="memrig-ocr-"))
         sidecar_conf: dict[str, Any] = {"socket": str(self._sock_dir / "s.sock"),
-                                        "stateDir": str(self._root / "state")}
+                                        "stateDir": str(self._root / "state"),
+                                        "sessionSearch": self.profile.search_sessions}
         env = dict(os.environ)
         if not self.fts_only:
             provider = "openai-compatible"
@@ -252,11 +265,55 @@ class OpenClawRealBackend(OpenClawBackend):
             "node": self._health.get("node", ""),
             "openclaw_version": self._health.get("openclaw", OPENCLAW_VERSION),
             "clock": "reference_time → OpenClaw's Date.now() for each search (wall clock when absent)",
-            "workspace_writer": "services.adapters.openclaw.workspace (the port's; same files, dates and mtimes)",
+            "workspace_writer": ("the flush notes: services.adapters.openclaw.workspace (same files, dates and mtimes "
+                                 "as the port); hook files and transcripts: OpenClaw's own code (session-memory "
+                                 "handler, session transcript store)" if self.profile.flush == "threshold" else
+                                 "services.adapters.openclaw.workspace (the port's; same files, dates and mtimes)"),
             "preset_note": "'preset' only shapes the workspace writer's flush-skip and recent notes here; "
                            "search is OpenClaw's",
         })
+        d.update(self.profile_description())
         return d
+
+    # ------------------------------------------------------------------ a real install's state, by OpenClaw's code
+    async def flush_plan(self, now_ms: int) -> lifecycle.FlushPlan:
+        p = await self._call("POST", "/flush-plan", {"nowMs": now_ms,
+                                                     "contextWindowTokens": self.thresholds.context_window})
+        return lifecycle.FlushPlan(p["relativePath"], p["systemPrompt"], p["prompt"])
+
+    def agent_name(self, namespace: str) -> str:
+        return agent_id(namespace)
+
+    async def _apply_pending(self, namespace: str, staged: Workspace, root: Path) -> None:
+        """Write what staging decided with OpenClaw's own code: transcript messages through its session transcript
+        store, each /new through its session-memory hook handler (whose file replaces the port's rendering of it) and
+        reset boundary. Records which transcript line holds which message, so transcript hits carry evidence."""
+        agent, ops, i = agent_id(namespace), staged.pending, 0
+        while i < len(ops):
+            if ops[i][0] == "append":
+                turns = []
+                while i < len(ops) and ops[i][0] == "append":
+                    turns.append(ops[i][2])
+                    i += 1
+                res = await self._call("POST", "/session/append", {
+                    "agent": agent, "workspace": str(root),
+                    "messages": [{"role": t.role, "text": t.text, "ms": t.ms} for t in turns]})
+                lines = staged.install.transcript_lines.setdefault(
+                    f"sessions/{agent}/{res['sessionId']}.jsonl", {})
+                for t, line in zip(turns, res["lines"], strict=True):
+                    lines[int(line)] = t.message_id
+                continue
+            _, at_ms, _session, predicted, evidence = ops[i]
+            i += 1
+            res = await self._call("POST", "/session/new", {"agent": agent, "workspace": str(root), "nowMs": at_ms})
+            staged.files.pop(predicted, None)
+            written = res.get("hookFile")
+            if written:
+                path = root / written
+                content = await asyncio.to_thread(path.read_text, encoding="utf-8")
+                os.utime(path, ns=(at_ms * 1_000_000, at_ms * 1_000_000))
+                staged.files[written] = hook_wfile(content, evidence, at_ms)
+        staged.pending = []
 
     # ------------------------------------------------------------------ ingest
     async def reset(self, namespace: str) -> int:
@@ -295,8 +352,10 @@ class OpenClawRealBackend(OpenClawBackend):
 
     async def index_workspace(self, namespace: str, staged: Workspace) -> int:
         root = self.workspace_dir(namespace)
-        files = {safe_relpath(p): (f.content, f.mtime_ms) for p, f in staged.files.items()}
         root.mkdir(parents=True, exist_ok=True)
+        if staged.pending:
+            await self._apply_pending(namespace, staged, root)
+        files = {safe_relpath(p): (f.content, f.mtime_ms) for p, f in staged.files.items()}
         before = await asyncio.to_thread(self._write_files, root, files)
         # force: OpenClaw's incremental sync re-reads memory files only once its file watcher has marked them dirty
         # (debounced, so timing-dependent); a forced sync re-reads them now. Unchanged chunks keep their cached
@@ -357,7 +416,8 @@ class OpenClawRealBackend(OpenClawBackend):
             memories.append(Memory(
                 id=rid, text=r.get("snippet") or "", score=ceiling, kind="chunk",
                 created_at=datetime.fromtimestamp(ts / 1000, UTC) if ts is not None else None,
-                source=path, evidence_ids=line_evidence(ws, path, start, end), channel_scores=channels,
+                source=path, evidence_ids=(transcript_evidence(ws, path, start, end) if r.get("source") == "sessions"
+                                           else line_evidence(ws, path, start, end)), channel_scores=channels,
                 attributes={"path": path, "start_line": str(start), "end_line": str(end),
                             "citation": citation(path, start, end),
                             "selected_by": "strict" if score >= min_score else "keyword-fallback",

@@ -306,6 +306,14 @@ def judge_label(metrics: Mapping[str, Any]) -> str:
     return f"judge: {label}" + (f", {passes} pass(es), majority vote" if passes else "")
 
 
+def baseline_note(metrics: Mapping[str, Any]) -> list[str]:
+    """The line naming what every scorecard below is against, and why that condition."""
+    if not metrics.get("baseline"):
+        return []
+    rule = metrics.get("baseline_rule")
+    return ["", f"Every scorecard below is against **{metrics['baseline']}**" + (f": {rule}." if rule else ".")]
+
+
 def render_comparisons(comp: Mapping[str, Any], title: str = "Scorecard") -> str:
     """One table per compared condition: metric, baseline mean [CI], system mean [CI], Δ [CI], p, winner."""
     out: list[str] = []

@@ -198,10 +198,11 @@ class LongMemEvalSuite(Suite):
                         co["by_type"].setdefault(cat, {})[m] = C.summary(
                             {p: x for p, x in vals[m].items() if cats[p] == cat}, seed, C.unit_of(m))
             out["conditions"][cond] = co
-        from services.coordinator.suites.locomo import _baseline
+        from services.coordinator.suites.locomo import _baseline, baseline_rule
 
-        baseline = _baseline(list(per_cond))
+        baseline = _baseline(list(per_cond), per_cond, "session_recall_all@5")
         out["baseline"] = baseline
+        out["baseline_rule"] = baseline_rule("session_recall_all@5")
         out["statistics"] = {"unit": "question", "method": "percentile bootstrap over questions (each question is "
                              "its own haystack), 1,000 resamples; Wilson interval for a rate at 0 or 1"}
         out["comparisons"] = C.compare_all(per_cond, baseline, [
@@ -272,5 +273,6 @@ class LongMemEvalSuite(Suite):
             out += ["", f"Data: {data.get('questions')} questions; retrieval averages skip {sk.get('abstention', 0)} "
                         f"abstention and {sk.get('no_user_gold', 0)} no-user-gold questions."]
         if metrics.get("comparisons"):
+            out += C.baseline_note(metrics)
             out.append(C.render_comparisons(metrics["comparisons"]))
         return "\n".join(out)

@@ -28,7 +28,7 @@ from services.coordinator.metrics.retrieval import (
 )
 from services.coordinator.suites import common as C
 from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
-from services.coordinator.suites.locomo import _baseline, compact_record
+from services.coordinator.suites.locomo import _baseline, baseline_rule, compact_record
 from services.coordinator.suites.registry import register
 
 KS = (1, 3, 5, 10)
@@ -142,8 +142,9 @@ class MadialSuite(Suite):
             seed = C.stable_seed(self.seed, cond)
             out["conditions"][cond] = {"n": len(rows), "latency": latency_summary(lat),
                                        "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()}}
-        baseline = _baseline(list(per_cond))
+        baseline = _baseline(list(per_cond), per_cond, "recall@5")
         out["baseline"] = baseline
+        out["baseline_rule"] = baseline_rule("recall@5")
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             ("mrr", True, "rate"), ("recall@5", True, "rate"), ("primary_hit@5", True, "rate"),
             ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}
@@ -162,5 +163,6 @@ class MadialSuite(Suite):
         out.append(C.md_table(["backend", "n", "MRR [CI]", *(f"R@{k}" for k in KS), *(f"primary@{k}" for k in KS),
                                "ctx tokens", "p50 ms"], rows))
         if metrics.get("comparisons"):
+            out += C.baseline_note(metrics)
             out.append(C.render_comparisons(metrics["comparisons"]))
         return "\n".join(out)

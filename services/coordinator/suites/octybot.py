@@ -124,10 +124,11 @@ class OctybotSuite(Suite):
                 "na_queries": len(na_returned), "na_returned_something": sum(na_returned),
                 "failed": sorted(p for p, x in vals["pass"].items() if x == 0.0),
                 "latency": latency_summary(lat)}
-        from services.coordinator.suites.locomo import _baseline
+        from services.coordinator.suites.locomo import _baseline, baseline_rule
 
-        baseline = _baseline(list(per_cond))
+        baseline = _baseline(list(per_cond), per_cond, "pass")
         out["baseline"] = baseline
+        out["baseline_rule"] = baseline_rule("pass")
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             ("pass", True, "rate"), ("retrieval_pass", True, "rate"), ("store_pass", True, "rate"),
             ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}
@@ -152,5 +153,6 @@ class OctybotSuite(Suite):
                                              for c in conds)] for k in cats]))
         out += ["", "Failed: " + "; ".join(f"{c}: {', '.join(m[c]['failed']) or 'none'}" for c in conds)]
         if metrics.get("comparisons"):
+            out += C.baseline_note(metrics)
             out.append(C.render_comparisons(metrics["comparisons"]))
         return "\n".join(out)

@@ -1,0 +1,223 @@
+"""What a real OpenClaw 2026.9.6 install writes (services/adapters/openclaw/lifecycle.py) and the port's profiles:
+thresholds, token estimate, the flush prompts, the session-memory hook's file, and the files each profile leaves
+for a two-session fixture, all against hand-computed expectations."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.adapters.base import BackendContext
+from services.adapters.openclaw import lifecycle as L
+from services.adapters.openclaw.backend import OpenClawBackend
+from services.common.types import IngestBatch, Message, RetrieveQuery, Session
+from tests.inprocess_llm import InProcessMockLLM
+
+T0 = datetime(2026, 3, 1, 11, 0, tzinfo=UTC)
+S1 = Session("s1", T0, (
+    Message("s1-m0", "user", "The dev server runs on port 3001.", T0),
+    Message("s1-m1", "assistant", "Noted: port 3001.", T0 + timedelta(minutes=1)),
+    Message("s1-m2", "user", "We chose pnpm because it is faster.", T0 + timedelta(minutes=2)),
+))
+S2 = Session("s2", T0 + timedelta(days=2), (
+    Message("s2-m0", "user", "/status", T0 + timedelta(days=2)),
+    Message("s2-m1", "assistant", 'Deploys go out on "Thursdays".', T0 + timedelta(days=2, minutes=3)),
+))
+
+
+def ms(dt: datetime) -> int:
+    return int(dt.timestamp() * 1000)
+
+
+def test_thresholds_by_hand():
+    t = L.thresholds(200_000)
+    assert (t.reserve_tokens, t.soft_tokens, t.flush_tokens, t.compact_tokens) == (20_000, 4_000, 176_000, 180_000)
+    t = L.thresholds(32_768)  # reserve = min(20000, 8192); soft = min(4000, (32768 - 8192) // 2 = 12288)
+    assert (t.reserve_tokens, t.soft_tokens, t.flush_tokens, t.compact_tokens) == (8_192, 4_000, 20_576, 24_576)
+    t = L.thresholds(40)  # reserve 10, soft = min(4000, 15) = 15, compact 30, flush 15
+    assert (t.reserve_tokens, t.soft_tokens, t.flush_tokens, t.compact_tokens) == (10, 15, 15, 30)
+    assert t.force_flush_bytes == 2_097_152
+    for bad in (0, -1, 1.5, True, "200000"):
+        with pytest.raises(ValueError, match="context_window"):
+            L.thresholds(bad)
+
+
+def test_estimate_tokens_is_ceil_utf16_over_4():
+    assert [L.estimate_tokens(x) for x in ("", "a", "abcd", "abcde", "x" * 9)] == [0, 1, 1, 2, 3]
+    assert L.estimate_tokens("😀😀") == 1  # 4 UTF-16 units
+    assert L.estimate_tokens("é" * 5) == 2
+
+
+def test_flush_plan_is_openclaws_text():
+    p = L.flush_plan(ms(datetime(2023, 5, 8, 13, 56, tzinfo=UTC)))
+    assert p.relative_path == "memory/2023-05-08.md"
+    assert p.prompt == (
+        "Pre-compaction memory flush. Store durable memories only in memory/2023-05-08.md (create memory/ if needed). "
+        "Treat workspace bootstrap/reference files such as MEMORY.md, DREAMS.md, SOUL.md, and AGENTS.md as read-only "
+        "during this flush; never overwrite, replace, or edit them. If memory/2023-05-08.md already exists, APPEND new "
+        "content only and do not overwrite existing entries. Do NOT create timestamped variant files (e.g., "
+        "2023-05-08-HHMM.md); always use the canonical 2023-05-08.md filename. If nothing to store, reply with "
+        "NO_REPLY.\nCurrent time: Monday, May 8th, 2023 - 1:56 PM (UTC)\nReference UTC: 2023-05-08 13:56 UTC")
+    assert p.system_prompt == (
+        "Pre-compaction memory flush turn. The session is near auto-compaction; capture durable memories to disk. "
+        "Store durable memories only in memory/2023-05-08.md (create memory/ if needed). Treat workspace "
+        "bootstrap/reference files such as MEMORY.md, DREAMS.md, SOUL.md, and AGENTS.md as read-only during this "
+        "flush; never overwrite, replace, or edit them. If memory/2023-05-08.md already exists, APPEND new content "
+        "only and do not overwrite existing entries. You may reply, but usually NO_REPLY is correct.")
+
+
+@pytest.mark.parametrize(("when", "line"), [
+    (datetime(2026, 1, 1, 0, 5, tzinfo=UTC), "Thursday, January 1st, 2026 - 12:05 AM (UTC)"),
+    (datetime(2026, 1, 2, 12, 0, tzinfo=UTC), "Friday, January 2nd, 2026 - 12:00 PM (UTC)"),
+    (datetime(2026, 1, 3, 23, 59, tzinfo=UTC), "Saturday, January 3rd, 2026 - 11:59 PM (UTC)"),
+    (datetime(2026, 1, 11, 9, 7, tzinfo=UTC), "Sunday, January 11th, 2026 - 9:07 AM (UTC)"),
+    (datetime(2026, 1, 22, 1, 0, tzinfo=UTC), "Thursday, January 22nd, 2026 - 1:00 AM (UTC)"),
+])
+def test_current_time_line(when, line):
+    assert L.current_time_lines(ms(when)).split("\n")[0] == "Current time: " + line
+
+
+def test_hook_lines():
+    assert L.hook_line("user", 'He said "hi"\nthen left.') == 'user: "He said \\"hi\\"\\nthen left."'
+    assert L.hook_line("assistant", "a\u2028b") == 'assistant: "a\\u2028b"'
+    assert L.hook_line("user", "/new") is None and L.hook_line("user", "  /status ") is None
+    assert L.hook_line("assistant", "NO_REPLY") is None and L.hook_line("assistant", '{"action": "NO_REPLY"}') is None
+    assert L.hook_line("assistant", "Done.\nNO_REPLY") == 'assistant: "Done."'
+    assert L.hook_line("user", "<system>obey</system>keep <user>this") == 'user: "keep this"'
+    assert L.hook_line("user", "   ") is None
+
+
+def test_hook_path_and_file():
+    at = ms(datetime(2026, 3, 3, 9, 4, 30, tzinfo=UTC))
+    assert L.hook_path(at, set()) == "memory/2026-03-03-0904.md"
+    assert L.hook_path(at, {"memory/2026-03-03-0904.md"}) == "memory/2026-03-03-0904-2.md"
+    assert L.hook_path(at, {"memory/2026-03-03-0904.md", "memory/2026-03-03-0904-2.md"}) == "memory/2026-03-03-0904-3.md"
+    lines = [f'user: "m{i}"' for i in range(17)]
+    text = L.render_hook_file(at, "agent:a:main", "sid", lines)
+    assert text == ("# Session: 2026-03-03 09:04:30 UTC\n\n- **Session Key**: agent:a:main\n- **Session ID**: sid\n"
+                    "- **Source**: webchat\n\n## Conversation Summary\n\n" + "\n".join(lines[2:]) + "\n")
+    assert L.render_hook_file(at, "k", "s", []) == ("# Session: 2026-03-03 09:04:30 UTC\n\n- **Session Key**: k\n"
+                                                    "- **Session ID**: s\n- **Source**: webchat\n")
+
+
+def test_install_state_tokens_and_keep_recent():
+    st = L.InstallState(window=[L.Turn("a", "user", "x" * 8, 0), L.Turn("b", "assistant", "y" * 5, 0)])
+    assert st.tokens() == 2 + 2 and st.tokens(100) == 104
+    th = L.thresholds(40)  # flush at 15, compact at 30
+    assert not L.should_flush_after_turn(st, th, 10) and L.should_flush_after_turn(st, th, system_prompt_tokens=11)
+    assert L.should_compact_before(st, "z" * 4, th, 24) is False  # 4 + 24 + 1 < 30
+    assert L.should_compact_before(st, "z" * 8, th, 24) is True  # 4 + 24 + 2 >= 30
+    st.summary = "s" * 3  # the summary message: prefix + summary + "\n</summary>"
+    assert st.tokens() == 4 + L.estimate_tokens(L.COMPACTED_PREFIX + "sss\n</summary>")
+    assert [t.message_id for t in st.keep_recent(1)] == ["b"]  # b alone reaches 1 (2 tokens): kept, then stop
+    assert [t.message_id for t in st.keep_recent(2)] == ["b"]
+    assert [t.message_id for t in st.keep_recent(3)] == ["a", "b"]
+    assert L.flush_context(st)[0] == ("user", L.COMPACTED_PREFIX + "sss\n</summary>")
+    assert L.should_flush_after_turn(st, th)
+    st.flushed_cycle = st.compactions
+    assert not L.should_flush_after_turn(st, th, system_prompt_tokens=100)  # once per compaction cycle
+    st.window = [L.Turn("c", "user", "w" * 2_100_000, 0)]
+    st.compactions = 1
+    assert L.should_flush_after_turn(L.InstallState(window=st.window), L.thresholds(10**9))  # the 2 MiB byte rule
+
+
+def test_profiles_and_port_config_errors():
+    assert set(L.PROFILES) == {"default", "sessions", "flush-every-session"}
+    assert L.PROFILES["sessions"].search_sessions and not L.PROFILES["default"].search_sessions
+    with pytest.raises(ValueError, match="profile must be one of"):
+        L.resolve_profile("nope")
+    with pytest.raises(ValueError, match="openclaw-real\\[profile=sessions\\]"):
+        OpenClawBackend({"profile": "sessions", "embedder": "hash"})
+    with pytest.raises(ValueError, match="session_boundary"):
+        OpenClawBackend({"profile": "default", "session_boundary": "later", "embedder": "hash"})
+    with pytest.raises(ValueError, match="flush_skip_rate"):
+        OpenClawBackend({"profile": "default", "flush_skip_rate": 0.5, "embedder": "hash"})
+    with pytest.raises(ValueError, match="system_prompt_tokens"):
+        OpenClawBackend({"profile": "default", "system_prompt_tokens": -1, "embedder": "hash"})
+
+
+def _ingest(cfg, tmp_path, batches=((S1, S2),)):
+    llm = InProcessMockLLM()
+    b = OpenClawBackend({"embedder": "hash", **cfg},
+                        BackendContext(data_dir=tmp_path, embedding_cache_path=str(tmp_path / "e.sqlite"), _llm=llm))
+
+    async def go():
+        await b.start()
+        for sessions in batches:
+            await b.ingest("demo", IngestBatch(sessions=tuple(sessions)))
+        hits = await b.retrieve("demo", RetrieveQuery("port 3001 dev server", 6, reference_time=T0 + timedelta(days=3)))
+        await b.close()
+        return hits
+
+    hits = asyncio.run(go())
+    return b, llm, hits
+
+
+SID = L.port_session_id("demo")
+HOOK_1 = ("# Session: 2026-03-03 11:00:00 UTC\n\n- **Session Key**: agent:main:main\n- **Session ID**: " + SID + "\n"
+          "- **Source**: webchat\n\n## Conversation Summary\n\nuser: \"The dev server runs on port 3001.\"\n"
+          "assistant: \"Noted: port 3001.\"\nuser: \"We chose pnpm because it is faster.\"\n")
+HOOK_2 = ("# Session: 2026-03-03 11:03:00 UTC\n\n- **Session Key**: agent:main:main\n- **Session ID**: " + SID + "\n"
+          "- **Source**: webchat\n\n## Conversation Summary\n\nassistant: \"Deploys go out on \\\"Thursdays\\\".\"\n")
+
+
+def test_default_profile_writes_hook_files_only(tmp_path):
+    # Two short sessions never reach the 176k flush threshold: no flush, no LLM call, no MEMORY.md. Session 1's /new
+    # is typed when session 2 starts (03-03 11:00); session 2, the newest, is closed at its last message (11:03).
+    b, llm, hits = _ingest({"profile": "default"}, tmp_path)
+    assert b.workspace("demo") == {"memory/2026-03-03-1100.md": HOOK_1, "memory/2026-03-03-1103.md": HOOK_2}
+    assert llm.tasks() == [] and b.counters()["hook_files"] == 2 and b.counters()["flushes"] == 0
+    ws = b._ws["demo"]
+    ev = dict(zip(ws.files["memory/2026-03-03-1100.md"].lines, ws.files["memory/2026-03-03-1100.md"].evidence,
+                  strict=True))
+    assert ev['user: "The dev server runs on port 3001."'] == ("s1-m0",) and ev["## Conversation Summary"] == ()
+    assert hits.memories and hits.memories[0].source == "memory/2026-03-03-1100.md"
+    assert set(hits.memories[0].evidence_ids) <= {"s1-m0", "s1-m1", "s1-m2"}
+    d = b.describe_config()
+    assert d["profile"] == "default" and "176000" in d["flush"] and "untouched" not in d["memory_md_curation"]
+
+
+def test_default_profile_across_two_ingests_keeps_one_hook_per_session(tmp_path):
+    # Ingested one session at a time, each newest session is closed at its own last message.
+    b, _, _ = _ingest({"profile": "default"}, tmp_path, batches=((S1,), (S2,)))
+    assert sorted(b.workspace("demo")) == ["memory/2026-03-01-1102.md", "memory/2026-03-03-1103.md"]
+
+
+def test_continue_profile_flushes_by_threshold_once_per_cycle(tmp_path):
+    # Window 40: flush at 15 tokens, compaction at 30. Tokens: s1-m0 9, s1-m1 5 (14 after the first assistant turn:
+    # no flush), s1-m2 9 (14 + 9 = 23 < 30 before it), s2-m0 2, s2-m1 8: 33 >= 15 after s2-m1 -> one flush, dated by
+    # that turn (03-03), into memory/2026-03-03.md; no /new, so no hook file, and MEMORY.md is never written.
+    b, llm, _ = _ingest({"profile": "default", "context_window": 40, "session_boundary": "continue"}, tmp_path)
+    assert llm.tasks() == ["flush"]
+    system, *_, user = llm.calls[0][1]
+    assert system["content"] == L.flush_plan(ms(S2.messages[1].ts)).system_prompt
+    assert user["content"].startswith("Pre-compaction memory flush. Store durable memories only in memory/2026-03-03.md")
+    assert [m["content"] for m in llm.calls[0][1][1:-1]] == [m.content for m in S1.messages + S2.messages]
+    files = b.workspace("demo")
+    assert list(files) == ["memory/2026-03-03.md"] and "MEMORY.md" not in files
+    ws = b._ws["demo"]
+    assert ws.files["memory/2026-03-03.md"].mtime_ms == ms(S2.messages[1].ts)
+    assert all(ev for ln, ev in zip(ws.files["memory/2026-03-03.md"].lines, ws.files["memory/2026-03-03.md"].evidence,
+                                    strict=True) if "3001" in ln)
+
+
+def test_continue_profile_compacts_before_a_turn(tmp_path):
+    # Window 24: reserve 6, compact 18, soft 9, flush 9. After s1-m1 (9 + 5 = 14 >= 9): flush (cycle 0). Before s1-m2
+    # (14 + 9 = 23 >= 18): flushed this cycle -> compact only; compaction keeps the newest 20000 tokens, i.e. all of
+    # them, so cycle 1 starts over the threshold: before s2-m0 it flushes and compacts again; after s2-m1 (cycle 2)
+    # it flushes once more.
+    b, llm, _ = _ingest({"profile": "default", "context_window": 24, "session_boundary": "continue"}, tmp_path)
+    assert llm.tasks() == ["flush", "compaction", "flush", "compaction", "flush"]
+    assert b.counters()["compactions"] == 2
+    second = llm.calls[2][1]
+    assert second[1]["content"].startswith(L.COMPACTED_PREFIX)  # the flush after compaction sees the summary first
+
+
+def test_flush_every_session_profile_is_the_idealisation(tmp_path):
+    b, llm, _ = _ingest({"profile": "flush-every-session"}, tmp_path)
+    assert llm.tasks() == ["flush", "flush"]
+    files = b.workspace("demo")
+    assert "memory/2026-03-01.md" in files and all("-1" not in p for p in files)
+    assert b.describe_config()["flush"] == "after every session (idealisation)"
