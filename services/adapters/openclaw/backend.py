@@ -24,9 +24,8 @@ import numpy as np
 
 from services.adapters.base import MemoryBackend, SessionStore
 from services.adapters.openclaw import fts as ftsmod
-from services.adapters.openclaw import hybrid, ranking_2609
+from services.adapters.openclaw import hybrid, lifecycle, ranking_2609
 from services.adapters.openclaw.index import FileInput, IndexStore
-from services.adapters.openclaw import lifecycle
 from services.adapters.openclaw.keyword_search import KeywordSearch
 from services.adapters.openclaw.mmr_matrix import mmr_rerank_matrix
 from services.adapters.openclaw.presets import candidate_count, resolve_preset

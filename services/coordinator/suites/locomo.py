@@ -29,8 +29,8 @@ from __future__ import annotations
 import json
 import random
 import re
-from datetime import UTC, datetime, timedelta
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.adapters.registry import parse_variant
