@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.adapters.openclaw.lifecycle import PROFILES
 from services.common.types import Memory, RetrieveQuery
 
 TARGET_AGREEMENT = 0.95
@@ -153,16 +154,20 @@ def summarise(workspace: str, rows: list[QueryResult]) -> WorkspaceSummary:
 
 def render(summaries: list[WorkspaceSummary], meta: dict[str, Any]) -> str:
     lines = [f"# Fidelity: port preset `{meta['preset']}` vs OpenClaw {meta['openclaw']} (real)", "",
-             f"Embedder: {meta['embedder']}; maxResults {meta['max_results']}; each probe's reference time is "
-             "OpenClaw's clock on both sides. Targets: agreement ≥ "
+             f"Embedder: {meta['embedder']}; maxResults per workspace (each suite's retrieve top-k) in the table; "
+             "each probe's reference time is OpenClaw's clock on both sides; both sides read the memory state of "
+             f"the profile named with the workspace ({', '.join(meta.get('profiles', ['default']))}; `sessions` is "
+             "not compared: the port does not index transcripts). Targets: agreement ≥ "
              f"{TARGET_AGREEMENT:.2f}, empty-rate difference ≤ {TARGET_EMPTY_DIFF * 100:.0f} points.", "",
-             "| workspace | queries | top-6 agreement | same order | max score diff | empty (port) | empty (real) "
+             "| workspace | queries | top-k | agreement | same order | max score diff | empty (port) | empty (real) "
              "| verdict | disagreements by cause |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    top_k = meta.get("top_k") or {}
     for s in summaries:
         causes = ", ".join(f"{k} {v}" for k, v in s.causes.items()) or "none"
         msd = "n/a" if s.max_score_diff is None else f"{s.max_score_diff:.4f}"
-        lines.append(f"| {s.workspace} | {s.queries} | {s.agreement:.3f} | {s.same_order_rate:.3f} | {msd} | "
+        lines.append(f"| {s.workspace} | {s.queries} | {top_k.get(s.workspace, '?')} | {s.agreement:.3f} | "
+                     f"{s.same_order_rate:.3f} | {msd} | "
                      f"{s.empty_rate_port:.1%} | {s.empty_rate_real:.1%} | {'PASS' if s.passes else 'FAIL'} | "
                      f"{causes} |")
     lines += ["", "Causes (the first difference found for a disagreeing query): selection = one side returns "
@@ -181,8 +186,9 @@ class PairedOpenClaw:
     """openclaw-real and the port, started together on one embedder, fed the same workspaces: `ingest` sends a
     corpus through openclaw-real (flush notes from the rig's LLM) and has the port index that very `Workspace`."""
 
-    def __init__(self, out: Path, embedder: str, preset: str, with_real: bool = True):
+    def __init__(self, out: Path, embedder: str, preset: str, with_real: bool = True, profile: str = "default"):
         self.out, self.embedder, self.preset, self.with_real = out, embedder, preset, with_real
+        self.profile = profile
         self.real = self.port = None
         self.rig = None
 
@@ -198,10 +204,12 @@ class PairedOpenClaw:
             llm_url = await self.rig.ensure_llm()
             ctx = dict(embedder_name=None if self.embedder == "none" else self.embedder, data_dir=self.out / "data",
                        llm_base_url=llm_url)
-            self.port = OpenClawBackend({"embedder": self.embedder, "preset": self.preset}, BackendContext(**ctx))
+            self.port = OpenClawBackend({"embedder": self.embedder, "preset": self.preset, "profile": self.profile},
+                                        BackendContext(**ctx))
             await self.port.start()
             if self.with_real:
-                self.real = OpenClawRealBackend({"embedder": self.embedder}, BackendContext(**ctx))
+                self.real = OpenClawRealBackend({"embedder": self.embedder, "profile": self.profile},
+                                                BackendContext(**ctx))
                 await self.real.start()
         except BaseException:
             await self.__aexit__(None, None, None)
@@ -257,39 +265,56 @@ async def ingested_suites(pair: PairedOpenClaw, suites: list[str], options: dict
         yield name, suite, data, t0
 
 
-async def run(suites: list[str], preset: str, embedder: str, out: Path, options: dict[str, dict[str, Any]],
-              seed: int = 0) -> list[WorkspaceSummary]:
-    from services.adapters.openclaw_real.node import OPENCLAW_VERSION
+PORT_PROFILES = tuple(p for p, prof in PROFILES.items() if prof.port)  # the profiles whose state the port can read
 
+
+async def run(suites: list[str], preset: str, embedder: str, out: Path, options: dict[str, dict[str, Any]],
+              seed: int = 0, profiles: tuple[str, ...] = PORT_PROFILES) -> list[WorkspaceSummary]:
     summaries: list[WorkspaceSummary] = []
     skipped: dict[str, str] = {}
-    async with PairedOpenClaw(out, embedder, preset) as pair:
-        with open(out / "fidelity.jsonl", "w") as jf:
-            async for name, suite, data, t0 in ingested_suites(pair, suites, options, seed, skipped):
-                k = suite.retrieve_top_k("openclaw")
-                rows = []
-                for p in data.probes:
-                    key = f"{name}/{p.namespace}"
-                    q = RetrieveQuery(p.question, k, reference_time=p.reference_time)
-                    rp = (await pair.port.retrieve(key, q)).memories
-                    rr = (await pair.real.retrieve(key, q)).memories
-                    row = compare(name, p.id, p.question, p.reference_time.isoformat() if p.reference_time else None,
-                                  hits(rp), hits(rr), pair.port_chunks(key))
-                    rows.append(row)
-                    jf.write(json.dumps(asdict(row)) + "\n")
-                s = summarise(name, rows)
-                summaries.append(s)
-                print(f"fidelity {name}: {s.queries} queries, agreement {s.agreement:.3f}, empty port "
-                      f"{s.empty_rate_port:.1%} / real {s.empty_rate_real:.1%} ({time.perf_counter() - t0:.0f} s)",
-                      flush=True)
-        meta = {"preset": preset, "openclaw": OPENCLAW_VERSION,
-                "embedder": pair.real.describe_config()["embedding_model"] or "none (FTS-only)", "max_results": 6,
-                "skipped": skipped, "suites": suites, "seed": seed, "options": options,
-                "port_release": pair.port.describe_config().get("release", preset)}
+    top_k: dict[str, int] = {}
+    meta: dict[str, Any] = {}
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "fidelity.jsonl", "w") as jf:
+        for profile in profiles:
+            if not PROFILES[profile].port:
+                raise ValueError(f"fidelity: the port cannot read profile {profile!r}'s state (session transcripts)")
+            meta = await _run_profile(suites, preset, embedder, out, options, seed, profile, jf, summaries, skipped,
+                                      top_k)
+    meta.update({"skipped": skipped, "top_k": top_k, "profiles": list(profiles)})
     (out / "fidelity.json").write_text(json.dumps(
         {"meta": meta, "workspaces": [{**asdict(s), "passes": s.passes} for s in summaries]}, indent=2))
     (out / "fidelity.md").write_text(render(summaries, meta))
     return summaries
+
+
+async def _run_profile(suites, preset, embedder, out, options, seed, profile, jf, summaries, skipped, top_k):
+    from services.adapters.openclaw_real.node import OPENCLAW_VERSION
+
+    async with PairedOpenClaw(out / profile, embedder, preset, profile=profile) as pair:
+        async for name, suite, data, t0 in ingested_suites(pair, suites, options, seed, skipped):
+            k = suite.retrieve_top_k("openclaw")
+            label = f"{name} ({profile})"
+            top_k[label] = k
+            rows = []
+            for p in data.probes:
+                key = f"{name}/{p.namespace}"
+                q = RetrieveQuery(p.question, k, reference_time=p.reference_time)
+                rp = (await pair.port.retrieve(key, q)).memories
+                rr = (await pair.real.retrieve(key, q)).memories
+                row = compare(label, p.id, p.question, p.reference_time.isoformat() if p.reference_time else None,
+                              hits(rp), hits(rr), pair.port_chunks(key))
+                rows.append(row)
+                jf.write(json.dumps(asdict(row)) + "\n")
+            s = summarise(label, rows)
+            summaries.append(s)
+            print(f"fidelity {label}: {s.queries} queries, top-{k} agreement {s.agreement:.3f}, empty port "
+                  f"{s.empty_rate_port:.1%} / real {s.empty_rate_real:.1%} ({time.perf_counter() - t0:.0f} s)",
+                  flush=True)
+        return {"preset": preset, "openclaw": OPENCLAW_VERSION,
+                "embedder": pair.real.describe_config()["embedding_model"] or "none (FTS-only)",
+                "suites": suites, "seed": seed, "options": options,
+                "port_release": pair.port.describe_config().get("release", preset)}
 
 
 def parse_options(pairs: list[str]) -> dict[str, dict[str, Any]]:
@@ -317,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="minilm (default), wordllama, none (FTS-only on both sides)")
     ap.add_argument("--option", action="append", default=[], help="suite option suite.key=value (repeatable)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profiles", default=",".join(PORT_PROFILES),
+                    help=f"memory profiles of a real install to compare on (default: {','.join(PORT_PROFILES)})")
     ap.add_argument("--out", default=None, help="output directory (default results/fidelity-<time>)")
     args = ap.parse_args(argv)
     try:
@@ -331,7 +358,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out or f"results/fidelity-{time.strftime('%Y%m%d-%H%M%S')}")
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
-    summaries = asyncio.run(run(suites, args.preset, args.embedder, out, options, args.seed))
+    profiles = tuple(p.strip() for p in args.profiles.split(",") if p.strip())
+    bad = [p for p in profiles if p not in PROFILES or not PROFILES[p].port]
+    if bad:
+        ap.error(f"--profiles: {', '.join(bad)}: the port models {', '.join(PORT_PROFILES)}")
+    summaries = asyncio.run(run(suites, args.preset, args.embedder, out, options, args.seed, profiles))
     print((out / "fidelity.md").read_text())
     return 0 if summaries and all(s.passes for s in summaries) else 1
 

@@ -14,17 +14,43 @@
 // Date.now() reading exactly `nowMs` (frozen, so the same query on the same data scores the same to the last bit).
 // Every operation is serialised through one queue, so the clock never leaks into another request.
 //
+// Sessions: a conversation is written the way OpenClaw's gateway writes one. Each agent has one main session
+// (`agent:<id>:main`) whose transcript lives in the same SQLite database; messages are appended with OpenClaw's
+// transcript writer, and `/new` is OpenClaw's own sequence: the bundled session-memory hook saves the departing
+// window to memory/YYYY-MM-DD-HHMM.md, then OpenClaw's session lifecycle appends a reset boundary to the same
+// transcript (2026.9.6 keeps the sessionId across /new). Every session write runs on the benchmark's clock: both
+// Date.now() and `new Date()` read the message's (or the reset's) ms, so the transcript carries benchmark times.
+// The reset boundary, the session-memory hook and memory-core's flush plan are not on the public SDK; they are
+// imported from the pinned package's dist/ by file URL (see `pinned` below; package-lock pins the hashed names).
+//
 // Protocol (JSON over HTTP/1.1 on the Unix socket; every answer is JSON; errors are {"error": "..."} with 4xx/5xx):
-//   GET  /health                                  → {ok, openclaw, node, provider, model}
+//   GET  /health                                  → {ok, openclaw, node, provider, model, sessionSearch}
 //   POST /sync   {agent, workspace, force?}       → status of the agent's index after OpenClaw's sync
 //   POST /search {agent, query, maxResults, nowMs?, minScore?} → {results: [{path, startLine, endLine, score, vectorScore,
 //                                                     textScore, snippet, source}], searchMs}
 //   POST /status {agent}                          → status
-//   POST /drop   {agent}                          → closes the agent's manager and deletes its index
+//   POST /drop   {agent}                          → closes the agent's manager and its database, deletes its index and
+//                                                   sessions
+//   POST /session/append {agent, workspace?, messages: [{role: "user"|"assistant", text, ms}]}
+//                                                 → {sessionId, sessionKey, lines: [1-based JSONL line of each appended
+//                                                   message], events: transcript event count}
+//   POST /session/new {agent, workspace?, nowMs}  → {hookFile: "memory/…md" | null, sessionId, events: transcript
+//                                                   event count after the reset boundary}
+//   POST /flush-plan {nowMs, contextWindowTokens} → OpenClaw's memory flush plan {softThresholdTokens,
+//                                                   forceFlushTranscriptBytes, reserveTokensFloor, model (null unless
+//                                                   configured), prompt, systemPrompt, relativePath}
+//   POST /transcript {agent}                      → {sessionId, sessionKey, entry, events}: OpenClaw's session entry and
+//                                                   transcript events (null and [] when there is no session)
+// Session hits come back from /search with source "sessions", path `sessions/<agent>/<sessionId>.jsonl` and lines of
+// that JSONL (line 1 = the session header), the numbering of /session/append's `lines`.
 // Started as: node sidecar.mjs --config <file.json>; prints `READY pid=<pid>` on stdout once it serves.
+// Config keys: socket, stateDir, provider ("none" | "openai-compatible"), baseUrl/model (openai-compatible),
+// warmup (default true), sessionSearch (default false: sessions are indexed but search returns memory files only;
+// true: memory.search.sources ["memory", "sessions"] with experimental.sessionMemory, so sessions are searched too).
 
 import { createServer } from "node:http";
-import { readFileSync, writeFileSync, rmSync, mkdirSync, existsSync } from "node:fs";
+import { readFileSync, writeFileSync, rmSync, mkdirSync, existsSync, readdirSync } from "node:fs";
+import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -57,6 +83,11 @@ if (conf.provider === "openai-compatible" && !(conf.baseUrl && conf.model)) {
   console.error("config: 'baseUrl' and 'model' are required with provider openai-compatible");
   process.exit(2);
 }
+if (conf.sessionSearch !== undefined && typeof conf.sessionSearch !== "boolean") {
+  console.error(`config: 'sessionSearch' must be a boolean, got ${JSON.stringify(conf.sessionSearch)}`);
+  process.exit(2);
+}
+const sessionSearch = conf.sessionSearch === true;
 
 // OpenClaw resolves its config and state from these before any of its modules load.
 mkdirSync(conf.stateDir, { recursive: true });
@@ -67,7 +98,19 @@ if (conf.provider === "openai-compatible") {
   // The key is read from the environment, never from argv or the config file on disk.
   search.remote = { baseUrl: conf.baseUrl, apiKey: process.env.MEMRIG_OPENCLAW_EMBED_API_KEY || "memrig-local" };
 }
-writeFileSync(openclawConfigPath, JSON.stringify({ memory: { search }, agents: { entries: {} } }, null, 2));
+if (sessionSearch) {
+  // OpenClaw indexes sessions either way; these two keys make its search return them
+  // (docs/reference/memory-config.md "Session memory search").
+  search.experimental = { sessionMemory: true };
+  search.sources = ["memory", "sessions"];
+}
+writeFileSync(openclawConfigPath, JSON.stringify({
+  memory: { search },
+  // userTimezone: the session-memory hook and the flush plan name their files by this zone's date.
+  agents: { defaults: { userTimezone: "UTC" }, entries: {} },
+  // Onboarding's default: the bundled session-memory hook is on.
+  hooks: { internal: { entries: { "session-memory": { enabled: true } } } },
+}, null, 2));
 process.env.OPENCLAW_STATE_DIR = conf.stateDir;
 process.env.OPENCLAW_CONFIG_PATH = openclawConfigPath;
 
@@ -75,6 +118,8 @@ const { loadConfig } = await import("openclaw/plugin-sdk/config-runtime");
 const { getActiveMemorySearchManager, closeActiveMemorySearchManager } = await import(
   "openclaw/plugin-sdk/memory-host-search"
 );
+const sessionStore = await import("openclaw/plugin-sdk/session-store-runtime");
+const { appendSessionTranscriptMessageByIdentity } = await import("openclaw/plugin-sdk/session-transcript-runtime");
 // The package's exports map hides package.json; read it from the sidecar's own node_modules.
 const here = path.dirname(fileURLToPath(import.meta.url));
 const openclawVersion = JSON.parse(readFileSync(path.join(here, "node_modules", "openclaw", "package.json"), "utf8")).version;
@@ -101,6 +146,27 @@ async function withClock(nowMs, fn) {
     Date.now = realNow;
   }
 }
+// Session writes: OpenClaw stamps transcript headers and reset boundaries with `new Date()`, not Date.now(), so
+// these freeze both. The stand-in returns real Date objects (same prototype: instanceof and methods unchanged).
+const RealDate = Date;
+async function withFullClock(nowMs, fn) {
+  function FrozenDate(...args) {
+    if (!new.target) return new RealDate(nowMs).toString();
+    return args.length === 0 ? new RealDate(nowMs) : new RealDate(...args);
+  }
+  FrozenDate.prototype = RealDate.prototype;
+  FrozenDate.now = () => nowMs;
+  FrozenDate.parse = RealDate.parse;
+  FrozenDate.UTC = RealDate.UTC;
+  globalThis.Date = FrozenDate;
+  RealDate.now = FrozenDate.now;
+  try {
+    return await fn();
+  } finally {
+    globalThis.Date = RealDate;
+    RealDate.now = realNow;
+  }
+}
 
 class HttpError extends Error {
   constructor(status, message) {
@@ -117,15 +183,20 @@ function agentId(body) {
   return id;
 }
 
-async function manager(id, workspace) {
-  let m = managers.get(id);
-  if (m) return m;
+function ensureAgent(id, workspace) {
   if (!cfg.agents.entries[id]) {
     if (typeof workspace !== "string" || !path.isAbsolute(workspace) || !existsSync(workspace)) {
       throw new HttpError(404, `agent ${id}: unknown; sync it first with an absolute, existing 'workspace'`);
     }
     cfg.agents.entries[id] = { workspace };
   }
+  return cfg.agents.entries[id].workspace;
+}
+
+async function manager(id, workspace) {
+  let m = managers.get(id);
+  if (m) return m;
+  ensureAgent(id, workspace);
   const res = await getActiveMemorySearchManager({ cfg, agentId: id, purpose: "search" });
   if (!res?.manager) throw new HttpError(503, `agent ${id}: OpenClaw gave no memory manager: ${res?.error ?? "unknown"}`);
   managers.set(id, res.manager);
@@ -141,10 +212,115 @@ function summary(st) {
   };
 }
 
+// ---------------------------------------------------------------- sessions, the session-memory hook, the flush plan
+// What the public SDK does not export is imported from the pinned package's dist/ by file URL. The hashed chunk
+// names are stable for the pinned version (package-lock), and each import checks the names it uses, so a different
+// OpenClaw fails here with a message instead of writing something else.
+const distUrl = new URL("../", import.meta.resolve("openclaw/plugin-sdk/session-store-runtime"));
+const pinned = {
+  // The session accessor's facade chunk exports by name: resetSessionEntryLifecycle is what the gateway's
+  // sessions.reset (session-reset-service) calls for /new; it appends the reset boundary in its transaction.
+  accessor: ["session-accessor-wg048RrT.mjs", ["resetSessionEntryLifecycle"]],
+  // The agent database facade (named exports): what `openclaw agents delete` uses to close an agent's database.
+  agentDb: ["openclaw-agent-db-BrZi20Hq.mjs", ["closeOpenClawAgentDatabaseByPathAsync", "resolveOpenClawAgentSqlitePath"]],
+  // The bundled session-memory hook (its own entry point, not a hashed chunk).
+  hook: ["bundled/session-memory/handler.js", ["default", "flushSessionMemoryWritesForTest"]],
+  // memory-core's plugin entry: buildMemoryFlushPlan is only reachable as the flushPlanResolver it registers.
+  memoryCore: ["extensions/memory-core/index.js", ["default"]],
+};
+const loaded = new Map();
+function loadPinned(name) {
+  if (!loaded.has(name)) {
+    const [rel, names] = pinned[name];
+    const p = import(new URL(rel, distUrl).href).then((mod) => {
+      for (const n of names) {
+        if (mod[n] === undefined) {
+          throw new Error(`OpenClaw ${openclawVersion}: dist/${rel} has no export '${n}' (the sidecar pins openclaw 2026.9.6)`);
+        }
+      }
+      return mod;
+    });
+    p.catch(() => loaded.delete(name));
+    loaded.set(name, p);
+  }
+  return loaded.get(name);
+}
+
+const mainSessionKey = (id) => `agent:${id}:main`;
+const storePathOf = (id) => sessionStore.resolveStorePath(cfg.session?.store, { agentId: id });
+
+function finiteMs(value, field) {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new HttpError(400, `${field}: must be a finite, non-negative number of milliseconds since the epoch`);
+  }
+  return value;
+}
+
+function validMessages(messages) {
+  if (!Array.isArray(messages) || messages.length === 0) throw new HttpError(400, "messages: must be a non-empty array");
+  return messages.map((m, i) => {
+    if (m === null || typeof m !== "object" || Array.isArray(m)) {
+      throw new HttpError(400, `messages[${i}]: must be an object`);
+    }
+    if (m.role !== "user" && m.role !== "assistant") {
+      throw new HttpError(400, `messages[${i}].role: must be 'user' or 'assistant'`);
+    }
+    if (typeof m.text !== "string") throw new HttpError(400, `messages[${i}].text: must be a string`);
+    return { role: m.role, text: m.text, ms: finiteMs(m.ms, `messages[${i}].ms`) };
+  });
+}
+
+function transcriptOf(id) {
+  const sessionKey = mainSessionKey(id);
+  const entry = sessionStore.getSessionEntry({ agentId: id, sessionKey });
+  if (!entry?.sessionId) return { entry: undefined, sessionKey, events: [] };
+  const events = sessionStore.loadTranscriptEventsSync({ agentId: id, sessionId: entry.sessionId, sessionKey });
+  return { entry, sessionKey, events };
+}
+
+// Files under <workspace>/memory, relative to the workspace, to see what the hook wrote.
+function memoryFiles(workspace) {
+  const dir = path.join(workspace, "memory");
+  if (!existsSync(dir)) return new Set();
+  return new Set(readdirSync(dir, { recursive: true }).map((f) => path.join("memory", String(f)).split(path.sep).join("/")));
+}
+
+let flushPlanResolver; // memory-core's buildMemoryFlushPlan, loaded on the first /flush-plan
+async function loadFlushPlanResolver() {
+  if (flushPlanResolver) return flushPlanResolver;
+  const [{ default: entry }, { createPluginStateKeyedStore }] = await Promise.all([
+    loadPinned("memoryCore"), import("openclaw/plugin-sdk/plugin-state-store-runtime"),
+  ]);
+  // A stand-in plugin api: every registration is a no-op except registerMemoryCapability, whose argument is kept.
+  // register() also hands api.runtime.state.openKeyedStore to memory-core's (module-global) dreaming state; give it
+  // the store OpenClaw's own memory-core runtime configures, so the search path keeps working unchanged.
+  let capability;
+  const overrides = new Map([
+    ["registerMemoryCapability", (c) => { capability = c; }],
+    ["runtime.state.openKeyedStore", (options) => createPluginStateKeyedStore("memory-core", options)],
+    ["config", cfg],
+    ["id", "memory-core"],
+  ]);
+  const stub = (prefix) => new Proxy(function () {}, {
+    get(_t, prop) {
+      if (typeof prop === "symbol" || prop === "then") return undefined;
+      const key = prefix ? `${prefix}.${prop}` : prop;
+      return overrides.has(key) ? overrides.get(key) : stub(key);
+    },
+    apply() { return undefined; },
+  });
+  entry.register(stub(""));
+  if (typeof capability?.flushPlanResolver !== "function") {
+    throw new Error(`OpenClaw ${openclawVersion}: memory-core registered no flushPlanResolver`);
+  }
+  flushPlanResolver = capability.flushPlanResolver;
+  return flushPlanResolver;
+}
+
 const routes = {
   "GET /health": async () => ({
     ok: true, openclaw: openclawVersion, node: process.version, provider: conf.provider, model: conf.model ?? null,
-    agents: managers.size,
+    agents: managers.size, sessionSearch,
   }),
   "POST /sync": (body) => serial(async () => {
     const id = agentId(body);
@@ -182,12 +358,108 @@ const routes = {
       })),
     };
   }),
+  "POST /session/append": (body) => serial(async () => {
+    const id = agentId(body);
+    const messages = validMessages(body.messages);
+    const workspace = ensureAgent(id, body.workspace);
+    const sessionKey = mainSessionKey(id);
+    let entry = sessionStore.getSessionEntry({ agentId: id, sessionKey });
+    if (!entry?.sessionId) {
+      const t0 = messages[0].ms;
+      entry = { sessionId: randomUUID(), sessionStartedAt: t0, updatedAt: t0, chatType: "direct" };
+      await withFullClock(t0, () => sessionStore.upsertSessionEntry({ agentId: id, sessionKey, entry }));
+    }
+    const { sessionId } = entry;
+    const ids = [];
+    for (const [i, m] of messages.entries()) {
+      const res = await withFullClock(m.ms, () => appendSessionTranscriptMessageByIdentity({
+        agentId: id, sessionId, sessionKey, config: cfg, cwd: workspace, now: m.ms,
+        message: { role: m.role, content: [{ type: "text", text: m.text }], timestamp: m.ms },
+      }));
+      if (!res?.appended || !res.messageId) {
+        const why = JSON.stringify(res?.reason ?? res ?? null);
+        throw new HttpError(500, `messages[${i}]: OpenClaw did not append it (${why}); ${i} of ${messages.length} were appended`);
+      }
+      ids.push(res.messageId);
+    }
+    // Appending does not touch the entry; the gateway's turn does: the session was last active at the last message.
+    const last = messages.at(-1).ms;
+    const current = sessionStore.getSessionEntry({ agentId: id, sessionKey });
+    await withFullClock(last, () => sessionStore.upsertSessionEntry({
+      agentId: id, sessionKey, entry: { ...current, updatedAt: last },
+    }));
+    const { events } = transcriptOf(id);
+    const lineOf = new Map(events.map((e, i) => [e?.id, i + 1]));
+    return { sessionId, sessionKey, lines: ids.map((mid) => lineOf.get(mid) ?? null), events: events.length };
+  }),
+  "POST /session/new": (body) => serial(async () => {
+    const id = agentId(body);
+    const nowMs = finiteMs(body.nowMs, "nowMs");
+    const workspace = ensureAgent(id, body.workspace);
+    const sessionKey = mainSessionKey(id);
+    const prev = sessionStore.getSessionEntry({ agentId: id, sessionKey });
+    if (!prev?.sessionId) throw new HttpError(409, `agent ${id}: no session to reset; POST /session/append first`);
+    const [hook, { resetSessionEntryLifecycle }] = await Promise.all([loadPinned("hook"), loadPinned("accessor")]);
+    const storePath = storePathOf(id);
+    const before = memoryFiles(workspace);
+    // As the gateway's sessions.reset does: the internal `command:new` hook first (session-memory captures the
+    // departing window synchronously and writes the file in the background; we wait for it), then the lifecycle
+    // reset, which keeps the sessionId and appends the reset boundary to the same transcript.
+    await withFullClock(nowMs, async () => {
+      await hook.default({
+        type: "command", action: "new", sessionKey, timestamp: new Date(nowMs), messages: [],
+        context: {
+          agentId: id, cfg, workspaceDir: workspace, storePath, previousSessionEntry: prev, sessionEntry: prev,
+          commandSource: "webchat",
+        },
+      });
+      await hook.flushSessionMemoryWritesForTest();
+      await resetSessionEntryLifecycle({
+        agentId: id,
+        storePath,
+        archivePreviousTranscript: false,
+        target: { canonicalKey: sessionKey, storeKeys: [sessionKey] },
+        resetBoundary: { context: "clear", reason: "new", cwd: workspace },
+        // The entry session-reset-service builds for an existing session (fields this sidecar never sets omitted).
+        buildNextEntry: ({ currentEntry }) => ({
+          sessionId: currentEntry?.sessionId ?? prev.sessionId, lifecycleRevision: randomUUID(),
+          updatedAt: nowMs, sessionStartedAt: nowMs, systemSent: false, abortedLastRun: false,
+          chatType: currentEntry?.chatType, delivery: currentEntry?.delivery, compactionCount: 0,
+          inputTokens: 0, outputTokens: 0, totalTokens: 0, totalTokensFresh: true, totalTokensVersion: 1,
+        }),
+      });
+    });
+    const added = [...memoryFiles(workspace)].filter((f) => !before.has(f)).sort();
+    const { entry, events } = transcriptOf(id);
+    if (events.at(-1)?.type !== "reset") throw new Error(`agent ${id}: OpenClaw appended no reset boundary`);
+    return { hookFile: added[0] ?? null, sessionId: entry.sessionId, events: events.length };
+  }),
+  "POST /flush-plan": (body) => serial(async () => {
+    const nowMs = finiteMs(body.nowMs, "nowMs");
+    const w = body.contextWindowTokens;
+    if (!Number.isInteger(w) || w < 1) throw new HttpError(400, "contextWindowTokens: must be a positive integer");
+    const resolve = await loadFlushPlanResolver();
+    const plan = await withClock(nowMs, () => resolve({ nowMs, cfg, contextWindowTokens: w }));
+    if (!plan) {
+      throw new HttpError(409, "flush plan: OpenClaw returned none (agents.defaults.compaction.memoryFlush.enabled is false)");
+    }
+    return { ...plan, model: plan.model ?? null }; // model: undefined unless memoryFlush.model is configured
+  }),
+  "POST /transcript": (body) => serial(async () => {
+    const id = agentId(body);
+    const { entry, sessionKey, events } = transcriptOf(id);
+    return { sessionId: entry?.sessionId ?? null, sessionKey, entry: entry ?? null, events };
+  }),
   "POST /drop": (body) => serial(async () => {
     const id = agentId(body);
     const had = managers.has(id) || Boolean(cfg.agents.entries[id]);
     if (managers.has(id)) await closeActiveMemorySearchManager({ cfg, agentId: id });
     managers.delete(id);
     delete cfg.agents.entries[id];
+    // OpenClaw keeps agent databases open (sessions and index share one); close it as `openclaw agents delete`
+    // does, so a later write under the same id cannot land in the unlinked file.
+    const agentDb = await loadPinned("agentDb");
+    await agentDb.closeOpenClawAgentDatabaseByPathAsync(agentDb.resolveOpenClawAgentSqlitePath({ agentId: id }), id);
     rmSync(path.join(conf.stateDir, "agents", id), { recursive: true, force: true });
     return { dropped: had };
   }),
