@@ -1,0 +1,171 @@
+"""openclaw-real's profiles of a real install on a two-session fixture: the files, transcript and hits OpenClaw's own
+code leaves (its session-memory hook handler, its transcript store, buildMemoryFlushPlan), checked by hand and held
+equal to the port's re-implementation (lifecycle.py). Needs Node and the pinned OpenClaw (`make setup-openclaw`)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.adapters.base import BackendContext
+from services.adapters.openclaw import lifecycle as L
+from services.adapters.openclaw.backend import OpenClawBackend
+from services.adapters.openclaw_real.backend import OpenClawRealBackend, agent_id, transcript_evidence
+from services.adapters.openclaw_real.node import availability
+from services.common.types import IngestBatch, RetrieveQuery
+from tests.inprocess_llm import InProcessMockLLM
+from tests.test_openclaw_lifecycle import S1, S2, T0, ms
+
+AVAIL = availability()
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not AVAIL.ok, reason=f"openclaw-real unavailable: {AVAIL.reason}")]
+ASKED = T0 + timedelta(days=3)
+MSG_LINES = {2: "s1-m0", 3: "s1-m1", 4: "s1-m2", 6: "s2-m0", 7: "s2-m1"}  # line 1 header, 5 and 8 the /new resets
+
+
+def _start(tmp_path_factory, cfg):
+    loop = asyncio.new_event_loop()
+    llm = InProcessMockLLM()
+    d = tmp_path_factory.mktemp("ocr")
+    b = OpenClawRealBackend({"embedder": "hash", **cfg},
+                            BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"), _llm=llm))
+    loop.run_until_complete(b.start())
+    loop.run_until_complete(b.ingest("demo", IngestBatch(sessions=(S1, S2))))
+    return b, loop, llm
+
+
+def _stop(b, loop):
+    loop.run_until_complete(b.close())
+    loop.close()
+
+
+@pytest.fixture(scope="module")
+def default(tmp_path_factory):
+    b, loop, llm = _start(tmp_path_factory, {"profile": "default"})
+    yield b, loop, llm
+    _stop(b, loop)
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory):
+    b, loop, llm = _start(tmp_path_factory, {"profile": "sessions"})
+    yield b, loop, llm
+    _stop(b, loop)
+
+
+def _transcript(b, loop):
+    return loop.run_until_complete(b._call("POST", "/transcript", {"agent": agent_id("demo")}))
+
+
+def _search(b, loop, q):
+    return loop.run_until_complete(b.retrieve("demo", RetrieveQuery(q, 6, reference_time=ASKED))).memories
+
+
+def test_default_transcript_is_openclaws_with_a_reset_at_each_new(default):
+    b, loop, llm = default
+    t = _transcript(b, loop)
+    ev = t["events"]
+    assert [e["type"] for e in ev] == ["session", "message", "message", "message", "reset", "message", "message",
+                                       "reset"]
+    assert [e["message"]["content"][0]["text"] for e in ev if e["type"] == "message"] == \
+        [m.content for m in S1.messages + S2.messages]
+    assert [e["message"]["role"] for e in ev if e["type"] == "message"] == ["user", "assistant", "user", "user",
+                                                                              "assistant"]
+    # Session 1's /new comes when session 2 starts; session 2, the newest, is closed at its last message.
+    assert [(e["timestamp"], e["reason"]) for e in ev if e["type"] == "reset"] == \
+        [("2026-03-03T11:00:00.000Z", "new"), ("2026-03-03T11:03:00.000Z", "new")]
+    assert t["sessionKey"] == f"agent:{agent_id('demo')}:main"
+    path = f"sessions/{agent_id('demo')}/{t['sessionId']}.jsonl"
+    assert b._ws["demo"].install.transcript_lines == {path: MSG_LINES}
+    assert llm.tasks() == []  # two short sessions never reach the flush threshold
+
+
+def test_default_hook_files_equal_the_ports_rendering(default):
+    # OpenClaw's own handler wrote these; the port's render_hook_file must give the same bytes for the same key/id.
+    b, loop, _ = default
+    t = _transcript(b, loop)
+    key, sid = t["sessionKey"], t["sessionId"]
+    files = b.workspace("demo")
+    assert files == {
+        "memory/2026-03-03-1100.md": L.render_hook_file(ms(S2.started_at), key, sid, [
+            'user: "The dev server runs on port 3001."', 'assistant: "Noted: port 3001."',
+            'user: "We chose pnpm because it is faster."']),
+        # "/status" is a slash command: the hook leaves it out.
+        "memory/2026-03-03-1103.md": L.render_hook_file(ms(S2.messages[-1].ts), key, sid, [
+            'assistant: "Deploys go out on \\"Thursdays\\"."']),
+    }
+    root = b.workspace_dir("demo")
+    assert (root / "memory/2026-03-03-1100.md").read_text() == files["memory/2026-03-03-1100.md"]
+    assert not (root / "MEMORY.md").exists()
+
+
+def test_default_searches_memory_files_only(default):
+    b, loop, _ = default
+    hits = _search(b, loop, "which port does the dev server run on")
+    assert hits and all(not h.source.startswith("sessions/") for h in hits)
+    top = hits[0]
+    assert top.source == "memory/2026-03-03-1100.md" and top.evidence_ids == ["s1-m0", "s1-m1", "s1-m2"]
+
+
+def test_flush_plan_is_buildmemoryflushplan(default):
+    b, loop, _ = default
+    for when in (datetime(2023, 5, 8, 13, 56, tzinfo=UTC), datetime(2026, 1, 1, 0, 5, tzinfo=UTC),
+                 datetime(2026, 12, 22, 23, 59, tzinfo=UTC)):
+        assert loop.run_until_complete(b.flush_plan(ms(when))) == L.flush_plan(ms(when))
+    for window in (200_000, 32_768):
+        p = loop.run_until_complete(b._call("POST", "/flush-plan", {"nowMs": 0, "contextWindowTokens": window}))
+        th = L.thresholds(window)
+        assert (p["softThresholdTokens"], p["reserveTokensFloor"], p["forceFlushTranscriptBytes"]) == \
+            (th.soft_tokens, th.reserve_tokens, th.force_flush_bytes)
+
+
+def test_sessions_profile_cites_transcript_lines_by_message_id(sessions):
+    b, loop, _ = sessions
+    hits = _search(b, loop, "which port does the dev server run on")
+    tr = [h for h in hits if h.source.startswith("sessions/")]
+    assert tr, [h.source for h in hits]
+    h = tr[0]
+    start, end = int(h.attributes["start_line"]), int(h.attributes["end_line"])
+    assert h.evidence_ids == [MSG_LINES[n] for n in range(start, end + 1) if n in MSG_LINES]
+    assert "s1-m0" in h.evidence_ids
+    assert b.describe_config()["transcripts"] == "indexed and searched (sources memory + sessions)"
+
+
+def test_transcript_evidence_by_hand():
+    from services.adapters.openclaw.workspace import Workspace
+
+    ws = Workspace()
+    ws.install.transcript_lines = {"sessions/a/x.jsonl": {2: "m0", 3: "m1", 6: "m2"}}
+    assert transcript_evidence(ws, "sessions/a/x.jsonl", 1, 5) == ["m0", "m1"]
+    assert transcript_evidence(ws, "sessions/a/x.jsonl", 4, 6) == ["m2"]
+    assert transcript_evidence(ws, "sessions/a/y.jsonl", 1, 9) == [] and transcript_evidence(None, "x", 1, 2) == []
+
+
+def test_flush_every_session_matches_the_port_and_writes_no_transcript(tmp_path_factory):
+    b, loop, _ = _start(tmp_path_factory, {"profile": "flush-every-session"})
+    try:
+        assert _transcript(b, loop)["events"] == []
+        real_files = b.workspace("demo")
+    finally:
+        _stop(b, loop)
+    d = tmp_path_factory.mktemp("port")
+    port = OpenClawBackend({"embedder": "hash", "profile": "flush-every-session"},
+                           BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"), _llm=InProcessMockLLM()))
+    asyncio.run(port.ingest("demo", IngestBatch(sessions=(S1, S2))))
+    assert real_files == port.workspace("demo")
+    assert "MEMORY.md" in real_files and "memory/2026-03-01.md" in real_files
+
+
+def test_continue_boundary_flushes_with_openclaws_plan(tmp_path_factory):
+    # Window 40 (flush at 15 tokens): one flush after s2-m1, no /new, so no hook file and no reset in the transcript.
+    b, loop, llm = _start(tmp_path_factory, {"profile": "default", "context_window": 40,
+                                             "session_boundary": "continue"})
+    try:
+        assert llm.tasks() == ["flush"]
+        assert llm.calls[0][1][0]["content"] == L.flush_plan(ms(S2.messages[-1].ts)).system_prompt
+        assert list(b.workspace("demo")) == ["memory/2026-03-03.md"]
+        assert [e["type"] for e in _transcript(b, loop)["events"]].count("reset") == 0
+    finally:
+        _stop(b, loop)
