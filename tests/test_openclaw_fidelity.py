@@ -68,8 +68,10 @@ def test_summary_and_verdict():
     one_side = summarise("w", [compare("w", f"p{i}", "q", None, [A], [A], CHUNKS) for i in range(97)]
                          + [compare("w", f"e{i}", "q", None, [], [A], CHUNKS) for i in range(3)])
     assert one_side.agreement == pytest.approx(0.97) and not one_side.passes  # 3 points of empty-rate difference
-    md = render([s], {"preset": "openclaw", "openclaw": "2026.9.6", "embedder": "x", "max_results": 6})
-    assert "| w | 4 | 0.625 | 0.250 | 0.3000 | 25.0% | 0.0% | FAIL | selection 1, final-score 1, order 1 |" in md
+    md = render([s], {"preset": "openclaw", "openclaw": "2026.9.6", "embedder": "x", "top_k": {"w": 10},
+                      "profiles": ["default"]})
+    assert "| w | 4 | 10 | 0.625 | 0.250 | 0.3000 | 25.0% | 0.0% | FAIL | selection 1, final-score 1, order 1 |" in md
+    assert "top-6" not in md and "| workspace | queries | top-k | agreement |" in md
 
 
 def test_parse_options():
@@ -89,5 +91,9 @@ def test_sensitivity_cells_by_hand():
     assert probe_outcome([m1, m2], ["PORT 3001"], ["s9"]) == (False, True, False)
     assert probe_outcome([m2], [], ["s2-m3"]) == (False, None, True)
     c = cell("openclaw-real", "w", "minilm", 0.25, [(True, False, False), (False, True, None), (False, False, True),
-                                                     (False, None, None)])
-    assert (c.queries, c.empty_rate, c.hit_rate, c.recall_any) == (4, 0.25, pytest.approx(1 / 3), 0.5)
+                                                     (False, None, None)], top_k=10)
+    assert (c.queries, c.empty_rate, c.hit_rate, c.recall_any, c.top_k) == (4, 0.25, pytest.approx(1 / 3), 0.5, 10)
+    from services.adapters.openclaw_real.sensitivity import render as srender
+
+    md = srender([c], {"openclaw": "2026.9.6", "preset": "openclaw"})
+    assert "| w | openclaw-real | minilm | 0.25 | 10 | 4 | 25.0% | 33.3% | 50.0% |" in md and "recall_any@k" in md

@@ -169,3 +169,19 @@ def test_continue_boundary_flushes_with_openclaws_plan(tmp_path_factory):
         assert [e["type"] for e in _transcript(b, loop)["events"]].count("reset") == 0
     finally:
         _stop(b, loop)
+
+
+@pytest.mark.timeout(600)
+def test_fidelity_run_covers_every_profile_the_port_models(tmp_path):
+    # The real command's loop on a small workspace: Cortex V1's eight sessions, its first 6 prompts, both profiles the
+    # port can read. Port and OpenClaw search the same files, so they agree on every query.
+    from services.adapters.openclaw_real import fidelity
+
+    summaries = asyncio.run(fidelity.run(["cortex-v1"], "openclaw", "hash", tmp_path,
+                                         {"cortex-v1": {"limit": 6}}, seed=0))
+    assert [s.workspace for s in summaries] == ["cortex-v1 (default)", "cortex-v1 (flush-every-session)"]
+    assert all(s.queries == 6 and s.agreement == 1.0 and s.passes for s in summaries)
+    md = (tmp_path / "fidelity.md").read_text()
+    assert "| cortex-v1 (default) | 6 | 6 | 1.000 |" in md and "top-6" not in md
+    with pytest.raises(ValueError, match="sessions"):
+        asyncio.run(fidelity.run(["cortex-v1"], "openclaw", "hash", tmp_path / "x", {}, profiles=("sessions",)))

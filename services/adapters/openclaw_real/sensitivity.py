@@ -5,10 +5,13 @@ with all-MiniLM-L6-v2 or WordLlama. This table shows, for OpenClaw 2026.9.6 itse
 preset beside it, retrieval over each suite's probes with every embedder × minScore pair:
 - empty: share of probes for which memory_search returns nothing;
 - hit: share of probes where a returned snippet contains a ground-truth keyword (suites with keywords);
-- evidence recall_any@6: share of probes with a gold evidence id among the returned memories' evidence ids
-  (suites with gold evidence ids).
-Each workspace is ingested once per embedder (the port indexes the files openclaw-real's workspace writer made);
-only the search's minScore changes between the columns, through OpenClaw's own `minScore` search option.
+- evidence recall_any@k: share of probes with a gold evidence id among the returned memories' evidence ids
+  (suites with gold evidence ids), k = the suite's retrieve top-k (the table names it).
+Each workspace is ingested once per embedder (the port indexes the files openclaw-real's workspace writer made, profile
+`default`: the memory a real install holds); only the search's minScore changes between the columns, through
+OpenClaw's own `minScore` search option. One labelled what-if row per suite and embedder: the port at minScore 0.35
+with temporal decay switched off (2026.9.6 has no such setting), so the report shows what the decay clock costs
+native memory (each suite asks its questions the day after its last session).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class Cell:
     suite: str
     embedder: str
     min_score: float
+    top_k: int
     queries: int
     empty_rate: float
     hit_rate: float | None
@@ -52,11 +56,12 @@ def probe_outcome(memories: list[Memory], expected: list[str], gold: list[str]) 
     return (not memories), hit, rec
 
 
-def cell(system: str, suite: str, embedder: str, ms: float, outcomes: list[tuple[bool, bool | None, bool | None]]) -> Cell:
+def cell(system: str, suite: str, embedder: str, ms: float, outcomes: list[tuple[bool, bool | None, bool | None]],
+         top_k: int = 6) -> Cell:
     n = len(outcomes)
     hits = [h for _, h, _ in outcomes if h is not None]
     recs = [r for _, _, r in outcomes if r is not None]
-    return Cell(system, suite, embedder, ms, n, sum(e for e, _, _ in outcomes) / n if n else 0.0,
+    return Cell(system, suite, embedder, ms, top_k, n, sum(e for e, _, _ in outcomes) / n if n else 0.0,
                 sum(hits) / len(hits) if hits else None, sum(recs) / len(recs) if recs else None)
 
 
@@ -65,14 +70,16 @@ def render(cells: list[Cell], meta: dict[str, Any]) -> str:
         return "—" if v is None else f"{v:.1%}"
 
     lines = ["# Native baseline sensitivity: embedder × minScore", "",
-             f"OpenClaw {meta['openclaw']} (`openclaw-real`) and the port preset `{meta['preset']}`; maxResults 6; "
-             "reference time = each probe's. OpenClaw ships OpenAI text-embedding-3-small by default; these runs "
-             "use the rig's offline embedders, so read the spread between rows as how much of a gap is the embedder "
-             "and the minScore cut.", "",
-             "| suite | system | embedder | minScore | probes | empty | keyword hit | evidence recall_any@6 |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"OpenClaw {meta['openclaw']} (`openclaw-real`) and the port preset `{meta['preset']}`, profile "
+             f"`{meta.get('profile', 'default')}`; maxResults = the suite's top-k (column k); the decay clock = each "
+             "probe's reference time (the day after the suite's last session). OpenClaw ships OpenAI "
+             "text-embedding-3-small by default; these runs use the rig's offline embedders, so read the spread "
+             "between rows as how much of a gap is the embedder and the minScore cut. Rows marked *what-if* are not "
+             "a setting OpenClaw offers.", "",
+             "| suite | system | embedder | minScore | k | probes | empty | keyword hit | evidence recall_any@k |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
-        lines.append(f"| {c.suite} | {c.system} | {c.embedder} | {c.min_score:.2f} | {c.queries} | "
+        lines.append(f"| {c.suite} | {c.system} | {c.embedder} | {c.min_score:.2f} | {c.top_k} | {c.queries} | "
                      f"{pct(c.empty_rate)} | {pct(c.hit_rate)} | {pct(c.recall_any)} |")
     for name, reason in meta.get("skipped", {}).items():
         lines.append(f"\nSkipped {name}: {reason}")
@@ -96,20 +103,27 @@ async def run(suites: list[str], embedders: list[str], min_scores: list[float], 
                     if pair.real is not None:
                         pair.real.config["min_score"] = float(ms)
                     for label, b in systems:
-                        outcomes = []
-                        for p in data.probes:
-                            q = RetrieveQuery(p.question, k, reference_time=p.reference_time)
-                            mem = (await b.retrieve(f"{name}/{p.namespace}", q)).memories
-                            outcomes.append(probe_outcome(mem, p.expected, p.evidence_ids))
-                        cells.append(cell(label, name, emb, ms, outcomes))
+                        cells.append(cell(label, name, emb, ms, await _outcomes(b, name, data, k), k))
+                pair.port.params["min_score"], pair.port.params["decay_enabled"] = 0.35, False
+                cells.append(cell(f"port ({preset}), what-if: no decay", name, emb, 0.35,
+                                  await _outcomes(pair.port, name, data, k), k))
+                pair.port.params["decay_enabled"] = True
                 print(f"sensitivity {name} / {emb}: {len(data.probes)} probes × {len(min_scores)} minScores "
                       f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    meta = {"openclaw": OPENCLAW_VERSION, "preset": preset, "suites": suites, "embedders": embedders,
+    meta = {"openclaw": OPENCLAW_VERSION, "preset": preset, "profile": "default", "suites": suites, "embedders": embedders,
             "min_scores": min_scores, "seed": seed, "options": options, "skipped": skipped}
     cells.sort(key=lambda c: (c.suite, c.system != "openclaw-real", c.system, c.embedder, -c.min_score))
     (out / "sensitivity.json").write_text(json.dumps({"meta": meta, "cells": [asdict(c) for c in cells]}, indent=2))
     (out / "sensitivity.md").write_text(render(cells, meta))
     return cells
+
+
+async def _outcomes(b, name: str, data, k: int) -> list[tuple[bool, bool | None, bool | None]]:
+    out = []
+    for p in data.probes:
+        q = RetrieveQuery(p.question, k, reference_time=p.reference_time)
+        out.append(probe_outcome((await b.retrieve(f"{name}/{p.namespace}", q)).memories, p.expected, p.evidence_ids))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
