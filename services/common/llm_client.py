@@ -1,8 +1,13 @@
 """One OpenAI-compatible chat client (aiohttp) for answers, judging, compaction, extraction and HyDE.
 
 Configuration comes from the environment so a real model needs no code change:
-`MEMRIG_LLM_BASE_URL` (default: the local llm-mock), `MEMRIG_LLM_MODEL`, `MEMRIG_LLM_API_KEY`.
+`MEMRIG_LLM_BASE_URL` (default: the local llm-mock), `MEMRIG_LLM_MODEL`, `MEMRIG_LLM_API_KEY`, and optionally
+`MEMRIG_LLM_MODEL_DIGEST` / `MEMRIG_LLM_MODEL_QUANT` (what the endpoint serves: the rig's local-llm sets them),
+`MEMRIG_LLM_MAX_TOKENS` (a cap for calls that set none) and `MEMRIG_LLM_TIMEOUT_S`. Other roles read the same
+names under their own prefix (services/common/llm_roles.py).
 Retries with exponential backoff on 429 and 5xx (honouring Retry-After); every other error is raised.
+Deterministic calls (temperature 0) go through the on-disk response cache (services/common/llm_cache.py) unless
+`MEMRIG_LLM_CACHE` is `off` (`refresh` calls the model and overwrites the entry).
 """
 
 from __future__ import annotations
@@ -11,10 +16,13 @@ import asyncio
 import os
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+
+from services.common import llm_cache
 
 DEFAULT_MOCK_URL = "http://127.0.0.1:8790/v1"
 DEFAULT_MOCK_MODEL = "memrig-llm-mock"
@@ -40,14 +48,30 @@ class LLMConfig:
     backoff_base_s: float = 0.5
     backoff_max_s: float = 20.0
     max_concurrency: int = 8
+    model_digest: str = ""  # SHA-256 of the model file the endpoint serves, when known
+    quantization: str = ""
+    max_tokens: int | None = None  # used when a call sets none
+    cache: str = "on"  # llm_cache.MODES
+    cache_path: str = ""  # "" = llm_cache.default_path()
+    details: dict[str, Any] = field(default_factory=dict)  # more identity (runtime, context size), for reports
 
     @classmethod
-    def from_env(cls, prefix: str = "MEMRIG_LLM", **overrides: Any) -> LLMConfig:
+    def from_env(cls, prefix: str = "MEMRIG_LLM", env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
+        env = os.environ if env is None else env
+        max_tokens = env.get(f"{prefix}_MAX_TOKENS")
+        timeout = env.get(f"{prefix}_TIMEOUT_S")
         cfg = cls(
-            base_url=os.environ.get(f"{prefix}_BASE_URL", DEFAULT_MOCK_URL).rstrip("/"),
-            model=os.environ.get(f"{prefix}_MODEL", DEFAULT_MOCK_MODEL),
-            api_key=os.environ.get(f"{prefix}_API_KEY", ""),
+            base_url=env.get(f"{prefix}_BASE_URL", DEFAULT_MOCK_URL).rstrip("/"),
+            model=env.get(f"{prefix}_MODEL", DEFAULT_MOCK_MODEL),
+            api_key=env.get(f"{prefix}_API_KEY", ""),
+            model_digest=env.get(f"{prefix}_MODEL_DIGEST", ""),
+            quantization=env.get(f"{prefix}_MODEL_QUANT", ""),
+            max_tokens=_positive_int(max_tokens, f"{prefix}_MAX_TOKENS") if max_tokens else None,
+            cache=llm_cache.parse_mode(env.get("MEMRIG_LLM_CACHE")),
+            cache_path=env.get("MEMRIG_LLM_CACHE_PATH", ""),
         )
+        if timeout:
+            cfg.timeout_s = float(_positive_int(timeout, f"{prefix}_TIMEOUT_S"))
         for k, v in overrides.items():
             if v is not None:
                 setattr(cfg, k, v)
@@ -57,13 +81,38 @@ class LLMConfig:
     def is_mock(self) -> bool:
         return self.model == DEFAULT_MOCK_MODEL
 
+    @property
+    def caches(self) -> bool:
+        """Whether this endpoint's deterministic calls go through the response cache (never the offline mock)."""
+        return self.cache != "off" and not self.is_mock
+
     def identity(self) -> dict[str, Any]:
         """What a report prints about the model behind a number (never the key)."""
-        return {
+        ident: dict[str, Any] = {
             "model": self.model,
             "base_url": self.base_url,
             "offline_mock": self.is_mock,
         }
+        if self.model_digest:
+            ident["sha256"] = self.model_digest
+        if self.quantization:
+            ident["quantization"] = self.quantization
+        if self.max_tokens:
+            ident["max_tokens"] = self.max_tokens
+        if not self.is_mock:
+            ident["response_cache"] = self.cache
+        ident.update(self.details)
+        return ident
+
+
+def _positive_int(value: str, field_name: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValueError(f"{field_name}: {value!r} is not an integer") from None
+    if n <= 0:
+        raise ValueError(f"{field_name}: must be positive, got {n}")
+    return n
 
 
 @dataclass
@@ -74,6 +123,7 @@ class ChatResult:
     latency_s: float = 0.0
     attempts: int = 1
     raw: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False  # answered from the response cache; latency_s is then the original call's
 
 
 class LLMClient:
@@ -85,6 +135,8 @@ class LLMClient:
         self.calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.cache_hits = 0
+        self.cache_misses = 0  # cacheable calls the model answered (and that were then stored)
 
     async def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -112,10 +164,20 @@ class LLMClient:
         seed: int | None = None,
     ) -> ChatResult:
         body: dict[str, Any] = {"model": model or self.config.model, "messages": messages, "temperature": temperature}
+        if max_tokens is None:
+            max_tokens = self.config.max_tokens
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
         if seed is not None:
             body["seed"] = seed
+        key = None
+        cache = self._response_cache()
+        if cache is not None and llm_cache.cacheable(body):
+            key = llm_cache.cache_key(body["model"], self.config.model_digest, self.config.base_url, body)
+            hit = cache.get(key) if self.config.cache == "on" else None
+            if hit is not None:
+                self.cache_hits += 1
+                return self._result(hit[0], hit[1], 0, cached=True)
         headers = {"Content-Type": "application/json"}
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
@@ -147,6 +209,13 @@ class LLMClient:
                     self.config.backoff_max_s, self.config.backoff_base_s * (2 ** (attempt - 1))
                 )
                 await asyncio.sleep(delay * (1.0 if retry_after is not None else random.uniform(0.8, 1.2)))
+        res = self._result(data, time.perf_counter() - t0, attempt)
+        if key is not None and cache is not None:
+            cache.put(key, body["model"], self.config.model_digest, body, data, res.latency_s)
+            self.cache_misses += 1
+        return res
+
+    def _result(self, data: dict[str, Any], latency_s: float, attempts: int, cached: bool = False) -> ChatResult:
         try:
             text = data["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError) as e:
@@ -156,11 +225,20 @@ class LLMClient:
             text=text,
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
-            latency_s=time.perf_counter() - t0,
-            attempts=attempt,
+            latency_s=latency_s,
+            attempts=attempts,
             raw=data,
+            cached=cached,
         )
         self.calls += 1
         self.prompt_tokens += res.prompt_tokens
         self.completion_tokens += res.completion_tokens
         return res
+
+    def _response_cache(self) -> llm_cache.ResponseCache | None:
+        """Decided per call: the runner may point a client at another endpoint after building it."""
+        return llm_cache.shared(self.config.cache_path or None) if self.config.caches else None
+
+    def cache_stats(self) -> dict[str, Any]:
+        return {"mode": self.config.cache if self.config.caches else "off", "hits": self.cache_hits,
+                "misses": self.cache_misses}
