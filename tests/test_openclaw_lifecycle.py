@@ -156,10 +156,11 @@ def _ingest(cfg, tmp_path, batches=((S1, S2),)):
 
 
 SID = L.port_session_id("demo")
-HOOK_1 = ("# Session: 2026-03-03 11:00:00 UTC\n\n- **Session Key**: agent:main:main\n- **Session ID**: " + SID + "\n"
+KEY = "agent:ns-2a97516c354b68848cdbd8f5:main"  # ns- + the first 24 hex digits of sha256("demo")
+HOOK_1 = ("# Session: 2026-03-03 11:00:00 UTC\n\n- **Session Key**: " + KEY + "\n- **Session ID**: " + SID + "\n"
           "- **Source**: webchat\n\n## Conversation Summary\n\nuser: \"The dev server runs on port 3001.\"\n"
           "assistant: \"Noted: port 3001.\"\nuser: \"We chose pnpm because it is faster.\"\n")
-HOOK_2 = ("# Session: 2026-03-03 11:03:00 UTC\n\n- **Session Key**: agent:main:main\n- **Session ID**: " + SID + "\n"
+HOOK_2 = ("# Session: 2026-03-03 11:03:00 UTC\n\n- **Session Key**: " + KEY + "\n- **Session ID**: " + SID + "\n"
           "- **Source**: webchat\n\n## Conversation Summary\n\nassistant: \"Deploys go out on \\\"Thursdays\\\".\"\n")
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from services.adapters.base import BackendContext
 from services.adapters.openclaw.backend import OpenClawBackend
+from services.adapters.openclaw.lifecycle import agent_id
 from services.adapters.openclaw.workspace import WFile, Workspace
-from services.adapters.openclaw_real.backend import OpenClawRealBackend, agent_id, line_evidence, safe_relpath
+from services.adapters.openclaw_real.backend import OpenClawRealBackend, line_evidence, safe_relpath
 from services.adapters.openclaw_real.node import OPENCLAW_VERSION, availability, node_ok
 from services.common.types import Document, IngestBatch, RetrieveQuery, ValidationError
 

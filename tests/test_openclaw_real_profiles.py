@@ -12,7 +12,8 @@ import pytest
 from services.adapters.base import BackendContext
 from services.adapters.openclaw import lifecycle as L
 from services.adapters.openclaw.backend import OpenClawBackend
-from services.adapters.openclaw_real.backend import OpenClawRealBackend, agent_id, transcript_evidence
+from services.adapters.openclaw.lifecycle import agent_id
+from services.adapters.openclaw_real.backend import OpenClawRealBackend, transcript_evidence
 from services.adapters.openclaw_real.node import availability
 from services.common.types import IngestBatch, RetrieveQuery
 from tests.inprocess_llm import InProcessMockLLM

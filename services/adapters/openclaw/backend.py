@@ -397,7 +397,7 @@ class OpenClawBackend(MemoryBackend):
                 lines.append(line)
                 evidence[line] = evidence.get(line, ()) + (t.message_id,)
         path = lifecycle.hook_path(at_ms, set(staged.files))
-        content = lifecycle.render_hook_file(at_ms, lifecycle.session_key(self.agent_name(namespace)),
+        content = lifecycle.render_hook_file(at_ms, lifecycle.session_key(lifecycle.agent_id(namespace)),
                                              self.session_id(namespace), lines)
         staged.files[path] = hook_wfile(content, evidence, at_ms)
         staged.pending.append(("new", at_ms, st.open_session, path, evidence))
@@ -405,9 +405,6 @@ class OpenClawBackend(MemoryBackend):
         st.open_session, st.open_turns = None, []
         st.reset_window()
         self.n["hook_files"] += 1
-
-    def agent_name(self, namespace: str) -> str:
-        return "main"
 
     def session_id(self, namespace: str) -> str:
         return lifecycle.port_session_id(namespace)

@@ -31,6 +31,7 @@ and `flush-every-session` (the rig's earlier idealisation: a flush after every s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -211,6 +212,12 @@ def render_hook_file(at_ms: int, session_key: str, session_id: str, lines: list[
     if lines:
         parts += ["## Conversation Summary", "", "\n".join(lines[-HOOK_MESSAGES:]), ""]
     return "\n".join(parts)
+
+
+def agent_id(namespace: str) -> str:
+    """The OpenClaw agent id of a rig namespace (namespaces may hold any characters, agent ids may not); the port's
+    hook files name the same agent as OpenClaw's."""
+    return "ns-" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:24]
 
 
 def session_key(agent: str) -> str:

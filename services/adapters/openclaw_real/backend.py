@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from services.adapters.openclaw.backend import (
     format_recent_notes,
     format_search_results,
 )
+from services.adapters.openclaw.lifecycle import agent_id
 from services.adapters.openclaw.workspace import Workspace, hook_wfile
 from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, availability
 from services.common.embeddings import RemoteEmbedder
@@ -58,11 +58,6 @@ OPENCLAW_DEFAULTS = {"maxResults": 6, "minScore": 0.35, "hybrid": True, "mmr_lam
 
 class SidecarError(RuntimeError):
     """The OpenClaw sidecar is missing, did not start, or failed a request (the message says which)."""
-
-
-def agent_id(namespace: str) -> str:
-    """OpenClaw agent id for a rig namespace: namespaces may hold any characters, agent ids may not."""
-    return "ns-" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:24]
 
 
 def safe_relpath(path: str) -> str:
@@ -280,9 +275,6 @@ class OpenClawRealBackend(OpenClawBackend):
         p = await self._call("POST", "/flush-plan", {"nowMs": now_ms,
                                                      "contextWindowTokens": self.thresholds.context_window})
         return lifecycle.FlushPlan(p["relativePath"], p["systemPrompt"], p["prompt"])
-
-    def agent_name(self, namespace: str) -> str:
-        return agent_id(namespace)
 
     async def _apply_pending(self, namespace: str, staged: Workspace, root: Path) -> None:
         """Write what staging decided with OpenClaw's own code: transcript messages through its session transcript
