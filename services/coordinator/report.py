@@ -28,6 +28,13 @@ NATIVE_EMBEDDER_NOTE = ("The embedder is a stated variable: OpenClaw ships OpenA
                         "(local: embeddinggemma-300m); these runs use the embedder in the Backends table, and "
                         "`memrig sensitivity openclaw` shows how the native result moves with the embedder and "
                         "minScore.")
+NATIVE_STATE_NOTE = ("OpenClaw native memory is the state a real 2026.9.6 install holds, by profile: `default` (the "
+                     "flush only by OpenClaw's own threshold, session-memory hook files at each /new, transcripts "
+                     "indexed but not searched), `sessions` (transcripts searched too) and `flush-every-session` (an "
+                     "idealisation: a flush after every session, MEMORY.md by rule). The decay clock: every question "
+                     "is asked at its probe's reference time (Cortex V1 and LoCoMo: the day after the last session), "
+                     "and OpenClaw halves a dated note's score every 30 days before it; `memrig sensitivity openclaw` "
+                     "shows a labelled what-if without decay.")
 
 
 def render_header(run: dict[str, Any]) -> str:
@@ -60,7 +67,7 @@ def render_header(run: dict[str, Any]) -> str:
             rows.append([name, b.get("status"), d.get("version", "—"), emb, b.get("reason", "")[:120]])
         lines.append(md_table(["backend", "status", "version", "embedder", "reason"], rows))
         if any(n.startswith("openclaw") for n in backends):
-            lines += ["", f"> {NATIVE_EMBEDDER_NOTE}"]
+            lines += ["", f"> {NATIVE_EMBEDDER_NOTE}", "", f"> {NATIVE_STATE_NOTE}"]
         invalid = [n for n, b in backends.items() if "unit tests only" in ((b.get("describe") or {}).get("embedder") or "")]
         if invalid:
             lines += ["", f"> **Not a valid quality measurement:** {', '.join(invalid)} used the hash embedder "

@@ -306,10 +306,13 @@ class QuaidWeeksSuite(Suite):
                                             "na": sum(1 for x in xs if x is None),
                                             "hit_rate": rt.mean(xs)} for t, xs in sorted(tiers.items())},
                 "latency": latency_summary(lat)}
-        from services.coordinator.suites.locomo import _baseline
+        from services.coordinator.suites.locomo import _baseline, baseline_rule
 
-        baseline = _baseline(list(per_cond))
+        # The strongest native profile on the seed's composite accuracy (one value per condition).
+        acc = {c: {"accuracy": {"all": out["conditions"][c]["accuracy"]}} for c in per_cond}
+        baseline = _baseline(list(per_cond), acc, "accuracy")
         out["baseline"] = baseline
+        out["baseline_rule"] = baseline_rule("the composite accuracy")
         if baseline:
             base_tok = out["conditions"][baseline]["metrics"].get("token_spend", {}).get("mean")
             for co in out["conditions"].values():
@@ -340,5 +343,6 @@ class QuaidWeeksSuite(Suite):
             f"N/A={m[c]['adversarial_by_tier'][t]['na']})" if t in m[c]["adversarial_by_tier"] else "—" for t in tiers)]
             for c in conds]))
         if metrics.get("comparisons"):
+            out += C.baseline_note(metrics)
             out.append(C.render_comparisons(metrics["comparisons"], "Scorecard (seed 001 §8)"))
         return "\n".join(out)
