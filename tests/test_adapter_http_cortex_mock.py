@@ -7,12 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-pytest.importorskip("services.cortex_mock.app", reason="cortex-mock not built")
-
-from services.adapters.cortex.backend import CortexBackend  # noqa: E402
-from services.adapters.http.backend import HttpBackend  # noqa: E402
-from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session  # noqa: E402
-from services.cortex_mock.app import make_app  # noqa: E402
+from services.adapters.cortex.backend import CortexBackend
+from services.adapters.http.backend import HttpBackend
+from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session
+from services.cortex_mock.app import make_app
 from services.cortex_mock.config import MockConfig  # noqa: E402
 from services.fault_proxy.testing import serve_app  # noqa: E402
 from tests.test_conformance import _conformance_in_process  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 
 if importlib.util.find_spec("mem0") is None:  # not importorskip: importing mem0 early would miss MEM0_TELEMETRY
-    pytest.skip("mem0ai not installed (make setup installs mem0ai==2.2.1 --no-deps)", allow_module_level=True)
+    pytest.skip("[requires:mem0] mem0ai not installed (make setup installs mem0ai==2.2.1 --no-deps)", allow_module_level=True)
 
 from services.adapters.mem0_oss.backend import EVIDENCE_KEY, SESSION_KEY, Mem0OssBackend  # noqa: E402
 from services.adapters.mem0_oss.library import embedder_config, import_mem0  # noqa: E402

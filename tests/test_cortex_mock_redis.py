@@ -59,7 +59,7 @@ def start(module: str, args: list[str], ready_timeout: float = 60.0) -> tuple[su
 @pytest.fixture
 def redis_url(tmp_path):
     if not have_binary("redis-server"):
-        pytest.skip("redis-server binary not installed (apt-get install -y redis-server)")
+        pytest.skip("[requires:redis] redis-server binary not installed (apt-get install -y redis-server)")
     port = free_port()
     p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
                           "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -440,7 +440,7 @@ def test_cli_refuses_public_admin_without_token():
 def redis_url():
     exe = shutil.which("redis-server")
     if not exe:
-        pytest.skip("redis-server not installed (apt-get install redis-server)")
+        pytest.skip("[requires:redis] redis-server not installed (apt-get install redis-server)")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -25,7 +25,7 @@ DASHBOARDS = sorted((REPO / "deploy" / "grafana" / "dashboards").glob("*.json"))
 
 needs_tsc = pytest.mark.skipif(
     shutil.which("node") is None or not TSC.exists() or not (CHECK / "node_modules" / "@grafana" / "schema").exists(),
-    reason="node and deploy/grafana/schema-check/node_modules absent (npm install --prefix deploy/grafana/schema-check)")
+    reason="[requires:grafana-schema] node and deploy/grafana/schema-check/node_modules absent (npm install --prefix deploy/grafana/schema-check)")
 
 
 def _typecheck(tmp_path: Path, dashboards: dict[str, str]) -> subprocess.CompletedProcess:

@@ -193,7 +193,7 @@ async def test_bm25_reproduces_locomo_dev(data_dir):
     from services.coordinator.suites.testing import run_inprocess
 
     if not (data_dir / "locomo" / "locomo10_dev.json").exists():
-        pytest.skip("LoCoMo dev file not found")
+        pytest.skip("[requires:data] LoCoMo dev file not found")
     suite = LocomoSuite({"data_dir": str(data_dir), "full": True, "categories": "1234", "answer": False})
     samples = await run_inprocess(suite, {"bm25": InProcessBackendClient.from_spec("bm25")})
     o = suite.score(samples)["conditions"]["bm25"]["overall"]["turn_recall_any@10"]

@@ -351,7 +351,7 @@ def test_dashboard_refers_to_the_datasource_by_uid_and_to_exported_metrics():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not __import__("shutil").which("prometheus"), reason="prometheus binary not installed")
+@pytest.mark.skipif(not __import__("shutil").which("prometheus"), reason="[requires:prometheus] prometheus binary not installed")
 async def test_dashboard_queries_return_data_from_a_real_prometheus(tmp_path):
     from loadtests.run import free_port
 

@@ -100,7 +100,7 @@ async def _query(session: aiohttp.ClientSession, base: str, expr: str) -> list:
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("prometheus") is None,
-                    reason="prometheus binary not installed (apt-get install -y prometheus; .ci/run does it)")
+                    reason="[requires:prometheus] prometheus binary not installed (apt-get install -y prometheus; .ci/run does it)")
 async def test_prometheus_scrapes_a_short_run_and_every_panel_has_data(tmp_path):
     from prometheus_client import REGISTRY
 

@@ -14,7 +14,7 @@ from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, 
 
 DIST = SIDECAR_DIR / "node_modules" / "openclaw" / "dist"
 needs_dist = pytest.mark.skipif(installed_openclaw_version() != OPENCLAW_VERSION or not DIST.is_dir(),
-                                reason=f"openclaw@{OPENCLAW_VERSION} not installed in the sidecar (make setup-openclaw)")
+                                reason=f"[requires:openclaw] openclaw@{OPENCLAW_VERSION} not installed in the sidecar (make setup-openclaw)")
 
 # Shared by every era (openclaw's DEFAULT_* constants, as pinned in reference/peers.md §1).
 COMMON_PINNED = {

@@ -17,7 +17,7 @@ from services.adapters.openclaw_real.node import OPENCLAW_VERSION, availability,
 from services.common.types import Document, IngestBatch, RetrieveQuery, ValidationError
 
 AVAIL = availability()
-needs_openclaw = pytest.mark.skipif(not AVAIL.ok, reason=f"openclaw-real unavailable: {AVAIL.reason}")
+needs_openclaw = pytest.mark.skipif(not AVAIL.ok, reason=f"[requires:openclaw] openclaw-real unavailable: {AVAIL.reason}")
 
 DAY0 = datetime(2026, 1, 1, tzinfo=UTC)
 DOCS = (
@@ -45,7 +45,7 @@ def test_pure_helpers():
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     if not AVAIL.ok:
-        pytest.skip(f"openclaw-real unavailable: {AVAIL.reason}")
+        pytest.skip(f"[requires:openclaw] openclaw-real unavailable: {AVAIL.reason}")
     loop = asyncio.new_event_loop()
     b = OpenClawRealBackend({"embedder": "hash"},
                             BackendContext(data_dir=tmp_path_factory.mktemp("ocr"),

@@ -21,7 +21,7 @@ from tests.test_openclaw_lifecycle import S1, S2, T0, ms
 
 AVAIL = availability()
 pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not AVAIL.ok, reason=f"openclaw-real unavailable: {AVAIL.reason}")]
+              pytest.mark.skipif(not AVAIL.ok, reason=f"[requires:openclaw] openclaw-real unavailable: {AVAIL.reason}")]
 ASKED = T0 + timedelta(days=3)
 MSG_LINES = {2: "s1-m0", 3: "s1-m1", 4: "s1-m2", 6: "s2-m0", 7: "s2-m1"}  # line 1 header, 5 and 8 the /new resets
 

@@ -218,7 +218,7 @@ def test_openclaw_real_step_beside_the_port(tmp_path):
 
     a = availability()
     if not a.ok:
-        pytest.skip(f"openclaw-real unavailable: {a.reason}")
+        pytest.skip(f"[requires:openclaw] openclaw-real unavailable: {a.reason}")
     out = tmp_path / "perf"
     assert main(["--out", str(out), "--sizes", "100", "--queries", "4", "--embedders", "", "--backends", "none",
                  "--coordinator-samples", "5", "--proxy-rounds", "5", "--no-ann", "--embedder", "hash",

@@ -83,7 +83,7 @@ def test_make_load_passes_a_metrics_port():
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None,
-                    reason="promtool not installed (Debian: apt-get install -y prometheus)")
+                    reason="[requires:promtool] promtool not installed (Debian: apt-get install -y prometheus)")
 @pytest.mark.parametrize("config", ["prometheus.yml", "prometheus.compose.yml"])
 def test_promtool_checks_the_configs(tmp_path, config):
     text = (REPO / "deploy" / "prometheus" / config).read_text()

@@ -105,7 +105,7 @@ def test_madial_query():
 
 
 @pytest.mark.needs_data
-@pytest.mark.skipif(not have("locomo", "locomo10_dev.json"), reason=f"LoCoMo not found under {DATA}")
+@pytest.mark.skipif(not have("locomo", "locomo10_dev.json"), reason=f"[requires:data] LoCoMo not found under {DATA}")
 def test_locomo_real_data_loader():
     full = LocomoSuite({"full": True}).load()
     assert full.info["conversations"][0] == "conv-26"
@@ -120,7 +120,7 @@ def test_locomo_real_data_loader():
 
 
 @pytest.mark.needs_data
-@pytest.mark.skipif(not have("longmemeval", "longmemeval_oracle_dev.json"), reason=f"LongMemEval not found under {DATA}")
+@pytest.mark.skipif(not have("longmemeval", "longmemeval_oracle_dev.json"), reason=f"[requires:data] LongMemEval not found under {DATA}")
 async def test_longmemeval_real_data(tmp_path):
     s = LongMemEvalSuite({"questions": 6}, seed=3)
     d = s.load()
@@ -145,7 +145,7 @@ async def test_longmemeval_real_data(tmp_path):
 
 
 @pytest.mark.needs_data
-@pytest.mark.skipif(not have("madial-bench"), reason=f"MADial-Bench not found under {DATA}")
+@pytest.mark.skipif(not have("madial-bench"), reason=f"[requires:data] MADial-Bench not found under {DATA}")
 async def test_madial_real_data(tmp_path):
     s = MadialSuite({"dialogues": 5}, seed=1)
     d = s.load()
