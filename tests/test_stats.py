@@ -68,6 +68,18 @@ def test_per_category():
     assert out["R"] == {"n": 1, "mean": 1.0, "ci": [1.0, 1.0]}
 
 
+def test_per_category_is_order_free():
+    import random
+
+    rng = random.Random(5)
+    vals = {f"q{i:02d}": float(rng.random() < 0.5) for i in range(40)}
+    cats = {p: "AB"[i % 2] for i, p in enumerate(vals)}
+    items = list(vals.items())
+    rng.shuffle(items)
+    assert stats.per_category(dict(items), cats, seed=3) == stats.per_category(vals, cats, seed=3)
+    assert stats.per_category(dict(reversed(items)), cats, seed=3) == stats.per_category(vals, cats, seed=3)
+
+
 def test_bootstrap_default_is_a_95_percent_interval():
     from services.coordinator.stats import bootstrap_ci
 

@@ -288,7 +288,8 @@ def per_category(values: Mapping[str, float | None], categories: Mapping[str, st
                  n_bootstrap: int = N_BOOTSTRAP) -> dict[str, dict[str, Any]]:
     """{category: {n, mean, ci: [lo, hi]}} for probe-keyed values; None values are skipped."""
     groups: dict[str, list[float]] = {}
-    for pid, v in values.items():
+    for pid in sorted(values):  # probe-id order: the same samples in any order give the same resamples
+        v = values[pid]
         if v is None:
             continue
         groups.setdefault(str(categories.get(pid, "")), []).append(float(v))
