@@ -50,20 +50,48 @@ def _options(pairs: list[str]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------------
 # up / down
 
+def _llm_choices(args) -> dict[str, str]:
+    """{role: mock|local|env} from --llm and the per-role flags; with none given, {} (the environment decides).
+    `--no-llm-cache` makes every LLM call of this command and its children refresh its cache entry."""
+    from services.common.llm_roles import ROLES, resolve_choices
+
+    if getattr(args, "no_llm_cache", False):
+        os.environ["MEMRIG_LLM_CACHE"] = "refresh"
+    per_role = {r: getattr(args, f"llm_{r}", None) for r in ROLES}
+    if not args.llm and not any(per_role.values()):
+        return {}
+    try:
+        return resolve_choices(args.llm, **per_role)
+    except ValueError as e:
+        flag, _, msg = str(e).partition(": ")
+        raise ValidationError(flag, msg) from None
+
+
 def cmd_up(args) -> int:
     backends = _csv(args.backends) or default_backends()
+    choices = _llm_choices(args)
 
     async def go():
         rig = Rig(STATE_DIR / "run")
         rig.load_state()
-        await rig.ensure_llm()
-        for name in _csv(args.services):
-            await rig.start_service(name)
-        for b in backends:
-            await rig.start_backend(b, embedder=args.embedder)
-        rig.save_state()
+        try:
+            roles = await rig.ensure_llm_roles(choices)
+            for name in _csv(args.services):
+                await rig.start_service(name)
+            for b in backends:
+                await rig.start_backend(b, embedder=args.embedder)
+        finally:
+            rig.save_state()
         for key, p in rig.procs.items():
             print(f"{key:<28} pid={p.pid:<8} {p.url or p.ports}")
+        if choices:
+            from services.common.llm_roles import ROLES, short_name
+
+            print("\nLLM roles (export these to point other commands at the same endpoints):")
+            for role, cfg in roles.items():
+                print(f"  {role:<11} {short_name(cfg.identity())} at {cfg.base_url}")
+                print(f"    {ROLES[role]}_BASE_URL={cfg.base_url} {ROLES[role]}_MODEL={cfg.model}"
+                      + (f" {ROLES[role]}_MODEL_DIGEST={cfg.model_digest}" if cfg.model_digest else ""))
         print(f"\nstate: {rig.state_file}; stop with `memrig down`")
 
     asyncio.run(go())
@@ -104,7 +132,8 @@ def _bench_config(args, suite: str, backends: list[str], out: str | None):
         targets[name] = addr
     return RunConfig(suite=suite, backends=backends, out_dir=out, seed=args.seed, options=_options(args.option),
                      resume=not args.fresh, concurrency=args.concurrency, judge_passes=args.judge_passes,
-                     embedder=args.embedder, targets=targets, in_process=args.in_process)
+                     embedder=args.embedder, targets=targets, in_process=args.in_process,
+                     llm_roles=_llm_choices(args))
 
 
 def cmd_bench(args) -> int:
@@ -124,6 +153,7 @@ def cmd_bench(args) -> int:
 def cmd_bench_all(args) -> int:
     from services.coordinator.bench_all import run_bench_all
 
+    args.llm_roles = _llm_choices(args)
     return asyncio.run(run_bench_all(args))
 
 
@@ -333,14 +363,30 @@ def _delegate(module: str, func: str = "main"):
     return run
 
 
+def llm_flags(p: argparse.ArgumentParser) -> None:
+    """Which model plays each LLM role (services/common/llm_roles.py) and the response cache."""
+    choices = ("mock", "local", "env")
+    p.add_argument("--llm", choices=choices, default=None,
+                   help="every LLM role: mock (offline llm-mock), local (the local model, make setup-local-llm) or "
+                        "env (MEMRIG_LLM_* / MEMRIG_<ROLE>_*; the default)")
+    for role, what in (("answerer", "the answers"), ("judge", "the judgements"),
+                       ("flush", "the backends' memory writers (OpenClaw flush notes, extraction)"),
+                       ("compaction", "the compaction summary")):
+        p.add_argument(f"--{role}", dest=f"llm_{role}", choices=choices, default=None,
+                       help=f"the model for {what} (overrides --llm)")
+    p.add_argument("--no-llm-cache", action="store_true",
+                   help="call the model for every request and overwrite its response-cache entry")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="memrig", description="A measurement rig for AI coding agents' memory.")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
-    p = sub.add_parser("up", help="start llm-mock and backends in the background")
+    p = sub.add_parser("up", help="start llm-mock (or the local model) and backends in the background")
     p.add_argument("--backends", help="comma-separated backend names (default: the bench-all defaults)")
     p.add_argument("--services", default="", help="extra services to start (e.g. cortex-mock,fault-proxy)")
     p.add_argument("--embedder", default=None)
+    llm_flags(p)
     p.set_defaults(fn=cmd_up)
     sub.add_parser("down", help="stop what `memrig up` started").set_defaults(fn=cmd_down)
 
@@ -354,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--target", action="append", default=[], help="backend=HOST:PORT of a running backend")
         p.add_argument("--in-process", action="store_true", help="run backends inside this process")
         p.add_argument("--fresh", action="store_true", help="discard existing samples in --out instead of resuming")
+        llm_flags(p)
 
     p = sub.add_parser("bench", help="run one suite over backends")
     p.add_argument("--suite", required=True)

@@ -51,6 +51,9 @@ SERVICES: dict[str, ServiceSpec] = {
                     "http://127.0.0.1:{http}/v1", default_port=8793),
         ServiceSpec("coordinator", "services.coordinator", "Runs suites over backends (CoordinatorService)",
                     "127.0.0.1:{grpc}", default_port=8800),
+        ServiceSpec("local-llm", "services.local_llm",
+                    "Local language model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp; make setup-local-llm)",
+                    "http://127.0.0.1:{http}/v1", default_port=8794),
     ]
 }
 
@@ -99,6 +102,7 @@ class Rig:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.procs: dict[str, Proc] = {}
         self._popen: dict[str, subprocess.Popen] = {}
+        self.local_llm_identity: dict[str, Any] = {}  # what local-llm's /memrig/identity said, once started
         self.env = dict(os.environ if env is None else env)
         self.env.setdefault("PYTHONUNBUFFERED", "1")
         # numpy's BLAS threads in several services fight over the cores: single-threaded BLAS made the cortex-mock's
@@ -162,11 +166,52 @@ class Rig:
     async def ensure_llm(self) -> str:
         """The LLM base URL: the user's configured endpoint, or a llm-mock started by this rig. Children started
         afterwards inherit it; this process's environment is left alone (the mock dies with the rig)."""
-        if os.environ.get("MEMRIG_LLM_BASE_URL"):
-            return os.environ["MEMRIG_LLM_BASE_URL"]
+        if self.env.get("MEMRIG_LLM_BASE_URL"):
+            return self.env["MEMRIG_LLM_BASE_URL"]
         p = await self.start_service("llm-mock")
         self.env["MEMRIG_LLM_BASE_URL"] = p.url
         return p.url
+
+    async def ensure_llm_roles(self, choices: dict[str, str] | None = None) -> dict[str, Any]:
+        """Point each LLM role at what `choices` names (services/common/llm_roles.py: mock / local / env), starting
+        llm-mock and local-llm as needed, and return {role: LLMConfig}. The roles are set in this rig's child
+        environment, so backends started afterwards write their memories with the flush role's model."""
+        from services.common import llm_roles
+
+        choices = {r: c for r, c in (choices or {}).items() if c != "env"}
+        if "mock" in choices.values():
+            mock = await self.start_service("llm-mock")
+            for role in (r for r, c in choices.items() if c == "mock"):
+                llm_roles.set_mock(self.env, role, mock.url)
+        if "local" in choices.values():
+            from services.local_llm.client import identity_details, local_role_settings
+
+            local = await self.start_local_llm()
+            for role in (r for r, c in choices.items() if c == "local"):
+                llm_roles.set_role(self.env, role, local.url, local.ident["model"],
+                                   local_role_settings(role, local.ident))
+        if "answerer" not in choices:
+            await self.ensure_llm()
+        configs = llm_roles.role_configs(self.env)
+        if "local" in choices.values():
+            for cfg in configs.values():
+                if cfg.base_url == self.procs["local-llm"].url:
+                    cfg.details = identity_details(self.local_llm_identity)
+        return configs
+
+    async def start_local_llm(self) -> Any:
+        """local-llm, once per rig, after checking that `make setup-local-llm` ran (a clear error otherwise)."""
+        from services.local_llm.client import LocalLLM, fetch_identity
+        from services.local_llm.setup import local_llm_status
+
+        if "local-llm" not in self.procs or not self.procs["local-llm"].alive():
+            ok, reason = local_llm_status()
+            if not ok:
+                raise LaunchError(f"local-llm cannot start: {reason}")
+        proc = await self.start_service("local-llm")
+        if not self.local_llm_identity:
+            self.local_llm_identity = await fetch_identity(proc.url)
+        return LocalLLM(proc.url, self.local_llm_identity, proc.pid)
 
     async def start_backend(self, name: str, config: dict[str, Any] | None = None,
                             embedder: str | None = None) -> Proc:

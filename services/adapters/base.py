@@ -34,9 +34,12 @@ class BackendContext:
     embedder_name: str | None = None  # None → $MEMRIG_EMBEDDER or the default (minilm)
     embedding_cache_path: str | None = None
     data_dir: Path = field(default_factory=lambda: Path(os.environ.get("MEMRIG_DATA_ROOT", ".memrig/data")))
-    llm_base_url: str | None = None  # None → $MEMRIG_LLM_BASE_URL or the llm-mock default
+    llm_base_url: str | None = None  # None → the flush role's endpoint (services/common/llm_roles.py)
+    llm_config: Any = None  # an LLMConfig for the flush role, instead of the environment's
+    compaction_llm_config: Any = None  # an LLMConfig for the compaction role, instead of the environment's
     _embedder: Any = None
     _llm: Any = None
+    _compaction_llm: Any = None
 
     @property
     def embedder(self):
@@ -48,13 +51,40 @@ class BackendContext:
 
     @property
     def llm(self):
+        """The memory writer's model (the `flush` role): flush notes, fact extraction, in-backend compaction."""
         if self._llm is None:
-            from services.common.llm_client import LLMClient, LLMConfig
+            from services.common.llm_client import LLMClient
 
-            self._llm = LLMClient(LLMConfig.from_env(base_url=self.llm_base_url))
+            self._llm = LLMClient(self._role_config("flush", self.llm_config))
         return self._llm
 
+    @property
+    def compaction_llm(self):
+        """The one-shot compaction summary's model (the `compaction` role): the flush client when both roles
+        name the same endpoint."""
+        if self._compaction_llm is None:
+            from services.common.llm_client import LLMClient
+
+            cfg = self._role_config("compaction", self.compaction_llm_config)
+            same = cfg == self._role_config("flush", self.llm_config)
+            self._compaction_llm = self.llm if same else LLMClient(cfg)
+        return self._compaction_llm
+
+    def _role_config(self, role: str, explicit: Any):
+        """`explicit`, else the role's endpoint from the environment; `llm_base_url` (the URL of the rig's LLM
+        when the caller started one) stands in for a role that names no URL of its own."""
+        from services.common.llm_roles import ROLES, role_config
+
+        if explicit is not None:
+            return explicit
+        cfg = role_config(role)
+        if self.llm_base_url and not os.environ.get(f"{ROLES[role]}_BASE_URL"):
+            cfg.base_url = self.llm_base_url.rstrip("/")
+        return cfg
+
     async def close(self) -> None:
+        if self._compaction_llm is not None and self._compaction_llm is not self._llm:
+            await self._compaction_llm.close()
         if self._llm is not None:
             await self._llm.close()
 

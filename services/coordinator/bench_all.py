@@ -57,7 +57,8 @@ async def run_bench_all(args) -> int:
             opts = {k.split(".", 1)[1]: v for k, v in opts.items()}
             cfg = RunConfig(suite=name, backends=backends, out_dir=str(out / name), seed=args.seed, options=opts,
                             resume=not args.fresh, concurrency=args.concurrency, judge_passes=args.judge_passes,
-                            embedder=args.embedder, in_process=args.in_process)
+                            embedder=args.embedder, in_process=args.in_process,
+                            llm_roles=dict(getattr(args, "llm_roles", None) or {}))
             try:
                 outcome = await run_suite(cfg, progress, rig=None if args.in_process else rig)
                 index["suites"][name] = {"state": outcome.state, "dir": name, "failures": outcome.failures,

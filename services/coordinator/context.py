@@ -70,10 +70,12 @@ class ProbeContext:
         judge_passes: int = 1,
         judge_temperature: float = 0.0,
         retrieve_params: dict[str, tuple[int, str]] | None = None,
+        compaction_llm: LLMClient | None = None,
     ):
         self.clients = clients
         self.corpora = corpora
         self.llm = llm
+        self.compaction_llm = compaction_llm or llm
         self.judge_llm = judge_llm
         self.run_dir = run_dir
         self.suite_name = suite_name
@@ -113,11 +115,11 @@ class ProbeContext:
         batch = self.corpora[namespace]
         sessions = sorted(batch.sessions, key=lambda s: (s.started_at, s.session_id))
         text = "\n\n".join([render_session(s) for s in sessions] + [f"## {d.path or d.id}\n{d.text}" for d in batch.documents])
-        h = hashlib.sha256((self.llm.config.model + "\x00" + text).encode()).hexdigest()[:16]
+        h = hashlib.sha256((self.compaction_llm.config.model + "\x00" + text).encode()).hexdigest()[:16]
         path = self.run_dir / "artifacts" / f"compaction-{re.sub(r'[^A-Za-z0-9_.-]', '_', namespace)}-{h}.txt"
         if path.exists():
             return path.read_text()
-        summary = await compact(self.llm, text)
+        summary = await compact(self.compaction_llm, text)
         path.write_text(summary)
         return summary
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.client import BackendError, GrpcBackendClient, InProcessBackendClient
-from services.common import prompts
+from services.common import llm_cache, llm_roles, prompts
 from services.common.llm_client import LLMClient, LLMConfig
 from services.common.tokens import tokenizer_name
 from services.common.types import ValidationError
@@ -46,6 +46,8 @@ class RunConfig:
     targets: dict[str, str] = field(default_factory=dict)  # backend -> host:port already running
     in_process: bool = False
     settle_timeout_s: float = 600.0
+    # LLM role -> mock | local | env (services/common/llm_roles.py); empty: every role as the environment says
+    llm_roles: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -57,16 +59,28 @@ class RunOutcome:
 
 
 def llm_configs() -> tuple[LLMConfig, LLMConfig]:
-    answer = LLMConfig.from_env("MEMRIG_LLM")
-    judge = LLMConfig.from_env("MEMRIG_JUDGE") if os.environ.get("MEMRIG_JUDGE_MODEL") else answer
-    return answer, judge
+    answer = llm_roles.role_config("answerer")
+    judge = llm_roles.role_config("judge")
+    return answer, (answer if judge == answer else judge)
 
 
 def judge_identity(cfg: LLMConfig, passes: int) -> dict[str, Any]:
     ident = cfg.identity()
     ident["passes"] = passes
-    ident["label"] = ("offline rubric judge (llm-mock), not a model" if cfg.is_mock else f"LLM judge {cfg.model}")
+    ident["label"] = ("offline rubric judge (llm-mock), not a model" if cfg.is_mock
+                      else f"LLM judge {llm_roles.short_name(ident)}")
     return ident
+
+
+def _client_for(cfg: LLMConfig, made: dict[int, LLMClient], by_config: list[tuple[LLMConfig, LLMClient]]) -> LLMClient:
+    """One client per distinct endpoint configuration (roles on the same endpoint share its client)."""
+    for c, client in by_config:
+        if c == cfg:
+            return client
+    client = LLMClient(cfg)
+    by_config.append((cfg, client))
+    made[id(client)] = client
+    return client
 
 
 class TerminalProgress:
@@ -111,8 +125,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
     failures: dict[str, str] = {}
     describes: dict[str, dict[str, Any]] = {}
     ingest_info: dict[str, Any] = {}
-    llm = LLMClient(answer_cfg)
-    judge_llm = llm if judge_cfg is answer_cfg else LLMClient(judge_cfg)
+    llm_clients: dict[int, LLMClient] = {}
     t_start = time.monotonic()
     try:
         emit({"run_id": run_id, "phase": "load", "done": 0, "total": 0})
@@ -143,13 +156,16 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
             run["resumed"] = True
         run_dir.write_run(run)
 
-        # -- backends -----------------------------------------------------------------------------
-        llm_url = (await rig.ensure_llm()).rstrip("/")
-        llm.config.base_url = llm_url
-        if judge_llm is not llm and not os.environ.get("MEMRIG_JUDGE_BASE_URL"):
-            judge_llm.config.base_url = llm_url
+        # -- LLM roles, then backends --------------------------------------------------------------
+        roles = await rig.ensure_llm_roles(cfg.llm_roles)
+        by_config: list[tuple[LLMConfig, LLMClient]] = []
+        llm = _client_for(roles["answerer"], llm_clients, by_config)
+        judge_llm = _client_for(roles["judge"], llm_clients, by_config)
+        compaction_llm = _client_for(roles["compaction"], llm_clients, by_config)
         run["llm"] = llm.config.identity()
         run["judge"] = judge_identity(judge_llm.config, cfg.judge_passes)
+        run["llm_roles"] = {**llm_roles.identities(roles), "choices": dict(cfg.llm_roles)}
+        cache_before = _cache_reading(roles)
         for name in cfg.backends:
             emit({"run_id": run_id, "phase": "start", "message": name})
             try:
@@ -159,7 +175,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                     from services.adapters.base import BackendContext
 
                     clients[name] = InProcessBackendClient.from_spec(
-                        name, context=BackendContext(embedder_name=cfg.embedder, llm_base_url=llm_url))
+                        name, context=BackendContext(embedder_name=cfg.embedder, llm_config=roles["flush"],
+                                                     compaction_llm_config=roles["compaction"]))
                 else:
                     proc = await rig.start_backend(name, embedder=cfg.embedder)
                     clients[name] = GrpcBackendClient(proc.url, name=name)
@@ -178,7 +195,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         needed = {b for _, c in work for b in c.backends}
 
         # -- ingest ---------------------------------------------------------------------------------
-        ctx_ns = ProbeContext(clients, data.corpora, llm, judge_llm, run_dir.path, suite.name)
+        ctx_ns = ProbeContext(clients, data.corpora, llm, judge_llm, run_dir.path, suite.name,
+                              compaction_llm=compaction_llm)
         for name in sorted(needed):
             if name not in clients:
                 continue
@@ -201,7 +219,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         # -- probes ---------------------------------------------------------------------------------
         retrieve_params = {b: (suite.retrieve_top_k(b), suite.retrieve_mode(b)) for b in clients}
         ctx = ProbeContext(clients, data.corpora, llm, judge_llm, run_dir.path, suite.name,
-                           judge_passes=cfg.judge_passes, retrieve_params=retrieve_params)
+                           judge_passes=cfg.judge_passes, retrieve_params=retrieve_params,
+                           compaction_llm=compaction_llm)
         sem = asyncio.Semaphore(max(1, cfg.concurrency))
         total, finished = len(work), 0
         t_probes = time.monotonic()
@@ -220,6 +239,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         await asyncio.gather(*(one(p, c) for p, c in work))
 
         # -- score + report -------------------------------------------------------------------------
+        run["llm_cache"] = _cache_summary(roles, llm_clients, cache_before)
         run["failures"] = failures
         run["duration_s"] = time.monotonic() - t_start
         run_dir.write_run(run)
@@ -227,9 +247,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         emit({"run_id": run_id, "phase": "done", "done": total, "total": total, "message": str(run_dir.path)})
         return RunOutcome(run_dir.path, state, metrics, failures)
     finally:
-        await llm.close()
-        if judge_llm is not llm:
-            await judge_llm.close()
+        for client in llm_clients.values():
+            await client.close()
         for c in clients.values():
             try:
                 await c.close()
@@ -237,6 +256,26 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                 pass
         if own_rig:
             rig.stop_all()
+
+
+def _cache_reading(roles: dict[str, LLMConfig]) -> dict[str, Any] | None:
+    """The response cache's counters before the run (None when no role caches): the difference afterwards counts
+    every process's calls, the backends' flush writers included."""
+    cfgs = [c for c in roles.values() if c.caches]
+    return llm_cache.shared(cfgs[0].cache_path or None).stats() if cfgs else None
+
+
+def _cache_summary(roles: dict[str, LLMConfig], made: dict[int, LLMClient], before: dict[str, Any] | None
+                   ) -> dict[str, Any]:
+    """What run.json says about the response cache: per coordinator client, and for the whole run (all processes)
+    the hits and the new entries (calls no entry answered)."""
+    out: dict[str, Any] = {"clients": {c.config.model + " @ " + c.config.base_url: c.cache_stats()
+                                       for c in made.values()}}
+    if before is not None:
+        cfg = next(c for c in roles.values() if c.caches)
+        after = llm_cache.shared(cfg.cache_path or None).stats()
+        out["all_processes"] = {**llm_cache.stats_delta(before, after), "mode": cfg.cache, "path": after["path"]}
+    return out
 
 
 def sample_key(cond: Condition, probe: Probe) -> str:

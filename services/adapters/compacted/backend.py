@@ -62,7 +62,7 @@ class CompactedBackend(StoreBackedBackend):
         cached = self._summary.get(namespace)
         if cached and cached[0] == h:
             return cached[1]
-        summary = await compact(self.context.llm, text, self.config["temperature"])
+        summary = await compact(self.context.compaction_llm, text, self.config["temperature"])
         self.n["llm_calls"] += 1
         self._summary[namespace] = (h, summary)
         return summary
