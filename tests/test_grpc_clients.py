@@ -182,6 +182,31 @@ def test_status_mapping():
     assert code == grpc.StatusCode.UNAVAILABLE and "not installed" in msg
     code, msg = status_for(KeyError("k"), "b")
     assert code == grpc.StatusCode.INTERNAL and msg == "b: internal error: KeyError: 'k'"
+    from services.adapters.http.client import ServiceError
+
+    code, msg = status_for(ServiceError("connection_error", "POST http://h/x: refused"), "http")
+    assert code == grpc.StatusCode.UNAVAILABLE and msg.startswith("http needs the memory service behind the http adapter")
+    assert status_for(ServiceError("http_403", "forbidden", 403), "http")[0] == grpc.StatusCode.FAILED_PRECONDITION
+    assert status_for(ServiceError("http_429", "slow down", 429), "http")[0] == grpc.StatusCode.UNAVAILABLE
+    try:  # the http adapter wraps a failed ingest in its own message: the cause still decides
+        try:
+            raise ServiceError("timeout", "timed out")
+        except ServiceError as inner:
+            raise RuntimeError("svc: ingest failed (timeout)") from inner
+    except RuntimeError as wrapped:
+        assert status_for(wrapped, "http")[0] == grpc.StatusCode.UNAVAILABLE
+    code, msg = status_for(CortexHTTPError("search", 401, "no key"), "cortex")
+    assert msg == "cortex needs the Cortex API, which refused the request: Cortex search failed: 401 — no key"
+
+
+def test_status_mapping_imports_no_adapter():
+    import subprocess
+    import sys
+
+    code = ("import sys, services.common.grpc_status as g, grpc; g.status_for(ValueError('x'), 'b'); "
+            "print(sorted(m for m in sys.modules if m.startswith('services.adapters')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import asyncio
 import aiohttp
 import grpc
 
+from services.common.errors import DependencyError
 from services.common.llm_client import LLMError
 from services.common.types import ValidationError
 
@@ -35,19 +36,12 @@ def status_for(e: BaseException, who: str) -> tuple[grpc.StatusCode, str]:
                     "and MEMRIG_LLM_API_KEY.")
         return grpc.StatusCode.UNAVAILABLE, f"{who} needs the LLM endpoint{where}, which is unavailable ({e}); " \
             f"{LLM_HINT}."
-    # Imported here: the cortex adapter's client is a leaf module, but common code should not load it eagerly.
-    from services.adapters.cortex.client import CortexError, CortexHTTPError
-
-    if isinstance(e, CortexError):
-        status = e.status if isinstance(e, CortexHTTPError) else None
-        if status is not None and 400 <= status < 500 and status != 429:
-            return grpc.StatusCode.FAILED_PRECONDITION, f"{who} needs the Cortex API, which refused the request: {e}"
-        return (grpc.StatusCode.UNAVAILABLE, f"{who} needs the Cortex API, which is unavailable ({e}); start "
-                "cortex-mock (`memrig up --services cortex-mock`) or set the cortex backend's base_url.")
-    from services.adapters.openclaw_real.backend import SidecarError
-
-    if isinstance(e, SidecarError):  # OpenClaw's Node sidecar is missing, exited or failed a request
-        return grpc.StatusCode.UNAVAILABLE, f"{who} needs OpenClaw's sidecar: {e}"
+    dep = e if isinstance(e, DependencyError) else e.__cause__  # an adapter may wrap it in its own message
+    if isinstance(dep, DependencyError):
+        if dep.refused:
+            return grpc.StatusCode.FAILED_PRECONDITION, f"{who} needs {dep.dependency}, which refused the request: {e}"
+        return (grpc.StatusCode.UNAVAILABLE, f"{who} needs {dep.dependency}, which is unavailable ({e})"
+                + (f"; {dep.hint}." if dep.hint else "."))
     if isinstance(e, (aiohttp.ClientConnectionError, ConnectionError, asyncio.TimeoutError)):
         return grpc.StatusCode.UNAVAILABLE, f"{who}: a dependency is unreachable: {type(e).__name__}: {e}"
     return grpc.StatusCode.INTERNAL, f"{who}: internal error: {type(e).__name__}: {e}"

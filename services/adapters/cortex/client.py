@@ -15,17 +15,20 @@ from urllib.parse import quote
 
 import aiohttp
 
+from services.common.errors import DependencyError
 
-class CortexError(RuntimeError):
+
+class CortexError(DependencyError):
     """Any failed call. `kind` is what a degraded_reason starts with."""
 
     kind = "error"
+    dependency = "the Cortex API"
+    hint = "start cortex-mock (`memrig up --services cortex-mock`) or set the cortex backend's base_url"
 
 
 class CortexHTTPError(CortexError):
     def __init__(self, label: str, status: int, body: str):
-        super().__init__(f"Cortex {label} failed: {status} — {body[:300]}")
-        self.status = status
+        super().__init__(f"Cortex {label} failed: {status} — {body[:300]}", status)
         self.kind = f"http_{status}"
 
 

@@ -10,13 +10,17 @@ from typing import Any
 import aiohttp
 
 from services.adapters.http.mapping import Retries
+from services.common.errors import DependencyError
 
 
-class ServiceError(RuntimeError):
+class ServiceError(DependencyError):
     """A failed call after its retries. `kind` starts a degraded_reason (`http_503`, `timeout`, ...)."""
 
+    dependency = "the memory service behind the http adapter"
+    hint = "start it, or check the mapping's base_url"
+
     def __init__(self, kind: str, message: str, status: int = 0):
-        super().__init__(message)
+        super().__init__(message, status or None)
         self.kind = kind
         self.status = status
 

@@ -40,6 +40,7 @@ from services.adapters.openclaw.lifecycle import agent_id
 from services.adapters.openclaw.workspace import Workspace, hook_wfile
 from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, availability
 from services.common.embeddings import RemoteEmbedder
+from services.common.errors import DependencyError
 from services.common.types import (
     ChannelDiagnostics,
     Memory,
@@ -56,8 +57,11 @@ from services.common.types import (
 OPENCLAW_DEFAULTS = {"maxResults": 6, "minScore": 0.35, "hybrid": True, "mmr_lambda": 0.7, "decay_half_life_days": 30}
 
 
-class SidecarError(RuntimeError):
+class SidecarError(DependencyError):
     """The OpenClaw sidecar is missing, did not start, or failed a request (the message says which)."""
+
+    dependency = "OpenClaw's sidecar"
+    hint = "make setup-openclaw installs OpenClaw and Node; the sidecar's log is in the message"
 
 
 def safe_relpath(path: str) -> str:
