@@ -25,7 +25,8 @@ register(BackendSpec(
     default=False,
 ))
 register(BackendSpec(
-    "openclaw-flush-skip", _MOD, _CLS, config={"preset": "openclaw", "flush_skip_rate": 0.5},
+    "openclaw-flush-skip", _MOD, _CLS, config={"preset": "openclaw", "profile": "flush-every-session",
+                                               "flush_skip_rate": 0.5},
     description="OpenClaw native memory with the every-other-cycle flush bug (50% of flushes skipped).",
     default=False,
 ))
