@@ -92,9 +92,10 @@ class InflightLimit:
 
 def make_app(path: Path, spec: M.ModelSpec, args: argparse.Namespace):
     """llama-cpp-python's OpenAI app for the model, with the rig's routes and the admission bound."""
+    from fastapi.responses import Response
     from llama_cpp.server.app import create_app
     from llama_cpp.server.settings import ModelSettings, ServerSettings
-    from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_app
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
     app = create_app(
         server_settings=ServerSettings(host=args.host, port=args.port or 8794),
@@ -117,7 +118,9 @@ def make_app(path: Path, spec: M.ModelSpec, args: argparse.Namespace):
     async def _health() -> dict[str, str]:
         return {"status": "ok", "model": spec.alias}
 
-    app.mount("/metrics", make_asgi_app(registry=registry))
+    @app.get("/metrics")
+    async def _metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.middleware("http")
     async def _measure(request, call_next):
@@ -142,7 +145,8 @@ async def serve(args: argparse.Namespace) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                           timeout_graceful_shutdown=2))
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # ours below
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
