@@ -21,7 +21,14 @@ from services.common.types import IngestBatch, Message, Session
 from services.coordinator.metrics.judge import judge_distribution
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.suites import common as C
-from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
+from services.coordinator.suites.base import (
+    Condition,
+    Probe,
+    ProbeValues,
+    Suite,
+    SuiteData,
+    condition_backends,
+)
 from services.coordinator.suites.data import arclight_corpus as D
 from services.coordinator.suites.registry import register
 
@@ -57,6 +64,9 @@ class ArclightSuite(Suite):
     name = "arclight"
     description = ("Cortex V1.1 Arclight (seed 000): 45 sessions over six weeks with fact evolution; 50 prompts "
                    "F/R/E/S/T; OpenClaw native vs OpenClaw native + X, judged 0-3.")
+    retrieval_headline = "hit"
+    answer_headline = "judge_mean"
+    answer_metrics = {"judge_mean": "judge", "grounded_rate": "judge", "hallucination_rate": "judge"}
     defaults = {"top_k": 6, "mode": "full", "openclaw_top_k": 6, "categories": "FREST", "limit": 0,
                 "pairwise": False}
 
@@ -116,19 +126,33 @@ class ArclightSuite(Suite):
         return body
 
     # ------------------------------------------------------------------------------------------------
-    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "retrieval": {}, "categories": CATEGORIES}
-        per_cond: dict[str, dict[str, dict[str, float | None]]] = {}
-        retrieval: dict[str, dict[str, Any]] = {}
+    def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        """Per condition: the judge's score and its grounded/hallucinated indicators, the context tokens, and the
+        keyword hit and latency of the condition's own backend (the last context block: X in "native + X")."""
+        backend_of = condition_backends(samples)
+        values: dict[str, dict[str, dict[str, float | None]]] = {}
         for cond, rows in C.by_condition(samples).items():
             scores = {r["probe_id"]: r["judge"]["score"] for r in rows if r.get("judge")}
-            cats = {r["probe_id"]: r["category"] for r in rows}
-            per_cond[cond] = {
+            recs = {r["probe_id"]: (r.get("retrievals") or {}).get(backend_of.get(cond, "")) for r in rows}
+            values[cond] = {
                 "judge_mean": {p: float(s) for p, s in scores.items()},
                 "grounded_rate": {p: 1.0 if s == 3 else 0.0 for p, s in scores.items()},
                 "hallucination_rate": {p: 1.0 if s == 0 else 0.0 for p, s in scores.items()},
                 "context_tokens": {r["probe_id"]: float(r.get("context_tokens", 0)) for r in rows},
+                "hit": {p: None if not rec or rec.get("hit") is None else float(bool(rec["hit"]))
+                        for p, rec in recs.items()},
+                "latency_ms": {p: (rec or {}).get("latency_ms") for p, rec in recs.items()},
             }
+        return ProbeValues(values, specs={"judge_mean": (True, "score"), "hit": (True, "rate")},
+                             tokens="context_tokens", backend_of=backend_of)
+
+    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "retrieval": {}, "categories": CATEGORIES}
+        per_cond = self.per_probe(samples).values
+        retrieval: dict[str, dict[str, Any]] = {}
+        for cond, rows in C.by_condition(samples).items():
+            scores = {r["probe_id"]: r["judge"]["score"] for r in rows if r.get("judge")}
+            cats = {r["probe_id"]: r["category"] for r in rows}
             seed = C.stable_seed(self.seed, cond)
             pw = [r["pairwise"]["winner"] for r in rows if r.get("pairwise")]
             out["conditions"][cond] = {

@@ -102,6 +102,48 @@ class SuiteData:
     info: dict[str, Any] = field(default_factory=dict)  # sizes, sources, licences, repairs...
 
 
+@dataclass
+class ProbeValues:
+    """Per-probe metric values, the raw material of every interval and paired test a suite reports:
+    `values[condition][metric][probe_id]` (None = the metric does not apply to that probe). `clusters` maps a
+    probe to its independent unit when probes are not independent (LoCoMo: the conversation), `specs` gives each
+    metric's (higher_is_better, unit) for stats.compare, and `tokens` / `latency` name the metrics holding the
+    context tokens injected per turn and the client-observed retrieve latency."""
+
+    values: dict[str, dict[str, dict[str, float | None]]]
+    specs: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    clusters: dict[str, str] | None = None
+    cluster_unit: str = "conversation"
+    tokens: str = "token_spend"
+    latency: str = "latency_ms"
+    # condition -> the backend it measures (the last backend in its context); filled from the samples
+    backend_of: dict[str, str] = field(default_factory=dict)
+
+    def spec(self, metric: str) -> tuple[bool, str]:
+        """(higher_is_better, unit): the suite's own spec, else tokens and latency are lower-is-better counts, else
+        the metric registry's (an unregistered name is a higher-is-better rate)."""
+        if metric in self.specs:
+            return self.specs[metric]
+        if metric == self.tokens:
+            return False, "tokens"
+        if metric == self.latency:
+            return False, "ms"
+        from services.coordinator.suites.common import metric_spec
+
+        return metric_spec(metric)[1], metric_spec(metric)[2]
+
+
+def condition_backends(samples: list[dict[str, Any]]) -> dict[str, str]:
+    """condition -> the backend whose retrieval it measures: the last `backend:` block of its context (a condition
+    with none, e.g. compaction alone, is left out)."""
+    out: dict[str, str] = {}
+    for s in samples:
+        blocks = [c.split(":", 1)[1] for c in s.get("condition_context") or [] if c.startswith("backend:")]
+        if blocks and s["condition"] not in out:
+            out[s["condition"]] = blocks[-1]
+    return out
+
+
 @dataclass(frozen=True)
 class Condition:
     """How one answer is produced. `context` lists the blocks, in order: "compaction" (the one-shot summary of
@@ -122,6 +164,14 @@ class Suite(abc.ABC):
     description: ClassVar[str] = ""
     # Options with their defaults; everything a run may change. Resolved values land in run.json.
     defaults: ClassVar[dict[str, Any]] = {}
+    # The metric the verdict page judges a backend by (a name in per_probe's values): `answer_headline` when a real
+    # model answered (and judged), `retrieval_headline` when the answers came from the offline llm-mock, whose QA
+    # figures measure the mock as much as the memory. None: the suite has no headline of that kind.
+    retrieval_headline: ClassVar[str | None] = None
+    answer_headline: ClassVar[str | None] = None
+    # Metrics computed from the answering model's replies ("answer") or the judge's verdicts ("judge"): marked as
+    # llm-mock figures when the mock produced them.
+    answer_metrics: ClassVar[dict[str, str]] = {}
 
     def __init__(self, options: dict[str, Any] | None = None, seed: int = 0):
         unknown = sorted(set(options or {}) - set(self.defaults))
@@ -162,3 +212,21 @@ class Suite(abc.ABC):
     @abc.abstractmethod
     def render(self, metrics: dict[str, Any]) -> str:
         """The suite's section of report.md (Markdown)."""
+
+    def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        """Every per-probe metric value by condition, from samples alone (what `score` builds its intervals and
+        paired tests from; the verdict page and `memrig compare` test differences with them)."""
+        raise NotImplementedError(f"suite {self.name} does not expose per-probe values")
+
+    def headline(self, answers_mocked: bool, judge_mocked: bool) -> str | None:
+        """The verdict's metric for this run: the answer headline only when neither the answers nor (for a judged
+        headline) the judge came from llm-mock."""
+        ans = self.answer_headline
+        if ans and not answers_mocked and not (self.answer_metrics.get(ans) == "judge" and judge_mocked):
+            return ans
+        return self.retrieval_headline or ans
+
+    def mocked_metrics(self, answers_mocked: bool, judge_mocked: bool) -> set[str]:
+        """The metrics whose values the offline llm-mock produced in this run."""
+        return {m for m, kind in self.answer_metrics.items()
+                if answers_mocked or (kind == "judge" and judge_mocked)}

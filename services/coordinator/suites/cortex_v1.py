@@ -28,7 +28,15 @@ from services.common.types import IngestBatch
 from services.coordinator.metrics.judge import judge_distribution
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.report import NATIVE_EMBEDDER_NOTE, fmt, md_table
-from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
+from services.coordinator.suites import common as C
+from services.coordinator.suites.base import (
+    Condition,
+    Probe,
+    ProbeValues,
+    Suite,
+    SuiteData,
+    condition_backends,
+)
 from services.coordinator.suites.registry import register
 
 DATA = Path(__file__).parent / "data" / "cortex_v1.json"
@@ -79,6 +87,9 @@ class CortexV1Suite(Suite):
     name = "cortex-v1"
     description = ("Cortex V1 quick proof (seed 000): 8 sessions, 40 prompts (A specific 15, B rationale 10, "
                    "C preference 10, D cross-session 5); bare / compacted / compacted + backend.")
+    retrieval_headline = "hit"
+    answer_headline = "judge_score"
+    answer_metrics = {"judge_score": "judge", "grounded_rate": "judge", "hallucination_rate": "judge"}
     defaults = {"top_k": 6, "mode": "full", "limit": 0, "categories": "ABCD"}
 
     def load(self) -> SuiteData:
@@ -120,6 +131,28 @@ class CortexV1Suite(Suite):
         return conds
 
     # ------------------------------------------------------------------------------------------------
+    def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        """Per condition: the judge's 0-3 score and its grounded/hallucinated indicators, the context tokens, and
+        the keyword hit and latency of the condition's own backend (the last context block: X in "compacted + X";
+        none for "compacted" made by compaction alone)."""
+        backend_of = condition_backends(samples)
+        values: dict[str, dict[str, dict[str, float | None]]] = {}
+        for cond, rows in C.by_condition(samples).items():
+            scores = {r["probe_id"]: r["judge"]["score"] for r in rows if r.get("judge")}
+            recs = {r["probe_id"]: (r.get("retrievals") or {}).get(backend_of.get(cond, "")) for r in rows}
+            values[cond] = {
+                "judge_score": {p: float(s) for p, s in scores.items()},
+                "grounded_rate": {p: 1.0 if s == 3 else 0.0 for p, s in scores.items()},
+                "hallucination_rate": {p: 1.0 if s == 0 else 0.0 for p, s in scores.items()},
+                "context_tokens": {r["probe_id"]: float(r.get("context_tokens", 0)) for r in rows},
+                "hit": {p: None if not rec or rec.get("hit") is None else float(bool(rec["hit"]))
+                        for p, rec in recs.items()},
+                "latency_ms": {p: (rec or {}).get("latency_ms") for p, rec in recs.items()},
+            }
+        return ProbeValues(values, specs={"judge_score": (True, "score"), "hit": (True, "rate"),
+                                          "hallucination_rate": (False, "rate")},
+                           tokens="context_tokens", backend_of=backend_of)
+
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         by_cond: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in samples:

@@ -46,7 +46,14 @@ from services.coordinator.metrics.retrieval import (
 )
 from services.coordinator.stats import held_out_check
 from services.coordinator.suites import common as C
-from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
+from services.coordinator.suites.base import (
+    Condition,
+    Probe,
+    ProbeValues,
+    Suite,
+    SuiteData,
+    condition_backends,
+)
 from services.coordinator.suites.registry import register
 
 # Order of conversations in the upstream locomo10.json; locomo-audit's errors_conv_<n> uses this index.
@@ -190,6 +197,9 @@ class LocomoSuite(Suite):
     name = "locomo"
     description = ("LoCoMo (real data, CC BY-NC 4.0): multi-session conversations; evidence Recall@K at turn and "
                    "session level, answers scored by LoCoMo's official token F1 per category (5 apart).")
+    retrieval_headline = "turn_recall@5"
+    answer_headline = "f1_cats_1_4"
+    answer_metrics = {"f1": "answer", "f1_cats_1_4": "answer", "exact_match": "answer", "binary_j": "judge"}
     defaults = {"data_dir": None, "file": "locomo/locomo10_dev.json", "conversations": 4, "questions": 30,
                 "full": False, "categories": "12345", "audit_evidence": True, "audit_answers": False,
                 "top_k": 10, "mode": "fast", "judge": False, "answer": True}
@@ -266,14 +276,10 @@ class LocomoSuite(Suite):
         return body
 
     # ------------------------------------------------------------------------------------------------
-    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "category_names": CATEGORY_NAMES,
-                               "data": C.load_info(self)}
-        per_cond: dict[str, dict[str, dict[str, float | None]]] = {}
+    def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        values: dict[str, dict[str, dict[str, float | None]]] = {}
         for cond, rows in C.by_condition(samples).items():
             vals: dict[str, dict[str, float | None]] = {}
-            cats = {r["probe_id"]: r["category"] for r in rows}
-            lat, toks = [], []
             for r in rows:
                 pid, rec = r["probe_id"], C.retrieval_of(r) or {"memories": []}
                 turns = ranked_unique(e for m in rec["memories"] for e in m.get("evidence_ids", []))
@@ -296,10 +302,19 @@ class LocomoSuite(Suite):
                     vals.setdefault("binary_j", {})[pid] = 1.0 if r["binary_judge"]["correct"] else 0.0
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
                 vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
-                if rec.get("latency_ms") is not None:
-                    lat.append(rec["latency_ms"])
-                toks.append(r.get("context_tokens", 0))
-            per_cond[cond] = vals
+            values[cond] = vals
+        ids = {p for v in values.values() for m in v.values() for p in m}
+        return ProbeValues(values, clusters={p: conversation_of(p) for p in ids},
+                           backend_of=condition_backends(samples))
+
+    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "category_names": CATEGORY_NAMES,
+                               "data": C.load_info(self)}
+        per_cond = self.per_probe(samples).values
+        for cond, rows in C.by_condition(samples).items():
+            vals = per_cond[cond]
+            cats = {r["probe_id"]: r["category"] for r in rows}
+            lat = [x for x in vals["latency_ms"].values() if x is not None]
             seed = C.stable_seed(self.seed, cond)
             clusters = {p: conversation_of(p) for p in cats}
             cond_out: dict[str, Any] = {

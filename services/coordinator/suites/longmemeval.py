@@ -35,7 +35,14 @@ from services.coordinator.metrics.retrieval import (
     recall_any_at_k,
 )
 from services.coordinator.suites import common as C
-from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
+from services.coordinator.suites.base import (
+    Condition,
+    Probe,
+    ProbeValues,
+    Suite,
+    SuiteData,
+    condition_backends,
+)
 from services.coordinator.suites.locomo import compact_record
 from services.coordinator.suites.registry import register
 
@@ -94,6 +101,9 @@ class LongMemEvalSuite(Suite):
     name = "longmemeval"
     description = ("LongMemEval oracle (real data, MIT): per-question haystacks; official recall_any/recall_all/"
                    "ndcg_any@k at session and turn level, QA accuracy through the binary judge.")
+    retrieval_headline = "session_recall_all@5"
+    answer_headline = "qa_accuracy"
+    answer_metrics = {"qa_accuracy": "judge"}
     defaults = {"data_dir": None, "file": "longmemeval/longmemeval_oracle_dev.json", "questions": 30,
                 "full": False, "types": ",".join(TYPES), "top_k": 10, "mode": "fast", "answer": True}
 
@@ -146,13 +156,10 @@ class LongMemEvalSuite(Suite):
         return body
 
     # ------------------------------------------------------------------------------------------------
-    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self)}
-        per_cond: dict[str, dict[str, dict[str, float | None]]] = {}
+    def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        values: dict[str, dict[str, dict[str, float | None]]] = {}
         for cond, rows in C.by_condition(samples).items():
             vals: dict[str, dict[str, float | None]] = {}
-            cats = {r["probe_id"]: r["category"] for r in rows}
-            lat = []
             for r in rows:
                 pid, rec, meta = r["probe_id"], C.retrieval_of(r) or {"memories": []}, r.get("meta") or {}
                 users = set(meta.get("user_turns") or [])
@@ -185,9 +192,16 @@ class LongMemEvalSuite(Suite):
                     vals.setdefault("qa_accuracy", {})[pid] = 1.0 if r["binary_judge"]["correct"] else 0.0
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
                 vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
-                if rec.get("latency_ms") is not None:
-                    lat.append(rec["latency_ms"])
-            per_cond[cond] = vals
+            values[cond] = vals
+        return ProbeValues(values, backend_of=condition_backends(samples))
+
+    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self)}
+        per_cond = self.per_probe(samples).values
+        for cond, rows in C.by_condition(samples).items():
+            vals = per_cond[cond]
+            cats = {r["probe_id"]: r["category"] for r in rows}
+            lat = [x for x in vals["latency_ms"].values() if x is not None]
             seed = C.stable_seed(self.seed, cond)
             co: dict[str, Any] = {"n": len(rows), "latency": latency_summary(lat),
                                   "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()},

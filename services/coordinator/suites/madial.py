@@ -27,7 +27,14 @@ from services.coordinator.metrics.retrieval import (
     recall_any_at_k,
 )
 from services.coordinator.suites import common as C
-from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
+from services.coordinator.suites.base import (
+    Condition,
+    Probe,
+    ProbeValues,
+    Suite,
+    SuiteData,
+    condition_backends,
+)
 from services.coordinator.suites.locomo import _baseline, baseline_rule, compact_record
 from services.coordinator.suites.registry import register
 
@@ -68,6 +75,7 @@ def dialogue_query(lines: list[str], test_turn: int, max_chars: int = 1200) -> s
 class MadialSuite(Suite):
     name = "madial"
     description = "MADial-Bench (real data, MIT): recall of gold memory ids from a 160-event archive (Recall@K, MRR)."
+    retrieval_headline = "recall@5"
     defaults = {"data_dir": None, "dialogues": 40, "full": False, "top_k": 10, "mode": "fast", "max_query_chars": 1200}
 
     def load(self) -> SuiteData:
@@ -116,12 +124,10 @@ class MadialSuite(Suite):
         r = compact_record(rec, 200)
         return {"retrievals": {backend: r}, "context_tokens": r["context_tokens"]}
 
-    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self)}
-        per_cond: dict[str, dict[str, dict[str, float | None]]] = {}
+    def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        values: dict[str, dict[str, dict[str, float | None]]] = {}
         for cond, rows in C.by_condition(samples).items():
             vals: dict[str, dict[str, float | None]] = {}
-            lat = []
             for r in rows:
                 pid, rec = r["probe_id"], C.retrieval_of(r) or {"memories": []}
                 ranked = ranked_unique(e for m in rec["memories"] for e in (m.get("evidence_ids") or [m.get("id")])
@@ -136,9 +142,15 @@ class MadialSuite(Suite):
                 vals.setdefault("primary_mrr", {})[pid] = evidence_mrr(ranked, primary)
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
                 vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
-                if rec.get("latency_ms") is not None:
-                    lat.append(rec["latency_ms"])
-            per_cond[cond] = vals
+            values[cond] = vals
+        return ProbeValues(values, backend_of=condition_backends(samples))
+
+    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self)}
+        per_cond = self.per_probe(samples).values
+        for cond, rows in C.by_condition(samples).items():
+            vals = per_cond[cond]
+            lat = [x for x in vals["latency_ms"].values() if x is not None]
             seed = C.stable_seed(self.seed, cond)
             out["conditions"][cond] = {"n": len(rows), "latency": latency_summary(lat),
                                        "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()}}

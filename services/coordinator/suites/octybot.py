@@ -20,7 +20,14 @@ from typing import Any
 from services.common.types import IngestBatch, Message, Session
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.suites import common as C
-from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
+from services.coordinator.suites.base import (
+    Condition,
+    Probe,
+    ProbeValues,
+    Suite,
+    SuiteData,
+    condition_backends,
+)
 from services.coordinator.suites.data import octybot_corpus as D
 from services.coordinator.suites.registry import register
 
@@ -63,6 +70,7 @@ class OctybotSuite(Suite):
     name = "octybot"
     description = ("Octybot v2 shape (seed 003): 40 retrieval queries in nine categories + 10 store-then-retrieve "
                    "cases; pass = every expected string in the retrieved context.")
+    retrieval_headline = "pass"
     defaults = {"top_k": 6, "mode": "fast"}
 
     def load(self) -> SuiteData:
@@ -91,14 +99,11 @@ class OctybotSuite(Suite):
         return {"retrievals": {backend: rec}, "passed": passes(context, probe.expected),
                 "context_tokens": count_tokens(rec["formatted_context"] or "")}
 
-    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "category_names": D.CATEGORY_NAMES}
-        per_cond: dict[str, dict[str, dict[str, float | None]]] = {}
+    def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        values: dict[str, dict[str, dict[str, float | None]]] = {}
         for cond, rows in C.by_condition(samples).items():
             vals: dict[str, dict[str, float | None]] = {"pass": {}, "retrieval_pass": {}, "store_pass": {},
                                                         "token_spend": {}, "latency_ms": {}}
-            na_returned, lat = [], []
-            cats = {}
             for r in rows:
                 pid, rec = r["probe_id"], C.retrieval_of(r) or {"memories": []}
                 ctx = "\n".join([rec.get("formatted_context") or ""] + C.texts_of(rec))
@@ -108,14 +113,20 @@ class OctybotSuite(Suite):
                 kind = (r.get("meta") or {}).get("kind")
                 vals["retrieval_pass"][pid] = v if kind == "retrieval" else None
                 vals["store_pass"][pid] = v if kind == "store" else None
-                if p is None:
-                    na_returned.append(bool(rec.get("memories")))
                 vals["token_spend"][pid] = float(r.get("context_tokens", 0))
                 vals["latency_ms"][pid] = rec.get("latency_ms")
-                if rec.get("latency_ms") is not None:
-                    lat.append(rec["latency_ms"])
-                cats[pid] = r["category"]
-            per_cond[cond] = vals
+            values[cond] = vals
+        return ProbeValues(values, backend_of=condition_backends(samples))
+
+    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "category_names": D.CATEGORY_NAMES}
+        per_cond = self.per_probe(samples).values
+        for cond, rows in C.by_condition(samples).items():
+            vals = per_cond[cond]
+            na_returned = [bool((C.retrieval_of(r) or {}).get("memories")) for r in rows
+                           if vals["pass"][r["probe_id"]] is None]
+            lat = [x for x in vals["latency_ms"].values() if x is not None]
+            cats = {r["probe_id"]: r["category"] for r in rows}
             seed = C.stable_seed(self.seed, cond)
             out["conditions"][cond] = {
                 "n": len(rows), "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()},

@@ -38,7 +38,14 @@ from services.coordinator.metrics import retrieval as rt
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.metrics.tokens import efficiency_ratio
 from services.coordinator.suites import common as C
-from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
+from services.coordinator.suites.base import (
+    Condition,
+    Probe,
+    ProbeValues,
+    Suite,
+    SuiteData,
+    condition_backends,
+)
 from services.coordinator.suites.data import quaid_templates as T
 from services.coordinator.suites.registry import register
 
@@ -201,6 +208,7 @@ class QuaidWeeksSuite(Suite):
     name = "quaid-weeks"
     description = ("Quaid weekly corpus (seed 001): templated facts over N weeks with duplicates, contradictions "
                    "and evolution chains; standard/old/adversarial/change/null query sets; IR metrics + scorecard.")
+    retrieval_headline = "recall_at_5"
     defaults = {"weeks": 4, "mode": "fast", "dump_journals": None, "delivery": "auto", "top_k": 6,
                 "retrieve_mode": "fast"}
 
@@ -256,13 +264,10 @@ class QuaidWeeksSuite(Suite):
                 "context_tokens": count_tokens(rec["formatted_context"] or "")}
 
     # ------------------------------------------------------------------------------------------------
-    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"suite": self.name, "conditions": {}}
-        per_cond: dict[str, dict[str, dict[str, float | None]]] = {}
+    def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        values: dict[str, dict[str, dict[str, float | None]]] = {}
         for cond, rows in C.by_condition(samples).items():
             v: dict[str, dict[str, float | None]] = defaultdict(dict)
-            lat = []
-            tiers: dict[str, list[float | None]] = defaultdict(list)
             for r in rows:
                 pid, meta, rec = r["probe_id"], r.get("meta") or {}, C.retrieval_of(r) or {"memories": []}
                 texts = C.texts_of(rec)
@@ -280,9 +285,7 @@ class QuaidWeeksSuite(Suite):
                 elif s == "old_memory":
                     v["old_memory_recall_at_5"][pid] = ms.old_memory_recall(texts, exp)
                 elif s == "adversarial":
-                    x = ms.adversarial_hit(texts, exp)
-                    v["adversarial_hit_rate"][pid] = x
-                    tiers[meta.get("tier", "")].append(x)
+                    v["adversarial_hit_rate"][pid] = ms.adversarial_hit(texts, exp)
                 elif s == "current_state":
                     v["current_state_accuracy"][pid] = ms.current_state_correct(texts, meta["old_keywords"],
                                                                                 meta["new_keywords"])
@@ -292,9 +295,21 @@ class QuaidWeeksSuite(Suite):
                     v["null_false_positive_rate"][pid] = ms.null_false_positive(texts)
                 v["token_spend"][pid] = float(r.get("context_tokens", 0))
                 v["latency_ms"][pid] = rec.get("latency_ms")
-                if rec.get("latency_ms") is not None:
-                    lat.append(rec["latency_ms"])
-            per_cond[cond] = dict(v)
+            values[cond] = dict(v)
+        return ProbeValues(values, specs={n: (hib, unit) for n, hib, unit in SCORECARD},
+                           backend_of=condition_backends(samples))
+
+    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}}
+        per_cond = self.per_probe(samples).values
+        for cond, rows in C.by_condition(samples).items():
+            v = per_cond[cond]
+            lat = [x for x in v["latency_ms"].values() if x is not None]
+            tiers: dict[str, list[float | None]] = defaultdict(list)
+            for r in rows:
+                meta = r.get("meta") or {}
+                if meta.get("set") == "adversarial":
+                    tiers[meta.get("tier", "")].append(v["adversarial_hit_rate"][r["probe_id"]])
             seed = C.stable_seed(self.seed, cond)
             summ = {m: C.summary(x, seed, C.unit_of(m)) for m, x in v.items()}  # an all-0/1 rate: Wilson
             comps = {k: (summ.get(k) or {}).get("mean") for k in ms.ACCURACY_WEIGHTS}
