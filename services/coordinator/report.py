@@ -37,6 +37,12 @@ NATIVE_STATE_NOTE = ("OpenClaw native memory is the state a real 2026.9.6 instal
                      "shows a labelled what-if without decay.")
 
 
+def _model_tail(ident: dict[str, Any]) -> str:
+    bits = [b for b in (ident.get("name"), ident.get("quantization"),
+                        f"sha256 `{ident['sha256']}`" if ident.get("sha256") else "", ident.get("runtime")) if b]
+    return f" ({', '.join(bits)})" if bits else ""
+
+
 def render_header(run: dict[str, Any]) -> str:
     judge = run.get("judge") or {}
     llm = run.get("llm") or {}
@@ -46,7 +52,8 @@ def render_header(run: dict[str, Any]) -> str:
         f"{run.get('suite_description', '')}",
         "",
         f"- **Answer model:** `{llm.get('model')}`" + (" (offline llm-mock: deterministic extractive answerer, "
-                                                       "not a language model)" if llm.get("offline_mock") else ""),
+                                                       "not a language model)" if llm.get("offline_mock") else
+                                                       _model_tail(llm)),
         f"- **Judge:** {judge.get('label', judge.get('model'))}, {judge.get('passes', 1)} pass(es), majority vote",
         f"- **Tokenizer:** {run.get('tokenizer')}",
         f"- **Seed:** {run.get('seed')}; options: `{run.get('options')}`",
@@ -57,6 +64,9 @@ def render_header(run: dict[str, Any]) -> str:
         f"- **Git:** `{run.get('git_sha')}`; machine: {run.get('machine', {}).get('cores')} cores, "
         f"{(run.get('machine', {}).get('ram_bytes') or 0) / 2**30:.1f} GiB RAM",
     ]
+    roles = render_llm_roles(run)
+    if roles:
+        lines += ["", roles]
     backends = run.get("backends") or {}
     if backends:
         lines += ["", "**Backends**", ""]
@@ -89,9 +99,52 @@ def render_failures(errors: list[dict[str, Any]], failures: dict[str, str]) -> s
     return "\n".join(lines)
 
 
+def render_llm_roles(run: dict[str, Any]) -> str:
+    """Which model played each LLM role, with quantisation, file digest and runtime, and the response cache."""
+    roles = run.get("llm_roles") or {}
+    if not roles:
+        return ""
+    from services.common.llm_roles import ROLES
+
+    what = {"answerer": "answers", "judge": "judgements", "flush": "backends' memory notes (flush, extraction)",
+            "compaction": "compaction summary"}
+    rows = []
+    for role in ROLES:
+        ident = roles.get(role)
+        if not ident:
+            continue
+        rows.append([role, what[role], f"`{ident.get('model')}`" + (" (offline llm-mock, not a model)"
+                                                                   if ident.get("offline_mock") else ""),
+                     ident.get("quantization") or "—", f"`{ident['sha256']}`" if ident.get("sha256") else "—",
+                     ident.get("runtime") or "—", ident.get("max_tokens") or "—"])
+    out = ["**Language models by role**", "",
+           md_table(["role", "makes", "model", "quantisation", "file SHA-256", "runtime", "max tokens"], rows)]
+    prompts_hash = run.get("prompts_hash")
+    if prompts_hash:
+        out += ["", f"Prompts: services/common/prompts.py (hash `{prompts_hash}`); OpenClaw's flush with the 2026.9.6 "
+                    "prompts (services/adapters/openclaw/lifecycle.py); temperature 0 everywhere."]
+    cache = (run.get("llm_cache") or {}).get("all_processes")
+    if cache:
+        out += ["", f"Response cache ({cache['mode']}): {cache['hits']} call(s) answered from the cache, "
+                    f"{cache['new_entries']} new entr{'y' if cache['new_entries'] == 1 else 'ies'} (calls a model "
+                    "answered) in this run, every process counted."]
+    return "\n".join(out)
+
+
+def render_judge_agreement(run: dict[str, Any], metrics: dict[str, Any]) -> str:
+    ag = metrics.get("judge_agreement")
+    if not ag:
+        return ""
+    from services.common.llm_roles import short_name
+    from services.coordinator.judge_agreement import render
+
+    return render(ag, short_name(run.get("judge") or {}))
+
+
 def render_report(run: dict[str, Any], metrics: dict[str, Any], suite: Suite, errors: list[dict[str, Any]],
                   failures: dict[str, str]) -> str:
     parts = [render_header(run), "", suite.render(metrics)]
-    sections = (render_peer_pairs(metrics), render_failures(errors, failures), render_configs(run))
+    sections = (render_judge_agreement(run, metrics), render_peer_pairs(metrics), render_failures(errors, failures),
+                render_configs(run))
     parts += [x for sec in sections if sec for x in ("", sec)]
     return "\n".join(parts).rstrip() + "\n"

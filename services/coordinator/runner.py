@@ -343,6 +343,12 @@ def finalize(run_dir: RunDir, suite: Suite | None = None) -> tuple[dict[str, Any
     metrics = suite.score(ok)
     metrics["judge"] = run.get("judge")
     metrics["llm"] = run.get("llm")
+    if not (run.get("judge") or {}).get("offline_mock", True):
+        from services.coordinator import judge_agreement
+
+        agreement = judge_agreement.compute(ok, suite.name, seed=run.get("seed", 0))
+        if agreement:
+            metrics["judge_agreement"] = agreement
     metrics["samples"] = {"ok": len(ok), "error": len(samples) - len(ok)}
     errors = [s for s in samples if s.get("status") != "ok"]
     failures = dict(run.get("failures") or {})
