@@ -1,12 +1,15 @@
-"""`openclaw-real`: the native baseline run by OpenClaw 2026.9.6 itself.
+"""`openclaw-real`: the native baseline run by OpenClaw 2026.9.6 itself, over the memory a real install holds.
 
-Ingest writes each namespace's OpenClaw workspace with the port's own workspace writer (`openclaw.workspace`: the
-pre-compaction flush notes in `memory/YYYY-MM-DD.md` and the curated `MEMORY.md`, same files, same dates, same
-mtimes), then asks the Node sidecar (`sidecar/sidecar.mjs`) to have OpenClaw sync its index of that workspace.
-Retrieve is OpenClaw's own `memory_search` (its manager's `search(query, {maxResults})` with every other setting at
-OpenClaw's defaults: minScore 0.35, hybrid, MMR, decay), with OpenClaw's clock set to the query's reference time.
+Ingest replays the sessions through a real install's rules (the port's `stage_workspace`, services/adapters/openclaw/
+lifecycle.py, by `profile`): the flush notes the model writes when OpenClaw's threshold says so go to
+`memory/YYYY-MM-DD.md`; the messages go into OpenClaw's own session transcript store, and each `/new` runs OpenClaw's
+own session-memory hook handler and reset boundary, all through the Node sidecar (`sidecar/sidecar.mjs`), which then
+has OpenClaw sync its index. The `flush-every-session` profile keeps the earlier idealisation (a flush after every
+session, MEMORY.md curated by rule). Retrieve is OpenClaw's own `memory_search` (its manager's
+`search(query, {maxResults})` with every other setting at OpenClaw's defaults: minScore 0.35, hybrid, MMR, decay;
+profile `sessions` adds the transcripts to its sources), with OpenClaw's clock set to the query's reference time.
 Results carry OpenClaw's path, lines, score, vector and text scores, and the evidence ids of the lines the chunk
-covers (kept by the workspace writer), exactly as the port's do.
+covers: a memory file's from the workspace writer, a transcript hit's from the transcript line each message landed on.
 
 Embeddings: OpenClaw reaches an OpenAI-compatible `/v1/embeddings`. By default this process serves one on
 127.0.0.1 from the rig's embedder object (the one the port uses, with the shared cache), so port and real get
