@@ -1,6 +1,8 @@
-"""`openclaw`: OpenClaw's native memory as a memrig backend — the Markdown workspace its agent keeps (daily logs
-written by the pre-compaction flush, a curated MEMORY.md) and its builtin hybrid `memory_search` over it, faithful
-to OpenClaw's source (reference/peers.md §1; constants in presets.py).
+"""`openclaw`: OpenClaw's native memory as a memrig backend — the Markdown workspace a real install keeps (by
+`profile`, lifecycle.py: the flush notes OpenClaw's threshold lets the model write and the session-memory hook's files,
+or the idealised flush after every session with a rule-curated MEMORY.md) and its builtin hybrid `memory_search` over
+it, faithful to OpenClaw's source (the package's `dist/`; constants in presets.py; the port does not index session
+transcripts, so profile `sessions` runs on `openclaw-real` only).
 
 Retrieve returns what the "OpenClaw native" condition adds to the compaction summary (which the suite adds
 itself): `formatted_context` = the recent notes block (the notes of the namespace's two newest sessions, as the
