@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from services.adapters.registry import all_specs, default_backends, get_spec
+from services.adapters.registry import all_specs, default_backends, get_spec, split_names
 from services.common.types import ValidationError
 from services.launcher import SERVICES, Rig
 
@@ -68,7 +68,7 @@ def _llm_choices(args) -> dict[str, str]:
 
 
 def cmd_up(args) -> int:
-    backends = _csv(args.backends) or default_backends()
+    backends = split_names(args.backends) or default_backends()
     choices = _llm_choices(args)
 
     async def go():
@@ -139,7 +139,7 @@ def _bench_config(args, suite: str, backends: list[str], out: str | None):
 def cmd_bench(args) -> int:
     from services.coordinator.runner import TerminalProgress, run_suite
 
-    backends = _csv(args.backends) or default_backends()
+    backends = split_names(args.backends) or default_backends()
     for b in backends:
         get_spec(b)
     cfg = _bench_config(args, args.suite, backends, args.out)

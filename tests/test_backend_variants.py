@@ -34,3 +34,12 @@ def test_variant_config_is_validated_by_the_backend():
         InProcessBackendClient.from_spec("openclaw[min_score=3]")
     with pytest.raises(ValueError, match="unknown config key"):
         InProcessBackendClient.from_spec("openclaw[minscore=0.2]")
+
+
+def test_split_names_keeps_a_variants_commas():
+    from services.adapters.registry import split_names
+
+    assert split_names("bm25, openclaw-real[profile=default,context_window=32768],cortex") == [
+        "bm25", "openclaw-real[profile=default,context_window=32768]", "cortex"]
+    assert split_names("") == [] and split_names(None) == [] and split_names(" a ,, b ") == ["a", "b"]
+    assert split_names("x[a=1,b=[2]],y") == ["x[a=1,b=[2]]", "y"]

@@ -105,6 +105,24 @@ def parse_variant(name: str) -> tuple[str, dict[str, Any]]:
     return m.group(1), overrides
 
 
+def split_names(s: str | None) -> list[str]:
+    """A comma-separated list of backend names, where a variant's own commas stay inside its brackets:
+    `bm25,openclaw-real[profile=default,context_window=32768]` → two names."""
+    out, cur, depth = [], [], 0
+    for ch in s or "":
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return [x.strip() for x in out if x.strip()]
+
+
 def get_spec(name: str) -> BackendSpec:
     """A registered backend, or a variant of one with config overrides: `openclaw[embedder=wordllama]` runs the
     `openclaw` backend with `embedder: "wordllama"` under its own name, beside the plain one in the same run."""
