@@ -13,7 +13,7 @@ from services.coordinator.suites.testing import run_inprocess
 
 def test_markdown_subset():
     h = markdown_to_html("## T\n\n| a | b |\n|---|---|\n| 1 | **2** |\n\n- x `y`\n> warn")
-    assert "<h2>T</h2>" in h and "<td><b>2</b></td>" in h and "<li>x <code>y</code></li>" in h
+    assert '<h2 id="t">T</h2>' in h and "<td><b>2</b></td>" in h and "<li>x <code>y</code></li>" in h
     assert "<blockquote>warn</blockquote>" in h and "---" not in h
 
 
@@ -87,8 +87,8 @@ def test_images_fit_the_page_and_scale_down(tmp_path):
     assert "img{max-width:100%;height:auto}" in page and "max-width:1100px" in page
     # heading order: H1 first, then the Judge line, then the rest
     body = page.split("<body>", 1)[1]
-    assert body.startswith("<h1>Suite t</h1>\n<p><b>Judge:</b> J</p>")
-    assert body.index("<h2>Table</h2>") < body.index("<h2>Plots</h2>")
+    assert body.startswith('<h1 id="suite-t">Suite t</h1>\n<p><b>Judge:</b> J</p>')
+    assert body.index('<h2 id="table">Table</h2>') < body.index("<h2>Plots</h2>")
 
 
 def test_judge_line_follows_a_generated_h1_when_report_md_is_missing(tmp_path):
@@ -162,3 +162,15 @@ def test_category_legend_follows_the_category_table(monkeypatch):
     md = "| category | " + " | ".join(alphabetical) + " |\n|" + "---|" * 8 + "\n"
     report_html.category_plots(m, md)
     assert legends == [alphabetical]
+
+
+def test_markdown_links_line_breaks_anchors_and_code():
+    md = ("# locomo\n\n| a |\n|---|\n| [better](#locomo) +1 [0, 2]<br>x<script> |\n\n## LoCoMo\n\n# cortex-v1\n\n"
+          "```json\n{\"k\": \"<v>\"}\n```\nafter")
+    h = markdown_to_html(md)
+    # a link; the bracketed interval after it stays text; <br> is kept, any other tag escaped
+    assert '<td><a href="#locomo">better</a> +1 [0, 2]<br>x&lt;script&gt;</td>' in h
+    # GitHub's anchors: the second heading with the same slug gets -1
+    assert '<h1 id="locomo">locomo</h1>' in h and '<h2 id="locomo-1">LoCoMo</h2>' in h
+    assert '<h1 id="cortex-v1">cortex-v1</h1>' in h
+    assert '<pre><code>{&quot;k&quot;: &quot;&lt;v&gt;&quot;}</code></pre>' in h and "<p>after</p>" in h

@@ -1,7 +1,8 @@
 """`make bench-all`: every default suite over the default backends, then the cost scenarios, into one
 results directory with an index report.
 
-Layout: results/<run-id>/{report.md, report.json, <suite>/ (a full run dir each), costs/}. Backends are started
+Layout: results/<run-id>/{report.md, report.html, verdict.json, report.json, <suite>/ (a full run dir each),
+costs/}; the top reports are services/coordinator/run_report.py's (the verdict first). Backends are started
 once and shared by the suites; everything started is stopped by PID at the end. Re-running with the same
 --out resumes each suite (only missing samples run).
 """
@@ -9,14 +10,14 @@ once and shared by the suites; everything started is stopped by PID at the end. 
 from __future__ import annotations
 
 import json
-import re
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from services.adapters.registry import default_backends, get_spec
+from services.adapters.registry import default_backends, get_spec, split_names
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
+from services.coordinator.run_report import write_reports
 from services.coordinator.runner import RunConfig, TerminalProgress, run_suite
 from services.coordinator.suites.base import SuiteUnavailable
 from services.coordinator.suites.registry import all_suites
@@ -33,7 +34,7 @@ def _csv(s: str) -> list[str]:
 async def run_bench_all(args) -> int:
     out = Path(args.out) if args.out else RESULTS_ROOT / new_run_id("bench-all")
     top = RunDir(out)
-    backends = _csv(args.backends) or default_backends()
+    backends = split_names(args.backends) or default_backends()
     unavailable: dict[str, str] = {}
     for b in backends:
         spec = get_spec(b)
@@ -76,7 +77,7 @@ async def run_bench_all(args) -> int:
         rig.stop_all()
     index["duration_s"] = time.monotonic() - t0
     top.write_json("report.json", index)
-    top.write_text("report.md", render_index(out, index))
+    write_reports(out, index)  # verdict.json, report.md (verdict first), report.html
     print(f"\nbench-all: {out / 'report.md'}")
     bad = [n for n, s in index["suites"].items() if s["state"] == "failed"]
     return 1 if bad else 0
@@ -103,43 +104,3 @@ def _options(pairs: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[k] = v
     return out
-
-
-def render_index(out: Path, index: dict[str, Any]) -> str:
-    lines = [f"# memrig bench-all ({index['run_id']})", "",
-             f"Backends: {', '.join(index['backends'])}. Git `{index.get('git_sha')}`; "
-             f"{index.get('machine', {}).get('cores')} cores. Total {index.get('duration_s', 0):.0f} s.", "",
-             *(f"> Backend **{b}** skipped: {r}" for b, r in (index.get("skipped_backends") or {}).items()),
-             "",
-             "| suite | state | time | report |", "|---|---|---|---|"]
-    for name, s in index["suites"].items():
-        link = s.get("reason", "")[:120]
-        if s.get("dir"):
-            link = f"[{name}/report.md]({name}/report.md)"
-            if (out / name / "report.html").exists():
-                link += f" · [plots]({name}/report.html)"
-        lines.append(f"| {name} | {s['state']} | {s.get('duration_s', 0):.0f} s | {link} |")
-    costs = index.get("costs") or {}
-    if costs:
-        lines.append(f"| costs (latency, resources, drills) | {costs.get('state')} | | "
-                     + ("[below](#latency-and-resources)" if costs.get("state") == "ok" else costs.get("reason", "")[:120])
-                     + " |")
-    lines.append("")
-    for name, s in index["suites"].items():
-        rep = out / name / "report.md"
-        if s.get("dir") and rep.exists():
-            body = rep.read_text().split("\n", 1)[1] if rep.read_text().startswith("# ") else rep.read_text()
-            lines += [f"# {name}", body.replace("\n## ", "\n### ").replace("\n# ", "\n## "), ""]
-    if costs.get("state") == "ok":
-        try:
-            from services.turn_sim.bench import render_costs_markdown
-
-            md = render_costs_markdown(costs["results"])
-            # Plots live in costs/; the section's headings move up one level beside the suites'.
-            md = re.sub(r"!\[([^\]]*)\]\((?!https?:|/)([^)]+)\)", r"![\1](costs/\2)", md)
-            lines.append(re.sub(r"^#(#+) ", r"\1 ", md, flags=re.M))
-        except Exception as e:  # noqa: BLE001
-            lines += ["# Latency and resources", f"(could not render costs: {e})"]
-    elif costs:
-        lines += ["# Latency and resources", f"{costs.get('state')}: {costs.get('reason')}"]
-    return "\n".join(lines) + "\n"

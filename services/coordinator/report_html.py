@@ -235,20 +235,41 @@ def latency_cdf(samples: list[dict[str, Any]], md: str = "") -> list[tuple[str, 
 
 
 # ------------------------------------------------------------------------------------------------------
+_LINK = re.compile(r"\[([^\[\]]+)\]\(([^()\s]+)\)")
+
+
 def _inline(text: str) -> str:
     t = html.escape(text)
+    t = t.replace("&lt;br&gt;", "<br>")  # the one tag report.md uses: a line break inside a table cell
     t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
     t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    t = _LINK.sub(lambda m: f'<a href="{m.group(2)}">{m.group(1)}</a>', t)
     return re.sub(r"(?<![\w*])\*(?!\s)(.+?)\*(?!\w)", r"<i>\1</i>", t)
 
 
+def slug(text: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to hyphens."""
+    t = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text).strip().lower()
+    t = re.sub(r"[^\w\- ]", "", t)
+    return t.replace(" ", "-")
+
+
 def markdown_to_html(md: str) -> str:
-    """The subset report.md uses: headings, tables, bullet lists, block quotes, paragraphs."""
+    """The subset report.md uses: headings (with GitHub's anchors as ids), tables, bullet lists, block quotes,
+    fenced code, links, paragraphs."""
     out: list[str] = []
     lines = md.splitlines()
+    ids: dict[str, int] = {}
     i = 0
     while i < len(lines):
         line = lines[i]
+        if line.startswith("```"):
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            out.append("<pre><code>" + html.escape("\n".join(lines[i + 1:j])) + "</code></pre>")
+            i = j + 1
+            continue
         if line.startswith("|"):
             rows = []
             while i < len(lines) and lines[i].startswith("|"):
@@ -262,7 +283,11 @@ def markdown_to_html(md: str) -> str:
         m = re.match(r"^(#{1,6})\s+(.*)$", line)
         if m:
             n = len(m.group(1))
-            out.append(f"<h{n}>{_inline(m.group(2))}</h{n}>")
+            anchor = slug(m.group(2))
+            seen = ids.get(anchor, 0)
+            ids[anchor] = seen + 1
+            anchor = anchor if not seen else f"{anchor}-{seen}"
+            out.append(f'<h{n} id="{html.escape(anchor)}">{_inline(m.group(2))}</h{n}>')
         elif line.startswith("- "):
             items = []
             while i < len(lines) and lines[i].startswith("- "):
@@ -312,7 +337,7 @@ def render_html(run_dir: str | Path) -> Path:
                    if src else f"<p><i>{html.escape(t)}</i></p>" for t, src in plots)
     title = f"memrig report: {run.get('suite', metrics.get('suite', ''))} ({run.get('run_id', run_dir.name)})"
     body = markdown_to_html(md) if md else ""
-    if not body.lstrip().startswith("<h1>"):
+    if not body.lstrip().startswith("<h1"):
         body = f"<h1>{html.escape(title)}</h1>\n" + body
     if jl:  # right below the H1, so the page opens with what it is about
         end = body.index("</h1>") + len("</h1>")

@@ -193,7 +193,8 @@ class ArclightSuite(Suite):
         if metrics.get("fallback"):
             out += ["> The openclaw backend was not in this run: the base condition is the compaction summary alone "
                     "(\"compacted\"), not OpenClaw native.", ""]
-        rows = [["**Mean score (0-3)** [95% CI]", *(C.fmt_ci(m[c]["mean_ci"], 2) for c in conds)],
+        rows = [[f"**Mean score (0-3)** [95% CI]{C.mock_tag(metrics, 'judge')}",
+                 *(C.fmt_ci(m[c]["mean_ci"], 2) for c in conds)],
                 ["Grounded (3)", *(C.fmt(m[c]["grounded"], pct=True) for c in conds)],
                 ["Generic (2)", *(C.fmt(m[c]["generic"], pct=True) for c in conds)],
                 ["Abstained (1)", *(C.fmt(m[c]["abstained"], pct=True) for c in conds)],
@@ -207,6 +208,7 @@ class ArclightSuite(Suite):
                 "/".join(C.fmt(m[c]["pairwise"][k], pct=True) for k in ("win", "tie", "loss")) if m[c].get("pairwise")
                 else "—" for c in conds)])
         out.append(C.md_table(["Metric", *conds], rows))
+        out += C.mock_note(metrics)
         if NATIVE in conds:
             out += ["", "*OpenClaw native* = compaction summary + the last two sessions' notes + `memory_search` top 6, "
                         "from OpenClaw 2026.9.6 itself (`openclaw-real`) when it ran, else the port; *OpenClaw native "

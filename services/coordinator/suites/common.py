@@ -306,6 +306,24 @@ def judge_label(metrics: Mapping[str, Any]) -> str:
     return f"judge: {label}" + (f", {passes} pass(es), majority vote" if passes else "")
 
 
+def mock_tag(metrics: Mapping[str, Any], kind: str = "answer") -> str:
+    """" (llm-mock)" on a figure the offline mock produced: answers ("answer": QA F1, EM) whenever the mock
+    answered, judged answers ("judge": judge scores, binary J, QA accuracy) when it answered or judged."""
+    llm, judge = metrics.get("llm") or {}, metrics.get("judge") or {}
+    mocked = bool(isinstance(llm, Mapping) and llm.get("offline_mock")) or (
+        kind == "judge" and isinstance(judge, Mapping) and bool(judge.get("offline_mock")))
+    return " (llm-mock)" if mocked else ""
+
+
+def mock_note(metrics: Mapping[str, Any]) -> list[str]:
+    """The line under a table with (llm-mock) columns: what they measure and what to read instead."""
+    if not mock_tag(metrics, "judge"):
+        return []
+    return ["", "*(llm-mock)*: produced by the offline llm-mock (a deterministic extractive answerer and rubric judge, "
+                "not a language model): these figures measure the mock, not the memory; compare backends on the "
+                "retrieval figures. Set MEMRIG_LLM_BASE_URL / MEMRIG_LLM_MODEL for a real model."]
+
+
 def baseline_note(metrics: Mapping[str, Any]) -> list[str]:
     """The line naming what every scorecard below is against, and why that condition."""
     if not metrics.get("baseline"):

@@ -212,7 +212,7 @@ class CortexV1Suite(Suite):
                f"Judge: {judge.get('label', judge.get('model', 'unknown'))}. Scores 0-3: 3 grounded, 2 generic, "
                "1 abstained, 0 hallucinated.", ""]
         rows = [
-            ["**Mean score (0-3)**", *(fmt(m[c]["mean"]) for c in conds)],
+            [f"**Mean score (0-3)**{C.mock_tag(metrics, 'judge')}", *(fmt(m[c]["mean"]) for c in conds)],
             ["Grounded correct (3)", *(fmt(m[c]["grounded"], pct=True) for c in conds)],
             ["Generic correct (2)", *(fmt(m[c]["generic"], pct=True) for c in conds)],
             ["Abstained (1)", *(fmt(m[c]["abstained"], pct=True) for c in conds)],
@@ -229,6 +229,7 @@ class CortexV1Suite(Suite):
         rows.append(["Prompts compaction drops (mean)", *(fmt(m[c]["compaction_drops_mean"]) for c in conds)])
         rows.append(["Context tokens / prompt (cl100k)", *(fmt(m[c]["context_tokens_mean"], 0) for c in conds)])
         out.append(md_table(["Metric", *conds], rows))
+        out += C.mock_note(metrics)
         if any(is_native_label(c) for c in conds):
             out += ["", "*OpenClaw native* = compaction summary + the last two sessions' flush notes + `memory_search` "
                         "top 6 (the seed's re-run baseline), run by OpenClaw 2026.9.6 itself (`openclaw-real`) over "

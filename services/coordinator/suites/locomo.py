@@ -359,10 +359,12 @@ class LocomoSuite(Suite):
                          C.fmt_ci(o.get("turn_recall@5")), C.fmt_ci(o.get("session_recall@5")),
                          C.fmt_ci(o.get("binary_j")), C.fmt((o.get("token_spend") or {}).get("mean"), 0),
                          C.fmt(m[c]["latency"]["p50_ms"], 1)])
-        out.append(C.md_table(["backend", "questions", "F1 (cats 1-4)", "EM (cats 1-4)", "turn R@5",
-                               "session R@5", "binary J", "ctx tokens", "p50 ms"], rows))
+        ans, jud = C.mock_tag(metrics, "answer"), C.mock_tag(metrics, "judge")
+        out.append(C.md_table(["backend", "questions", f"F1 (cats 1-4){ans}", f"EM (cats 1-4){ans}", "turn R@5",
+                               "session R@5", f"binary J{jud}", "ctx tokens", "p50 ms"], rows))
+        out += C.mock_note(metrics)
         cats = sorted({cat for c in conds for cat in m[c]["by_category"]})
-        out += ["", "### F1 by category (condition × category)", ""]
+        out += ["", f"### F1 by category (condition × category){ans}", ""]
         out.append(C.md_table(["backend", *(f"{k} {CATEGORY_NAMES.get(k, '')}" for k in cats)],
                               [[c, *(C.fmt_ci(m[c]["by_category"].get(k, {}).get("f1")) for k in cats)] for c in conds]))
         out += ["", "### Evidence recall (turn level / session level)", ""]

@@ -237,8 +237,10 @@ class LongMemEvalSuite(Suite):
                  C.fmt_ci(m[c]["overall"].get("turn_recall_all@10")),
                  C.fmt((m[c]["overall"].get("token_spend") or {}).get("mean"), 0), C.fmt(m[c]["latency"]["p50_ms"], 1)]
                 for c in conds]
-        out.append(C.md_table(["backend", "questions", "QA accuracy", "session recall_all@5", "session ndcg_any@5",
+        jud = C.mock_tag(metrics, "judge")
+        out.append(C.md_table(["backend", "questions", f"QA accuracy{jud}", "session recall_all@5", "session ndcg_any@5",
                                "turn recall_all@10", "ctx tokens", "p50 ms"], rows))
+        out += C.mock_note(metrics)
         for level in ("session", "turn"):
             out += ["", f"### {level.capitalize()} level, k = {', '.join(map(str, KS))}", ""]
             rows = []
@@ -278,7 +280,7 @@ class LongMemEvalSuite(Suite):
         if stat:
             out += ["", f"Intervals: {stat['method']}."]
         types = sorted({t for c in conds for t in m[c]["by_type"]})
-        out += ["", "### QA accuracy by question type", ""]
+        out += ["", f"### QA accuracy by question type{jud}", ""]
         out.append(C.md_table(["backend", *types], [[c, *(C.fmt_ci(m[c]["by_type"].get(t, {}).get("qa_accuracy"))
                                                           for t in types)] for c in conds]))
         data = metrics.get("data") or {}

@@ -1,0 +1,186 @@
+"""The bench-all run's own report: report.md, report.html and verdict.json at the top of results/<run-id>/.
+
+Order: the verdict (services/coordinator/verdict.py, one screen), the run (suites with state, time and links,
+skipped backends), every suite's section as its own report.md has it (its tables, peers, failures; without the
+backend configuration, which is the same in every suite), the latency and resources section, and an appendix with
+each backend's configuration once for the run.
+
+Everything is rebuilt from the run directory (report.json, each suite's run.json, metrics.json and samples), so
+`memrig report RUN_DIR` re-renders a finished run without running anything.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from services.coordinator.results import RunDir
+from services.coordinator.verdict import write_verdict
+
+CONFIG_HEADING = "## Backend configuration"
+
+
+def strip_backend_config(md: str) -> str:
+    """A suite report without its "## Backend configuration" section (the run's appendix has it once)."""
+    lines = md.split("\n")
+    out, skipping = [], False
+    for line in lines:
+        if line.strip() == CONFIG_HEADING:
+            skipping = True
+            continue
+        if skipping and re.match(r"^#{1,2} ", line):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def backend_configs(out: Path, index: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Per backend, its distinct Describe results over the suites (usually one), each with the suites it came
+    from: {backend: [{"describe": {...}, "suites": [...]}, ...]}."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name, s in (index.get("suites") or {}).items():
+        run_json = out / (s.get("dir") or "") / "run.json"
+        if not s.get("dir") or not run_json.exists():
+            continue
+        try:
+            backends = json.loads(run_json.read_text()).get("backends") or {}
+        except json.JSONDecodeError:
+            continue
+        for b, info in backends.items():
+            d = (info or {}).get("describe")
+            if not d:
+                continue
+            variants = found.setdefault(b, [])
+            same = next((v for v in variants if v["describe"] == d), None)
+            if same:
+                same["suites"].append(name)
+            else:
+                variants.append({"describe": d, "suites": [name]})
+    return found
+
+
+def render_config_appendix(out: Path, index: dict[str, Any]) -> str:
+    configs = backend_configs(out, index)
+    if not configs:
+        return ""
+    n_suites = len([s for s in (index.get("suites") or {}).values() if s.get("dir")])
+    lines = ["# Appendix: backend configuration", "",
+             "Every value each backend's Describe reported, once for the run (the suites share the backend "
+             "processes); a backend whose configuration differed between suites is listed once per variant, with "
+             "the suites it ran in."]
+    for b, variants in configs.items():
+        for v in variants:
+            d = v["describe"]
+            where = "every suite" if len(v["suites"]) == n_suites and len(variants) == 1 else ", ".join(v["suites"])
+            emb = f", embedder {d.get('embedder')}" if d.get("embedder") else ""
+            lines += ["", f"**{b}**: {d.get('name', b)} {d.get('version', '')}{emb} ({where})", "", "```json",
+                      json.dumps(d.get("config") or {}, indent=1, sort_keys=True, default=str), "```"]
+    return "\n".join(lines)
+
+
+def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
+    """report.md of a bench-all run."""
+    lines = [verdict_md.rstrip(), ""] if verdict_md else []
+    lines += [f"# The run ({index.get('run_id', out.name)})", "",
+              f"Backends: {', '.join(index.get('backends') or [])}. Git `{index.get('git_sha')}`; "
+              f"{(index.get('machine') or {}).get('cores')} cores. Total {index.get('duration_s', 0) or 0:.0f} s.", "",
+              *(f"> Backend **{b}** skipped: {r}" for b, r in (index.get("skipped_backends") or {}).items()),
+              "",
+              "| suite | state | time | report |", "|---|---|---|---|"]
+    suites = index.get("suites") or {}
+    for name, s in suites.items():
+        link = s.get("reason", "")[:120]
+        if s.get("dir"):
+            link = f"[{name}/report.md]({name}/report.md)"
+            if (out / name / "report.html").exists():
+                link += f" · [plots]({name}/report.html)"
+        lines.append(f"| {name} | {s['state']} | {s.get('duration_s', 0) or 0:.0f} s | {link} |")
+    costs = index.get("costs") or {}
+    if costs:
+        lines.append(f"| costs (latency, resources, drills) | {costs.get('state')} | | "
+                     + ("[below](#latency-and-resources)" if costs.get("state") == "ok" else costs.get("reason", "")[:120])
+                     + " |")
+    lines.append("")
+    for name, s in suites.items():
+        rep = out / (s.get("dir") or name) / "report.md"
+        if s.get("dir") and rep.exists():
+            text = rep.read_text()
+            body = text.split("\n", 1)[1] if text.startswith("# ") else text
+            body = strip_backend_config(body)
+            lines += [f"# {name}", body.replace("\n## ", "\n### ").replace("\n# ", "\n## "), ""]
+    if costs.get("state") == "ok":
+        try:
+            from services.turn_sim.bench import render_costs_markdown
+
+            md = render_costs_markdown(costs["results"])
+            # Plots live in costs/; the section's headings move up one level beside the suites'.
+            md = re.sub(r"!\[([^\]]*)\]\((?!https?:|/)([^)]+)\)", r"![\1](costs/\2)", md)
+            lines.append(re.sub(r"^#(#+) ", r"\1 ", md, flags=re.M))
+        except Exception as e:  # noqa: BLE001
+            lines += ["# Latency and resources", f"(could not render costs: {e})"]
+    elif costs:
+        lines += ["# Latency and resources", f"{costs.get('state')}: {costs.get('reason')}"]
+    appendix = render_config_appendix(out, index)
+    if appendix:
+        lines += ["", appendix]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+INDEX_CSS = ("table{display:block;overflow-x:auto;max-width:100%}td{vertical-align:top;white-space:nowrap}"
+             "td:first-child{white-space:normal}")
+
+
+def render_index_html(out: Path, md: str) -> Path:
+    """report.html of a bench-all run: report.md as HTML, the verdict first, every heading an anchor."""
+    from services.coordinator.report_html import CSS, markdown_to_html
+
+    title = f"memrig bench-all {out.name}"
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+           f"<style>{CSS}{INDEX_CSS}</style></head><body>" + markdown_to_html(md) + "</body></html>")
+    path = out / "report.html"
+    path.write_text(doc)
+    return path
+
+
+def write_reports(out: str | Path, index: dict[str, Any]) -> Path:
+    """verdict.json, report.md and report.html of a bench-all run directory; returns report.md's path."""
+    out = Path(out)
+    _, verdict_md = write_verdict(out, index)
+    md = render_index(out, index, verdict_md)
+    path = RunDir(out).write_text("report.md", md)
+    render_index_html(out, md)
+    return path
+
+
+def is_bench_all_dir(path: str | Path) -> bool:
+    p = Path(path)
+    return (p / "report.json").exists() and not (p / "run.json").exists()
+
+
+def rerender(out: str | Path, rescore: bool = True) -> Path:
+    """Rebuild a finished bench-all run's reports from its files: each suite re-scored from its samples (unless
+    `rescore` is false) and the top report.md / report.html / verdict.json written again."""
+    out = Path(out)
+    index_path = out / "report.json"
+    if not index_path.exists():
+        raise FileNotFoundError(f"{index_path}: missing (not a bench-all run directory)")
+    try:
+        index = json.loads(index_path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{index_path}: not valid JSON ({e})") from None
+    if not isinstance(index.get("suites"), dict):
+        raise ValueError(f"{index_path}: suites: missing (not a bench-all index)")
+    if rescore:
+        from services.coordinator.runner import finalize
+
+        for s in index["suites"].values():
+            d = out / (s.get("dir") or "")
+            if s.get("dir") and (d / "run.json").exists() and (d / "samples.jsonl").exists():
+                _, state = finalize(RunDir(d))
+                s["state"] = state
+        RunDir(out).write_json("report.json", index)
+    return write_reports(out, index)

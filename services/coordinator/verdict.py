@@ -1,0 +1,367 @@
+"""The verdict: the answer a bench-all run was made for, on its first screen.
+
+Per backend and per suite, the suite's headline metric set against OpenClaw native (the suite's own baseline: the
+strongest native profile that ran, named in the column) and against BM25, each as the difference (backend minus
+the other) with its 95% interval and the paired permutation p-value, and a word:
+
+- **better** / **worse**: p < 0.05 *and* the interval of the difference excludes 0 *and* the difference is past the
+  seed's tie threshold (0.005 for rates and scores), in the metric's own direction;
+- **no detectable difference** otherwise (with 4 LoCoMo conversations a permutation test flipping whole
+  conversations cannot go below p = 0.125, and the page says so).
+
+Beside them: the context tokens the backend put in front of the model per turn (mean) and its client-observed
+retrieve latency p50/p95. Everything comes from the run directory: each suite's run.json, metrics.json and samples
+(`Suite.per_probe`); nothing is re-run. The comparison against the baseline is the suite's own scorecard entry when
+its metrics.json has one for the headline (so the page and the section it links to print the same numbers), else
+it is computed here the same way (stats.compare, clusters as the suite defines them).
+
+Headline metric per suite: the suite's `answer_headline` when a real model answered (and, for a judged metric,
+judged), else its `retrieval_headline`: answers from the offline llm-mock measure the mock as much as the memory.
+Metrics the mock produced are listed per suite (`mocked_metrics`) and marked on the page.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from services.adapters.registry import parse_variant
+from services.coordinator import stats
+from services.coordinator.metrics.latency import latency_summary
+from services.coordinator.results import RunDir
+from services.coordinator.suites.base import ProbeValues, Suite
+from services.coordinator.suites.common import stable_seed
+from services.coordinator.suites.registry import get_suite
+
+ALPHA = 0.05
+BETTER, WORSE, SAME = "better", "worse", "no detectable difference"
+BM25 = "bm25"
+CONTROLS = ("full-context", "compacted", "none")
+IR_BASELINES = ("bm25", "dense", "hybrid")
+# Short names for the page (verdict.json keeps the metric names).
+LABELS = {
+    "turn_recall@5": "turn R@5", "session_recall_all@5": "session recall_all@5", "recall@5": "R@5",
+    "recall_at_5": "R@5", "pass": "pass rate", "hit": "keyword hit rate", "uncontained": "poison uncontained",
+    "judge_score": "judge 0-3", "judge_mean": "judge 0-3", "f1_cats_1_4": "F1 (cats 1-4)", "qa_accuracy": "QA accuracy",
+}
+WHY_RETRIEVAL = ("the answers (or their judge) came from the offline llm-mock, whose QA and judge figures measure the "
+                 "mock as much as the memory: the verdict uses the suite's retrieval metric")
+WHY_ANSWER = "a real model answered (and judged): the verdict uses the suite's answer-quality metric"
+
+
+class VerdictError(ValueError):
+    """A run directory the verdict cannot be built from; the message names the file or field."""
+
+
+# ------------------------------------------------------------------------------------------------------
+# One suite
+
+
+def load_suite_run(suite_dir: Path) -> tuple[dict[str, Any], dict[str, Any], Suite, list[dict[str, Any]]]:
+    """(run.json, metrics.json, the suite as run, its ok samples) of one suite's run directory."""
+    rd = RunDir(suite_dir) if suite_dir.exists() else None
+    if rd is None or not rd.run_json.exists():
+        raise VerdictError(f"{suite_dir / 'run.json'}: missing (not a suite run directory)")
+    mpath = suite_dir / "metrics.json"
+    if not mpath.exists():
+        raise VerdictError(f"{mpath}: missing (the suite did not finish; `memrig report {suite_dir}` re-scores it)")
+    try:
+        run = json.loads(rd.run_json.read_text())
+        metrics = json.loads(mpath.read_text())
+    except json.JSONDecodeError as e:
+        raise VerdictError(f"{suite_dir}: unreadable JSON ({e})") from None
+    if not run.get("suite"):
+        raise VerdictError(f"{rd.run_json}: suite: missing")
+    suite = get_suite(run["suite"])(run.get("options"), seed=int(run.get("seed") or 0))
+    return run, metrics, suite, [s for s in rd.samples() if s.get("status") == "ok"]
+
+
+def mocked(run: dict[str, Any]) -> tuple[bool, bool]:
+    """(answers by llm-mock, judgements by llm-mock) of a suite run."""
+    return bool((run.get("llm") or {}).get("offline_mock")), bool((run.get("judge") or {}).get("offline_mock"))
+
+
+def _mean(values: dict[str, float | None]) -> float | None:
+    xs = [float(v) for v in values.values() if v is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def native_family(backend: str) -> int | None:
+    """0 for OpenClaw itself (any profile), 1 for the port's default preset (any variant), None otherwise."""
+    base = parse_variant(backend)[0]
+    return 0 if base == "openclaw-real" else 1 if base == "openclaw" else None
+
+
+def resolve_baseline(metrics: dict[str, Any], pv: ProbeValues, metric: str, higher_is_better: bool
+                     ) -> tuple[str | None, str]:
+    """(baseline condition, the rule that chose it): the suite's own (`baseline`, or `strongest_native`), else
+    the strongest OpenClaw native condition on the headline, OpenClaw itself before the port."""
+    for key in ("baseline", "strongest_native"):
+        cond = metrics.get(key)
+        if cond and cond in pv.values:
+            return cond, metrics.get("baseline_rule") or (
+                "the suite's strongest OpenClaw native condition" if key == "strongest_native" else "the suite's baseline")
+    for family in (0, 1):
+        natives = [c for c, b in pv.backend_of.items() if c in pv.values and native_family(b) == family]
+        scored = [(m, c) for c in natives if (m := _mean(pv.values[c].get(metric) or {})) is not None]
+        if scored:
+            best = sorted(scored, key=lambda x: (-x[0] if higher_is_better else x[0], "[" in x[1], x[1]))[0][1]
+            return best, (f"the strongest OpenClaw native condition on {metric} (mean over the probes), "
+                          "OpenClaw itself before the port (chosen by the verdict: the suite names none)")
+    return None, "no OpenClaw native backend ran"
+
+
+def word(comp: dict[str, Any], alpha: float = ALPHA) -> str:
+    """better / worse / no detectable difference for a comparison of b (the backend) against a."""
+    lo, hi = (comp.get("ci_delta") or [None, None])[:2]
+    p = comp.get("p")
+    if p is None or lo is None or hi is None or comp.get("winner") not in ("a", "b"):
+        return SAME
+    if p < alpha and (lo > 0 or hi < 0):
+        return BETTER if comp["winner"] == "b" else WORSE
+    return SAME
+
+
+def min_p(units: int | None, clustered: bool) -> float | None:
+    """The smallest p a sign-flip permutation test over `units` whole clusters can give: the two all-same-sign
+    flips of 2^units are always as extreme as the observed one (None when probes are flipped one by one)."""
+    if not clustered or not units:
+        return None
+    return min(1.0, 2.0 / 2 ** units)
+
+
+def _comparison(pv: ProbeValues, metric: str, a: str, b: str, seed: int) -> dict[str, Any]:
+    hib, unit = pv.spec(metric)
+    c = stats.compare(metric, a, b, pv.values[a].get(metric) or {}, pv.values[b].get(metric) or {}, hib, unit,
+                      seed=seed, clusters=pv.clusters, cluster_unit=pv.cluster_unit)
+    return c.to_json()
+
+
+def _reported(metrics: dict[str, Any], a: str, b: str, metric: str) -> dict[str, Any] | None:
+    """The suite's own scorecard entry for b against a on metric, when its metrics.json has one."""
+    entry = (metrics.get("comparisons") or {}).get(b) or {}
+    if entry.get("baseline") != a:
+        return None
+    return next((dict(x) for x in entry.get("comparisons") or [] if x.get("metric") == metric and x.get("a") == a), None)
+
+
+def _slim(comp: dict[str, Any], source: str) -> dict[str, Any]:
+    w = word(comp)
+    return {"against": comp["a"], "delta": comp["delta"], "ci": list(comp["ci_delta"]), "p": comp["p"], "word": w,
+            "n": comp["n"], "units": comp.get("units"), "method": comp.get("method"), "mean_backend": comp["mean_b"],
+            "mean_other": comp["mean_a"], "winner": comp["winner"], "threshold": comp["threshold"], "source": source}
+
+
+def suite_verdict(suite_dir: str | Path) -> dict[str, Any]:
+    """The verdict of one suite run directory (see the module docstring): headline, baseline, and per backend its
+    value, its comparisons against the baseline and BM25, context tokens per turn and retrieve p50/p95."""
+    suite_dir = Path(suite_dir)
+    run, metrics, suite, samples = load_suite_run(suite_dir)
+    pv = suite.per_probe(samples)
+    answers_mocked, judge_mocked = mocked(run)
+    metric = suite.headline(answers_mocked, judge_mocked)
+    if metric is None:
+        raise VerdictError(f"suite {suite.name}: no headline metric")
+    hib, unit = pv.spec(metric)
+    mocked_metrics = sorted(suite.mocked_metrics(answers_mocked, judge_mocked))
+    kind = "answer" if metric in suite.answer_metrics else "retrieval"
+    baseline, rule = resolve_baseline(metrics, pv, metric, hib)
+    cond_of: dict[str, str] = {}
+    for c, b in sorted(pv.backend_of.items()):
+        if c in pv.values:
+            cond_of.setdefault(b, c)
+    bm25 = cond_of.get(BM25)
+    seed = int(run.get("seed") or 0)
+    rows: dict[str, Any] = {}
+    for backend, cond in cond_of.items():
+        vals = pv.values[cond]
+        summ = stats.interval(vals.get(metric) or {}, pv.clusters, stable_seed(seed, suite.name, cond, "verdict"),
+                              unit, pv.cluster_unit)
+        lat = [float(x) for x in (vals.get(pv.latency) or {}).values() if x is not None]
+        ls = latency_summary(lat)
+        row: dict[str, Any] = {
+            "condition": cond, "value": {"mean": summ["mean"], "ci": summ["ci"], "n": summ["n"], "method": summ["method"]},
+            "tokens_per_turn": _mean(vals.get(pv.tokens) or {}),
+            "retrieve_ms": {"p50": ls["p50_ms"], "p95": ls["p95_ms"], "n": ls["n"]},
+            "vs_native": None, "vs_bm25": None}
+        if baseline and cond != baseline:
+            rep = _reported(metrics, baseline, cond, metric)
+            comp = rep or _comparison(pv, metric, baseline, cond, stable_seed(seed, suite.name, cond, "vs-native"))
+            row["vs_native"] = _slim(comp, "suite scorecard" if rep else "computed by the verdict")
+        if bm25 and cond != bm25:
+            comp = _comparison(pv, metric, bm25, cond, stable_seed(seed, suite.name, cond, "vs-bm25"))
+            row["vs_bm25"] = _slim(comp, "computed by the verdict")
+        rows[backend] = row
+    units = next((r["vs_native"]["units"] for r in rows.values() if r["vs_native"]), None)
+    return {
+        "suite": suite.name, "dir": suite_dir.name,
+        "headline": {"metric": metric, "label": LABELS.get(metric, metric), "kind": kind, "higher_is_better": hib,
+                     "unit": unit, "mocked": metric in mocked_metrics,
+                     "why": WHY_ANSWER if kind == "answer" else WHY_RETRIEVAL if suite.answer_metrics else
+                     "the suite measures retrieval only (no answering model involved)"},
+        "baseline": {"condition": baseline, "backend": pv.backend_of.get(baseline) if baseline else None,
+                     "rule": rule},
+        "bm25": {"condition": bm25, "backend": BM25 if bm25 else None},
+        "answers_by": "llm-mock" if answers_mocked else (run.get("llm") or {}).get("model"),
+        "judge_by": "llm-mock" if judge_mocked else (run.get("judge") or {}).get("model"),
+        "mocked_metrics": mocked_metrics,
+        "statistics": {"unit": pv.cluster_unit if pv.clusters else "question", "units": units,
+                       "min_p": min_p(units, pv.clusters is not None)},
+        "backends": rows,
+    }
+
+
+# ------------------------------------------------------------------------------------------------------
+# A bench-all run
+
+
+def backend_order(names: list[str]) -> list[str]:
+    """Memory systems first, then the IR baselines, OpenClaw native (itself, then the port), then the controls;
+    the run's own order within each group."""
+    def group(b: str) -> int:
+        base = parse_variant(b)[0]
+        if base in CONTROLS:
+            return 4
+        if native_family(b) is not None or base.startswith("openclaw-20"):
+            return 3
+        return 2 if base in IR_BASELINES else 1
+
+    return sorted(names, key=lambda b: (group(b), names.index(b)))
+
+
+def build_verdict(out: str | Path, index: dict[str, Any]) -> dict[str, Any]:
+    """verdict.json's content for a bench-all run directory and its index (report.json)."""
+    out = Path(out)
+    suites: dict[str, Any] = {}
+    left_out: dict[str, str] = {}
+    for name, s in (index.get("suites") or {}).items():
+        if not s.get("dir"):
+            left_out[name] = f"{s.get('state', 'not run')}: {s.get('reason', '')}".strip().rstrip(":")
+            continue
+        try:
+            suites[name] = suite_verdict(out / s["dir"])
+        except (VerdictError, NotImplementedError) as e:
+            left_out[name] = str(e)
+    seen: list[str] = []
+    for b in list(index.get("backends") or []) + [b for v in suites.values() for b in v["backends"]]:
+        if b not in seen and any(b in v["backends"] for v in suites.values()):
+            seen.append(b)
+    order = backend_order(seen)
+    summary = {b: {k: {w: [n for n, v in suites.items() if ((v["backends"].get(b) or {}).get(k) or {}).get("word") == w]
+                       for w in (BETTER, WORSE, SAME)} for k in ("vs_native", "vs_bm25")} for b in order}
+    mock_answers = any(v["answers_by"] == "llm-mock" for v in suites.values())
+    return {"run_id": index.get("run_id", out.name), "alpha": ALPHA,
+            "rule": ("better / worse: p < 0.05 (paired permutation test), the 95% interval of the difference "
+                     "excludes 0 and the difference passes the tie threshold, in the metric's direction; else no "
+                     "detectable difference"),
+            "answers_by_mock": mock_answers, "backends": order, "suites": suites, "left_out": left_out,
+            "skipped_backends": index.get("skipped_backends") or {}, "summary": summary}
+
+
+# ------------------------------------------------------------------------------------------------------
+# Markdown
+
+
+def _num(x: float | None, unit: str, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    if unit == "rate":
+        s = f"{x * 100:+.1f}" if signed else f"{x * 100:.1f}"
+    elif unit in ("tokens", "ms"):
+        s = f"{x:+.0f}" if signed else f"{x:.0f}"
+    else:
+        s = f"{x:+.2f}" if signed else f"{x:.2f}"
+    return s.replace("-", "−")
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "p —"
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}" if p < 0.1 else f"p={p:.2f}"
+
+
+def _diff(c: dict[str, Any], unit: str) -> str:
+    pts = " pts" if unit == "rate" else ""
+    return f"{_num(c['delta'], unit, True)}{pts} [{_num(c['ci'][0], unit, True)}, {_num(c['ci'][1], unit, True)}] {_p(c['p'])}"
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.1f}"
+
+
+def render_cell(v: dict[str, Any], backend: str) -> str:
+    """One backend on one suite: vs native, vs BM25, cost; the first word links to the suite's section."""
+    row = v["backends"].get(backend)
+    if row is None:
+        return "—"
+    unit, link = v["headline"]["unit"], f"#{v['suite']}"
+    nat, bm = row["vs_native"], row["vs_bm25"]
+    if v["baseline"]["condition"] == row["condition"]:
+        pct = "%" if unit == "rate" else ""
+        first = f"[baseline]({link}) {_num(row['value']['mean'], unit)}{pct}"
+    elif nat:
+        first = f"[{nat['word']}]({link}) {_diff(nat, unit)}"
+    else:
+        first = f"[no native baseline]({link})"
+    second = "BM25 itself" if backend == BM25 else f"vs BM25: {bm['word']} {_diff(bm, unit)}" if bm else "no BM25 in run"
+    ms = row["retrieve_ms"]
+    tok = row["tokens_per_turn"]
+    third = f"{'—' if tok is None else f'{tok:.0f}'} tok · {_ms(ms['p50'])}/{_ms(ms['p95'])} ms"
+    return "<br>".join((first, second, third))
+
+
+def _short(backend: str | None) -> str:
+    return "—" if not backend else backend.replace("openclaw-real", "OpenClaw native", 1)
+
+
+def render_markdown(verdict: dict[str, Any]) -> str:
+    suites = verdict["suites"]
+    names = list(suites)
+    lines = [f"# Verdict ({verdict['run_id']})", "",
+             "Does each memory backend beat OpenClaw native and BM25, on which suites, at what cost? Per suite: its "
+             "headline metric as the backend minus OpenClaw native (the suite's baseline, named in the column) and "
+             "minus BM25, Δ [95% CI] with the paired permutation p (rates in percentage points); **better** / "
+             "**worse** = p < 0.05 and the CI excludes 0, else *no detectable difference*; then context tokens per "
+             "turn · retrieve p50/p95 ms. Each cell links to its suite's section; every figure is in verdict.json.",
+             ""]
+    if verdict.get("answers_by_mock"):
+        marked = sorted({m for v in suites.values() for m in v["mocked_metrics"]})
+        lines += [f"> **Answers and judgements by the offline llm-mock:** {', '.join(marked) or 'QA and judge figures'} "
+                  "in the sections below measure the mock, not the memory, and are marked (llm-mock) there; the "
+                  "verdict uses each suite's retrieval metric.", ""]
+    header = ["backend", "summary"]
+    for n in names:
+        v = suites[n]
+        h = v["headline"]
+        arrow = "" if h["higher_is_better"] else " (lower is better)"
+        mock = " (llm-mock)" if h["mocked"] else ""
+        header.append(f"[{n}](#{n}): {h['label']}{arrow}{mock} vs {_short(v['baseline']['backend'])}")
+    rows = []
+    for b in verdict["backends"]:
+        s = verdict["summary"][b]
+        summ = "<br>".join(f"vs {who}: {len(s[k][BETTER])} better, {len(s[k][WORSE])} worse"
+                           for k, who in (("vs_native", "native"), ("vs_bm25", "BM25")))
+        rows.append([f"**{b}**", summ, *(render_cell(suites[n], b) for n in names)])
+    lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    notes = []
+    weak = [f"{n} ({v['statistics']['units']} {v['statistics']['unit']}s: p ≥ {v['statistics']['min_p']:.3f})"
+            for n, v in suites.items() if (v["statistics"].get("min_p") or 0) >= ALPHA]
+    if weak:
+        notes.append("Too few independent units for p < 0.05, so no better/worse is possible: " + "; ".join(weak)
+                     + " (run more, e.g. `--option locomo.conversations=10`).")
+    for n, reason in (verdict.get("left_out") or {}).items():
+        notes.append(f"Not in the verdict: {n}: {reason[:160]}.")
+    for b, reason in (verdict.get("skipped_backends") or {}).items():
+        notes.append(f"Backend {b} skipped: {reason[:160]}.")
+    if notes:
+        lines += [""] + [f"- {x}" for x in notes]
+    return "\n".join(lines) + "\n"
+
+
+def write_verdict(out: str | Path, index: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Build the verdict of a bench-all run, write verdict.json beside report.md, return (verdict, Markdown)."""
+    v = build_verdict(out, index)
+    RunDir(out).write_json("verdict.json", v)
+    return v, render_markdown(v)
