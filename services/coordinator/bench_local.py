@@ -69,17 +69,17 @@ def profile_backends(names: list[str]) -> tuple[list[str], dict[str, str]]:
 async def run_bench_local(args: argparse.Namespace) -> int:
     from services.local_llm.setup import local_llm_status
 
+    suites = [s.strip() for s in (args.suites or ",".join(PROFILE)).split(",") if s.strip()]
+    unknown = [s for s in suites if s not in PROFILE]
+    if unknown:
+        print(f"bench-local: --suites: {', '.join(unknown)} not in the profile ({', '.join(PROFILE)})", file=sys.stderr)
+        return 2
     ready, why = local_llm_status()
     if not ready:
         print(f"bench-local: the local model is not set up: {why}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else RESULTS_ROOT / new_run_id("bench-local")
     top = RunDir(out)
-    suites = [s.strip() for s in (args.suites or ",".join(PROFILE)).split(",") if s.strip()]
-    unknown = [s for s in suites if s not in PROFILE]
-    if unknown:
-        print(f"bench-local: --suites: {', '.join(unknown)} not in the profile ({', '.join(PROFILE)})", file=sys.stderr)
-        return 2
     index: dict[str, Any] = {"run_id": top.run_id, "profile": "local", "suites": {}, **provenance()}
     rig = Rig(out / "procs")
     progress = TerminalProgress()

@@ -1,0 +1,90 @@
+"""bench-local: the profile's backends (OpenClaw's port standing in when OpenClaw cannot run), refusals naming the
+reason, the index report (model, cache, rerun comparison), and the CLI's role flags."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from services.adapters.registry import get_spec
+from services.coordinator import bench_local as B
+
+
+def test_openclaw_real_falls_back_to_its_port_with_the_same_profile(monkeypatch):
+    def fake_spec(name):
+        spec = get_spec(name)
+        if name.startswith("openclaw-real"):
+            return replace(spec, available=lambda: (False, "Node packages not installed"))
+        return spec
+
+    monkeypatch.setattr(B, "get_spec", fake_spec)
+    got, notes = B.profile_backends(["none", "openclaw-real", "openclaw-real[profile=flush-every-session]", "bm25"])
+    assert got == ["none", "openclaw", "openclaw[profile=flush-every-session]", "bm25"]
+    assert notes == {"openclaw-real": "replaced by openclaw: Node packages not installed",
+                     "openclaw-real[profile=flush-every-session]":
+                         "replaced by openclaw[profile=flush-every-session]: Node packages not installed"}
+
+
+def test_profile_covers_the_issue_sizes():
+    assert B.PROFILE["cortex-v1"]["options"] == {}  # all 40 prompts
+    assert len(B.PROFILE["cortex-v1"]["backends"]) == 7
+    assert B.PROFILE["locomo"]["options"]["judge"] is True
+    assert set(B.LOCAL_ROLES.values()) == {"local"} and set(B.LOCAL_ROLES) == {"answerer", "judge", "flush", "compaction"}
+
+
+def test_refusals_name_the_reason(tmp_path, capsys):
+    assert B.main(["--suites", "madial", "--out", str(tmp_path / "o")]) == 2
+    assert "--suites: madial not in the profile" in capsys.readouterr().err
+    # The test environment's cache directory has no model: the reason and the command to run.
+    assert B.main(["--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "the local model is not set up" in err and "make setup-local-llm" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_index_report_names_model_cache_and_rerun(tmp_path: Path):
+    (tmp_path / "cortex-v1").mkdir()
+    (tmp_path / "cortex-v1" / "report.md").write_text("# memrig report: cortex-v1\n\n## Cortex V1: condition\n\nrows\n")
+    index = {
+        "run_id": "bl", "git_sha": "abc", "machine": {"cores": 2}, "duration_s": 61.2,
+        "model": {"name": "Qwen2.5-Coder-1.5B-Instruct", "quantization": "Q4_K_M", "file": "q.gguf",
+                  "sha256": "cc324af0", "licence": "Apache-2.0", "source": "Qwen/X", "runtime": "llama-cpp-python 0.3.36",
+                  "n_ctx": 8192, "threads": 2},
+        "llm_cache": {"hits": 300, "new_entries": 0},
+        "suites": {
+            "cortex-v1": {"state": "succeeded", "backends": ["none", "bm25"], "duration_s": 40.0, "dir": "cortex-v1",
+                          "llm_cache": {"hits": 290, "new_entries": 0}, "compare_with": "results/a",
+                          "differences": [], "backend_notes": {"openclaw-real": "replaced by openclaw: no Node"}},
+            "locomo": {"state": "skipped", "reason": "data not found", "llm_cache": {"hits": 0, "new_entries": 0},
+                       "compare_with": "results/a", "differences": ["metrics.x: 1 != 2"]},
+        },
+    }
+    md = B.render(tmp_path, index)
+    assert "**Qwen2.5-Coder-1.5B-Instruct Q4_K_M** (`q.gguf`, SHA-256 `cc324af0`" in md
+    assert "Response cache: 300 call(s) answered from the cache, 0 made by the model" in md
+    assert "| cortex-v1 | succeeded | none, bm25 | 40 s | 290 / 0 | identical to `results/a` | [cortex-v1/report.md]" in md
+    assert "| locomo | skipped |  | 0 s | 0 / 0 | 1 difference(s): metrics.x: 1 != 2 | data not found |" in md
+    assert "> cortex-v1: backend **openclaw-real** replaced by openclaw: no Node" in md
+    assert "\n# cortex-v1\n" in md and "### Cortex V1: condition" in md
+
+
+def test_cli_role_flags(monkeypatch):
+    from services import cli
+    from services.common.types import ValidationError
+
+    args = cli.build_parser().parse_args(["bench", "--suite", "cortex-v1", "--llm", "local", "--judge", "mock",
+                                          "--no-llm-cache"])
+    monkeypatch.delenv("MEMRIG_LLM_CACHE", raising=False)
+    assert cli._llm_choices(args) == {"answerer": "local", "judge": "mock", "flush": "local", "compaction": "local"}
+    import os
+
+    assert os.environ["MEMRIG_LLM_CACHE"] == "refresh"
+    args = cli.build_parser().parse_args(["bench", "--suite", "cortex-v1"])
+    assert cli._llm_choices(args) == {}
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["bench", "--suite", "cortex-v1", "--flush", "gpt"])
+    args.llm = "remote"  # past argparse (e.g. a RunConfig built by hand): the flag is named
+    with pytest.raises(ValidationError, match="--llm"):
+        cli._llm_choices(args)
