@@ -88,3 +88,13 @@ def test_cli_role_flags(monkeypatch):
     args.llm = "remote"  # past argparse (e.g. a RunConfig built by hand): the flag is named
     with pytest.raises(ValidationError, match="--llm"):
         cli._llm_choices(args)
+
+
+def test_bench_all_says_why_the_local_profile_is_not_in_it(tmp_path):
+    from services.coordinator.bench_all import _local_llm_note
+    from services.coordinator.run_report import render_index
+
+    note = _local_llm_note()  # the test environment's cache directory holds no model
+    assert note.startswith("not part of bench-all, and the local model is not set up") and "make setup-local-llm" in note
+    md = render_index(tmp_path, {"run_id": "r", "backends": ["bm25"], "suites": {}, "local_llm": note})
+    assert f"> Local-model profile (answers, judgements, flush notes by a real model) skipped: {note}" in md

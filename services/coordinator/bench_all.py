@@ -47,6 +47,7 @@ async def run_bench_all(args) -> int:
     registered = all_suites()
     suites = _csv(args.suites) or [s for s in DEFAULT_SUITES if s in registered]
     index: dict[str, Any] = {"run_id": top.run_id, "backends": backends, "skipped_backends": unavailable,
+                             "local_llm": _local_llm_note(),
                              "suites": {}, **provenance()}
     rig = Rig(out / "procs")
     progress = TerminalProgress()
@@ -93,6 +94,18 @@ async def _run_costs(out: Path) -> dict[str, Any]:
         return {"state": "ok", "dir": "costs", "results": res}
     except Exception as e:  # noqa: BLE001
         return {"state": "failed", "reason": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]}
+
+
+def _local_llm_note() -> str:
+    """Why the local-model profile is not in this run (it never is: `make bench-local` runs it)."""
+    try:
+        from services.local_llm.setup import local_llm_status
+
+        ok, reason = local_llm_status()
+    except Exception as e:  # noqa: BLE001 - a note must never sink the run
+        ok, reason = False, f"{type(e).__name__}: {e}"
+    return (f"not part of bench-all; the local model is set up ({reason}): run `make bench-local`" if ok
+            else f"not part of bench-all, and the local model is not set up ({reason})")
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:

@@ -89,6 +89,8 @@ def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
               f"Backends: {', '.join(index.get('backends') or [])}. Git `{index.get('git_sha')}`; "
               f"{(index.get('machine') or {}).get('cores')} cores. Total {index.get('duration_s', 0) or 0:.0f} s.", "",
               *(f"> Backend **{b}** skipped: {r}" for b, r in (index.get("skipped_backends") or {}).items()),
+              *([f"> Local-model profile (answers, judgements, flush notes by a real model) skipped: "
+                 f"{index['local_llm']}"] if index.get("local_llm") else []),
               "",
               "| suite | state | time | report |", "|---|---|---|---|"]
     suites = index.get("suites") or {}
