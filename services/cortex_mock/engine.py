@@ -90,8 +90,9 @@ class CortexEngine:
     def llm(self):
         if self._llm is None:
             from services.common.llm_client import LLMClient
+            from services.common.llm_roles import role_config
 
-            self._llm = LLMClient()
+            self._llm = LLMClient(role_config("flush"))  # extraction is memory writing: the flush role's model
         return self._llm
 
     def tenant_path(self, tenant_id: str) -> Path:

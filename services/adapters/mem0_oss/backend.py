@@ -35,7 +35,7 @@ from typing import Any
 
 from services.adapters.base import BackendContext, StoreBackedBackend
 from services.adapters.mem0_oss.library import MEM0_VERSION_PIN, embedder_config, import_mem0
-from services.common.llm_client import LLMConfig
+from services.common.llm_roles import role_config
 from services.common.types import (
     ChannelDiagnostics,
     IngestBatch,
@@ -90,7 +90,7 @@ class Mem0OssBackend(StoreBackedBackend):
         if importlib.util.find_spec("mem0") is None:
             raise ValueError(f"mem0-oss: Mem0's library is not installed; run `pip install --no-deps "
                              f"mem0ai=={MEM0_VERSION_PIN}` and `pip install -e '.[mem0-oss]'` (or `make setup`)")
-        self.llm_cfg = LLMConfig.from_env()
+        self.llm_cfg = role_config("flush")  # Mem0's extraction writes memories: the flush role's model
         self.infer = (self.config["infer"] == "true") or (self.config["infer"] == "auto" and not self.llm_cfg.is_mock)
         self.root = Path(self.context.data_dir) / "mem0-oss" / uuid.uuid4().hex[:12]
         self.version = f"mem0ai {self._mem0_version()}"
