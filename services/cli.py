@@ -7,8 +7,11 @@
     memrig bench-local [--out DIR]       the local-model profile (make setup-local-llm first)
     memrig ingest --backend B --namespace N FILE.jsonl
     memrig retrieve --backend B --namespace N --query Q [--top-k K] [--json]
+    memrig reset --backend B (--namespace N | --all)   clear a namespace in the backend and the CLI's journal
     memrig conformance --target HOST:PORT
-    memrig report RUN_DIR                re-score and re-render from samples.jsonl (no re-running)
+    memrig report RUN_DIR                re-score and re-render from samples.jsonl (no re-running; a suite
+                                         run or a whole bench-all run with its verdict)
+    memrig compare RUN_A RUN_B [--fail-on M] [--json]  what moved between two runs; exit 1 on a gated regression
     memrig serve SERVICE [--port P] ...  run one service in the foreground
     memrig list                          suites, backends, services
 Exit codes: 0 success, 1 a check/run failed, 2 bad usage or bad input.
@@ -161,14 +164,16 @@ def cmd_bench_all(args) -> int:
 # ------------------------------------------------------------------------------------------------------
 # ingest / retrieve
 
-def _journal(backend: str, namespace: str) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in namespace)
-    return STATE_DIR / "journal" / backend / f"{safe}.jsonl"
+def _journal(backend: str, namespace: str):
+    from services.cli_state import Journal
+
+    return Journal(backend, namespace, STATE_DIR)
 
 
 async def _client_for(backend: str, target: str | None, embedder: str | None):
     """(client, rig_or_None, in_process). A running backend (or --target) is used over gRPC; otherwise the
-    backend runs in-process, replaying this namespace's journal so `ingest` then `retrieve` work across commands."""
+    backend runs in-process, rebuilt from this namespace's journal (services/cli_state.py) so `ingest` then
+    `retrieve` work across commands."""
     from services.adapters.base import BackendContext
     from services.adapters.client import GrpcBackendClient, InProcessBackendClient
 
@@ -182,17 +187,20 @@ async def _client_for(backend: str, target: str | None, embedder: str | None):
     return InProcessBackendClient.from_spec(backend, context=ctx), rig, True
 
 
-async def _replay(client, backend: str, namespace: str) -> int:
-    from services.common.interchange import parse_sessions_jsonl
+async def _replay(client, journal, sessions: list) -> None:
+    """Ingest the journaled sessions as the one batch they were checked as; a refusal names the journal."""
+    from services.adapters.client import BackendError
+    from services.cli_state import reset_command
     from services.common.types import IngestBatch
 
-    j = _journal(backend, namespace)
-    if not j.exists():
-        return 0
-    sessions = parse_sessions_jsonl(j.read_text().splitlines(), source=str(j))
-    await client.ingest(namespace, IngestBatch(sessions=tuple(sessions)))
-    await client.settle(namespace, 600)
-    return len(sessions)
+    if not sessions:
+        return
+    try:
+        await client.ingest(journal.namespace, IngestBatch(sessions=tuple(sessions)))
+    except (ValidationError, BackendError) as e:
+        raise ValidationError(str(journal.path), f"the backend refused this journal's replay ({e}); clear it with "
+                              f"`{reset_command(journal.backend, journal.namespace)}`") from None
+    await client.settle(journal.namespace, 600)
 
 
 def _read_sessions_file(path: str) -> tuple[list, list[int]]:
@@ -229,7 +237,6 @@ def _with_file_line(e: ValidationError, file: str, line_of: list[int]) -> Valida
 
 
 def cmd_ingest(args) -> int:
-    from services.common.interchange import session_to_json
     from services.common.types import IngestBatch, validate_batch
 
     sessions, line_of = _read_sessions_file(args.file)
@@ -237,29 +244,46 @@ def cmd_ingest(args) -> int:
         validate_batch(IngestBatch(sessions=tuple(sessions)))  # locally first: errors name the file line
     except ValidationError as e:
         raise _with_file_line(e, args.file, line_of) from None
+    where = f"{args.backend}/{args.namespace}"
 
-    async def go():
-        client, rig, in_process = await _client_for(args.backend, args.target, args.embedder)
+    async def over_grpc(addr: str):
+        from services.adapters.client import GrpcBackendClient
+
+        client = GrpcBackendClient(addr, name=args.backend)
         try:
-            if in_process:
-                await _replay(client, args.backend, args.namespace)
             counts = await client.ingest(args.namespace, IngestBatch(sessions=tuple(sessions)))
             settled = await client.settle(args.namespace, 600)
-            if in_process:
-                j = _journal(args.backend, args.namespace)
-                j.parent.mkdir(parents=True, exist_ok=True)
-                with j.open("a") as f:
-                    for s in sessions:
-                        f.write(json.dumps(session_to_json(s)) + "\n")
-            print(f"ingested into {args.backend}/{args.namespace}: {counts['sessions_accepted']} sessions, "
-                  f"{counts['messages_accepted']} messages (settled={settled.settled}, "
-                  f"{'in-process, journaled' if in_process else 'gRPC'})")
         finally:
             await client.close()
-            if rig:
-                rig.stop_all()
+        print(f"ingested into {where}: {counts['sessions_accepted']} sessions, {counts['messages_accepted']} messages "
+              f"(settled={settled.settled}, gRPC at {addr}: the backend keeps its own state)")
 
-    asyncio.run(go())
+    async def in_process():
+        j = _journal(args.backend, args.namespace)
+        with j.lock():
+            stored = j.load()
+            plan = j.plan(stored, sessions, Path(args.file).name, line_of)
+            skipped = (f"; skipped {len(plan.skipped)} already stored with the same content "
+                       f"({', '.join(s.session_id for s in plan.skipped[:10])}{', ...' if len(plan.skipped) > 10 else ''})"
+                       if plan.skipped else "")
+            if not plan.new:
+                print(f"nothing new for {where}: all {len(sessions)} session(s) of {Path(args.file).name} are already "
+                      f"stored with the same content (journal {j.path})")
+                return
+            client, rig, _ = await _client_for(args.backend, None, args.embedder)
+            try:  # the whole namespace as the one batch the next replay ingests: journaled only if it is taken
+                await client.ingest(args.namespace, IngestBatch(sessions=tuple(stored + plan.new)))
+                settled = await client.settle(args.namespace, 600)
+            finally:
+                await client.close()
+                rig.stop_all()
+            j.commit(stored, plan.new)
+        print(f"ingested into {where}: {len(plan.new)} sessions, {sum(len(s.messages) for s in plan.new)} messages "
+              f"(settled={settled.settled}, in-process, journaled at {j.path}){skipped}")
+
+    get_spec(args.backend)
+    addr = args.target or running_backend(args.backend)
+    asyncio.run(over_grpc(addr) if addr else in_process())
     return 0
 
 
@@ -269,15 +293,24 @@ def cmd_retrieve(args) -> int:
     ref = parse_iso(args.reference_time, "--reference-time") if args.reference_time else None
 
     async def go():
+        stored, j = [], None
+        if not (args.target or running_backend(args.backend)):
+            get_spec(args.backend)
+            j = _journal(args.backend, args.namespace)
+            with j.lock():
+                stored = j.load()  # a damaged journal is an error naming it, before any process starts
         client, rig, in_process = await _client_for(args.backend, args.target, args.embedder)
         try:
             if in_process:
-                await _replay(client, args.backend, args.namespace)
+                await _replay(client, j, stored)
             res, ns = await client.retrieve(args.namespace, RetrieveQuery(args.query, args.top_k, args.mode, ref))
         finally:
             await client.close()
             if rig:
                 rig.stop_all()
+        if in_process and not stored and not args.json:
+            print(f"(namespace {args.namespace!r} of {args.backend} is empty here: nothing journaled at {j.path}; "
+                  "`memrig ingest` first)")
         if args.json:
             print(json.dumps({
                 "backend": args.backend, "namespace": args.namespace, "query": args.query,
@@ -307,14 +340,89 @@ def cmd_conformance(args) -> int:
 
 def cmd_report(args) -> int:
     from services.coordinator.results import RunDir
+    from services.coordinator.run_report import is_bench_all_dir, rerender
     from services.coordinator.runner import finalize
 
+    if not Path(args.run_dir).is_dir():
+        raise ValidationError(args.run_dir, "not a directory")
+    if is_bench_all_dir(args.run_dir):  # a bench-all run: each suite re-scored, then the verdict and report
+        print(f"re-rendered: {rerender(args.run_dir, rescore=not args.no_rescore)}")
+        return 0
     rd = RunDir(args.run_dir)
     if not rd.run_json.exists():
-        print(f"error: {args.run_dir} has no run.json", file=sys.stderr)
+        print(f"error: {args.run_dir} has neither run.json (a suite run) nor report.json (a bench-all run)",
+              file=sys.stderr)
         return 2
     metrics, state = finalize(rd)
     print(f"{state}: {rd.path / 'report.md'}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from services.coordinator.compare import CompareError, compare_runs, render_markdown
+
+    try:
+        res = compare_runs(args.run_a, args.run_b, fail_on=args.fail_on,
+                           backends=split_names(args.backends) or None)
+    except CompareError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    text = json.dumps(res, indent=2, default=str) if args.json else render_markdown(res)
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"{'regression' if res['exit_status'] else 'no gated regression'}: {args.out}")
+    else:
+        print(text, end="")
+    return res["exit_status"]
+
+
+def cmd_reset(args) -> int:
+    """Clear a namespace (or every namespace with --all) in the backend and the CLI's journal."""
+    from services.adapters.client import GrpcBackendClient
+    from services.cli_state import journaled
+
+    if not args.all and not (args.backend and args.namespace):
+        raise ValidationError("--namespace" if args.backend else "--backend",
+                              "required: memrig reset --backend B --namespace N (or --backend B --all, or --all)")
+    if args.all and args.namespace:
+        raise ValidationError("--namespace", "give a namespace or --all, not both")
+    if args.target and not args.backend:
+        raise ValidationError("--backend", "required with --target")
+    if args.backend:
+        get_spec(args.backend)
+    rig = Rig(STATE_DIR / "run")
+    rig.load_state()
+    running = ([args.backend] if args.backend else
+               [k.split("/", 1)[1] for k in rig.procs if k.startswith("backend/")])
+    done: list[str] = []
+
+    async def go():
+        for b in running:
+            addr = args.target or rig.address_of(f"backend/{b}")
+            if not addr:
+                continue
+            client = GrpcBackendClient(addr, name=b)
+            try:
+                names = ([args.namespace] if args.namespace else
+                         [n.namespace for n in (await client.stats())["namespaces"]])
+                for ns in names:
+                    removed = await client.reset(ns)
+                    done.append(f"reset {b}/{ns} at {addr}: {removed} item(s) removed")
+            finally:
+                await client.close()
+
+    asyncio.run(go())
+    pairs = ([(args.backend, args.namespace)] if args.namespace else journaled(STATE_DIR, args.backend))
+    for b, ns in pairs:
+        j = _journal(b, ns)
+        with j.lock():
+            if j.remove():
+                done.append(f"cleared the journal of {b}/{ns} ({j.path}); in-process backends keep nothing else")
+    if not done:
+        what = f"{args.backend}/{args.namespace}" if args.namespace else (args.backend or "any backend")
+        print(f"nothing to reset for {what}: no journal under {STATE_DIR / 'journal'} and no running backend")
+    for line in done:
+        print(line)
     return 0
 
 
@@ -437,9 +545,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", required=True)
     p.set_defaults(fn=cmd_conformance)
 
-    p = sub.add_parser("report", help="re-score and re-render a run directory")
+    p = sub.add_parser("report", help="re-score and re-render a run directory (a suite run or a bench-all run)")
     p.add_argument("run_dir")
+    p.add_argument("--no-rescore", action="store_true",
+                   help="bench-all run: re-render the verdict and report from the suites' saved metrics only")
     p.set_defaults(fn=cmd_report)
+
+    p = sub.add_parser("compare", help="which metrics moved between two runs beyond their intervals, what changed")
+    p.add_argument("run_a", help="the reference run (a suite run dir or a bench-all run dir)")
+    p.add_argument("run_b", help="the run to check against it")
+    p.add_argument("--fail-on", action="append", default=[], metavar="SPEC",
+                   help="exit 1 when one regressed: headline, any, METRIC or SUITE:METRIC (comma-separated or repeated)")
+    p.add_argument("--backends", default="", help="only these backends (comma-separated)")
+    p.add_argument("--json", action="store_true", help="JSON instead of Markdown")
+    p.add_argument("--out", default=None, help="write the report to this file instead of stdout")
+    p.set_defaults(fn=cmd_compare)
+
+    p = sub.add_parser("reset", help="clear a namespace in the backend and the CLI's journal")
+    p.add_argument("--backend", default=None)
+    p.add_argument("--namespace", default=None)
+    p.add_argument("--all", action="store_true", help="every namespace (of --backend, or of every backend)")
+    p.add_argument("--target", default=None, help="HOST:PORT of a running backend")
+    p.set_defaults(fn=cmd_reset)
 
     p = sub.add_parser("serve", help="run one service in the foreground (extra flags are passed on)")
     p.add_argument("service")

@@ -295,7 +295,7 @@ def test_summary_counts_words_per_backend(tmp_path):
     # mine: better than native on madial (p 0.008), cortex-v1's 8 probes give +0.5 with 4 differing: exact p 0.125
     assert v["summary"]["mine"]["vs_native"] == {BETTER: ["madial"], WORSE: [], SAME: ["cortex-v1"]}
     md = (out / "report.md").read_text()
-    assert "| **mine** | vs native: 1 better, 0 worse<br>vs BM25: 0 better, 0 worse |" in md
+    assert "| **mine** | vs native: 1 better (madial), 0 worse<br>vs BM25: 0 better, 0 worse |" in md
 
 
 def test_differing_configs_are_listed_per_suite(tmp_path):

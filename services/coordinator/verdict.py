@@ -58,23 +58,30 @@ class VerdictError(ValueError):
 # One suite
 
 
-def load_suite_run(suite_dir: Path) -> tuple[dict[str, Any], dict[str, Any], Suite, list[dict[str, Any]]]:
-    """(run.json, metrics.json, the suite as run, its ok samples) of one suite's run directory."""
-    rd = RunDir(suite_dir) if suite_dir.exists() else None
-    if rd is None or not rd.run_json.exists():
-        raise VerdictError(f"{suite_dir / 'run.json'}: missing (not a suite run directory)")
-    mpath = suite_dir / "metrics.json"
-    if not mpath.exists():
+def load_suite_run(suite_dir: str | Path, need_metrics: bool = True
+                   ) -> tuple[dict[str, Any], dict[str, Any], Suite, list[dict[str, Any]]]:
+    """(run.json, metrics.json or {}, the suite as run, its ok samples) of one suite's run directory."""
+    suite_dir = Path(suite_dir)
+    run_json, mpath = suite_dir / "run.json", suite_dir / "metrics.json"
+    if not run_json.exists():
+        raise VerdictError(f"{run_json}: missing (not a suite run directory)")
+    if need_metrics and not mpath.exists():
         raise VerdictError(f"{mpath}: missing (the suite did not finish; `memrig report {suite_dir}` re-scores it)")
-    try:
-        run = json.loads(rd.run_json.read_text())
-        metrics = json.loads(mpath.read_text())
-    except json.JSONDecodeError as e:
-        raise VerdictError(f"{suite_dir}: unreadable JSON ({e})") from None
+    for path in (run_json, mpath):
+        if path.exists():
+            try:
+                json.loads(path.read_text())
+            except json.JSONDecodeError as e:
+                raise VerdictError(f"{path}: not valid JSON ({e})") from None
+    run = json.loads(run_json.read_text())
+    metrics = json.loads(mpath.read_text()) if mpath.exists() else {}
     if not run.get("suite"):
-        raise VerdictError(f"{rd.run_json}: suite: missing")
-    suite = get_suite(run["suite"])(run.get("options"), seed=int(run.get("seed") or 0))
-    return run, metrics, suite, [s for s in rd.samples() if s.get("status") == "ok"]
+        raise VerdictError(f"{run_json}: suite: missing")
+    try:
+        suite = get_suite(run["suite"])(run.get("options"), seed=int(run.get("seed") or 0))
+    except (KeyError, ValueError) as e:
+        raise VerdictError(f"{run_json}: {e.args[0] if e.args else e}") from None
+    return run, metrics, suite, [s for s in RunDir(suite_dir).samples() if s.get("status") == "ok"]
 
 
 def mocked(run: dict[str, Any]) -> tuple[bool, bool]:
@@ -311,6 +318,10 @@ def render_cell(v: dict[str, Any], backend: str) -> str:
     return "<br>".join((first, second, third))
 
 
+def _count(suites: list[str], what: str) -> str:
+    return f"{len(suites)} {what}" + (f" ({', '.join(suites)})" if suites else "")
+
+
 def _short(backend: str | None) -> str:
     return "—" if not backend else backend.replace("openclaw-real", "OpenClaw native", 1)
 
@@ -340,7 +351,7 @@ def render_markdown(verdict: dict[str, Any]) -> str:
     rows = []
     for b in verdict["backends"]:
         s = verdict["summary"][b]
-        summ = "<br>".join(f"vs {who}: {len(s[k][BETTER])} better, {len(s[k][WORSE])} worse"
+        summ = "<br>".join(f"vs {who}: {_count(s[k][BETTER], BETTER)}, {_count(s[k][WORSE], WORSE)}"
                            for k, who in (("vs_native", "native"), ("vs_bm25", "BM25")))
         rows.append([f"**{b}**", summ, *(render_cell(suites[n], b) for n in names)])
     lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
