@@ -97,3 +97,19 @@ async def test_rig_points_roles_at_llm_mock(tmp_path, monkeypatch):
         assert rig.env["MEMRIG_JUDGE_BASE_URL"] == mock and rig.env["MEMRIG_FLUSH_MODEL"] == DEFAULT_MOCK_MODEL
         assert "MEMRIG_COMPACTION_BASE_URL" not in rig.env  # env: played by the answerer
         assert list(rig.procs) == ["llm-mock"]
+
+
+async def test_the_coordinators_compaction_uses_the_compaction_role(tmp_path):
+    from services.coordinator.context import ProbeContext
+
+    class Recorder(InProcessMockLLM):
+        def __init__(self, model):
+            super().__init__()
+            self.config = LLMConfig(model=model)
+
+    answer, comp = Recorder("a"), Recorder("c")
+    s = Session("s1", parse_iso("2026-03-01T09:00:00Z", "t"), (Message("m1", "user", "The dev server runs on port 3001."),))
+    ctx = ProbeContext({}, {"ns": IngestBatch(sessions=(s,))}, answer, answer, tmp_path, "suite", compaction_llm=comp)
+    summary = await ctx.compaction("ns")
+    assert comp.tasks() == ["compaction"] and answer.tasks() == [] and summary
+    assert ProbeContext({}, {}, answer, answer, tmp_path, "suite").compaction_llm is answer
