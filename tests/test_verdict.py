@@ -228,10 +228,10 @@ def test_render_cell_exact():
              "openclaw-real": {"condition": "openclaw-real", "value": {"mean": 0.2}, "vs_native": None,
                                "vs_bm25": _row(-0.3, -0.6, 0.0, 0.25, SAME, "bm25"), "tokens_per_turn": 300.0,
                                "retrieve_ms": {"p50": 120.0, "p95": 300.0}}}}
-    assert render_cell(v, "mine") == ("[better](#madial) +80.0 pts [+50.0, +100.0] p=0.008<br>vs BM25: no detectable "
-                                      "difference +50.0 pts [+20.0, +80.0] p=0.062<br>40 tok · 5.5/9.6 ms")
-    assert render_cell(v, "openclaw-real") == ("[baseline](#madial) 20.0%<br>vs BM25: no detectable difference "
-                                               "−30.0 pts [−60.0, +0.0] p=0.25<br>300 tok · 120/300 ms")
+    assert render_cell(v, "mine") == ("[better](#madial) +80.0 [+50.0, +100.0] p=0.008<br>vs BM25: [no detectable "
+                                      "difference](#madial) +50.0 [+20.0, +80.0] p=0.062<br>40 tok · 5.5/9.6 ms")
+    assert render_cell(v, "openclaw-real") == ("[baseline](#madial) 20.0%<br>vs BM25: [no detectable difference]"
+                                               "(#madial) −30.0 [−60.0, +0.0] p=0.25<br>300 tok · 120/300 ms")
     assert render_cell(v, "absent") == "—"
 
 
@@ -285,7 +285,8 @@ def test_report_opens_with_the_verdict_and_has_each_config_once(tmp_path):
     page = (out / "report.html").read_text()
     body = page.split("<body>", 1)[1]
     assert body.startswith('<h1 id="verdict-run">Verdict (run)</h1>')
-    assert '<a href="#madial">better</a>' in page and '<h1 id="madial">madial</h1>' in page
+    assert '<a class="better" href="#madial">better</a>' in page and '<h1 id="madial">madial</h1>' in page
+    assert '<table class="verdict">' in page and page.count('<table class="verdict">') == 1
 
 
 def test_summary_counts_words_per_backend(tmp_path):

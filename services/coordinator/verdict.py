@@ -289,8 +289,7 @@ def _p(p: float | None) -> str:
 
 
 def _diff(c: dict[str, Any], unit: str) -> str:
-    pts = " pts" if unit == "rate" else ""
-    return f"{_num(c['delta'], unit, True)}{pts} [{_num(c['ci'][0], unit, True)}, {_num(c['ci'][1], unit, True)}] {_p(c['p'])}"
+    return f"{_num(c['delta'], unit, True)} [{_num(c['ci'][0], unit, True)}, {_num(c['ci'][1], unit, True)}] {_p(c['p'])}"
 
 
 def _ms(x: float | None) -> str:
@@ -311,7 +310,8 @@ def render_cell(v: dict[str, Any], backend: str) -> str:
         first = f"[{nat['word']}]({link}) {_diff(nat, unit)}"
     else:
         first = f"[no native baseline]({link})"
-    second = "BM25 itself" if backend == BM25 else f"vs BM25: {bm['word']} {_diff(bm, unit)}" if bm else "no BM25 in run"
+    second = ("BM25 itself" if backend == BM25 else f"vs BM25: [{bm['word']}]({link}) {_diff(bm, unit)}" if bm
+              else "no BM25 in run")
     ms = row["retrieve_ms"]
     tok = row["tokens_per_turn"]
     third = f"{'—' if tok is None else f'{tok:.0f}'} tok · {_ms(ms['p50'])}/{_ms(ms['p95'])} ms"
