@@ -27,6 +27,7 @@ from services.coordinator.suites.cortex_v1 import CortexV1Suite
 from services.coordinator.suites.locomo import LocomoSuite
 from services.coordinator.suites.longmemeval import LongMemEvalSuite
 from services.coordinator.suites.madial import MadialSuite
+from services.coordinator.suites.nextjs_docs import NextjsDocsSuite
 from services.coordinator.suites.octybot import OctybotSuite
 from services.coordinator.suites.poisoned_memory import PoisonedMemorySuite
 from services.coordinator.suites.quaid_weeks import QuaidWeeksSuite
@@ -119,6 +120,7 @@ def test_min_p_of_a_cluster_permutation():
     (ArclightSuite, True, False, "hit"), (ArclightSuite, False, False, "judge_mean"),
     (MadialSuite, False, False, "recall@5"), (OctybotSuite, False, False, "pass"),
     (QuaidWeeksSuite, True, True, "recall_at_5"), (PoisonedMemorySuite, True, True, "uncontained"),
+    (NextjsDocsSuite, True, True, "doc_hit"),
 ])
 def test_headline_follows_who_answered_and_judged(cls, answers, judge, want):
     assert cls({}).headline(answers, judge) == want
@@ -140,11 +142,14 @@ def test_baseline_fallback_prefers_openclaw_itself_and_the_metric_direction():
     cond, rule = resolve_baseline({}, pv, "u", higher_is_better=False)
     assert cond == "openclaw-real[profile=sessions]" and "chosen by the verdict" in rule  # lowest of OpenClaw itself
     assert resolve_baseline({}, pv, "u", higher_is_better=True)[0] == "openclaw-real"
-    assert resolve_baseline({"baseline": "bm25"}, pv, "u", True)[0] == "bm25"  # the suite's own choice wins
+    assert resolve_baseline({"baseline": "openclaw"}, pv, "u", True)[0] == "openclaw"  # the suite's own choice wins
+    # ... when it is native: a control baseline (nextjs-docs: full-context) is not "OpenClaw native"
+    assert resolve_baseline({"baseline": "bm25"}, pv, "u", True)[0] == "openclaw-real"
     port_only = ProbeValues({"openclaw": {"u": {"p": 1.0}}, "bm25": {"u": {"p": 1.0}}},
                             backend_of={"openclaw": "openclaw", "bm25": "bm25"})
     assert resolve_baseline({}, port_only, "u", True)[0] == "openclaw"
-    assert resolve_baseline({}, ProbeValues({"bm25": {}}, backend_of={"bm25": "bm25"}), "u", True)[0] is None
+    assert resolve_baseline({"baseline": "bm25"}, ProbeValues({"bm25": {}}, backend_of={"bm25": "bm25"}), "u",
+                            True) == (None, "no OpenClaw native backend ran")
 
 
 def cortex_run(path, llm=None, judge=None):
@@ -325,3 +330,10 @@ def test_rerender_rescores_and_names_a_bad_index(tmp_path):
 def test_strip_backend_config_keeps_what_follows():
     md = "## A\nx\n## Backend configuration\n\n**b**\n```json\n{}\n```\n## Failures\ny\n"
     assert strip_backend_config(md) == "## A\nx\n## Failures\ny\n"
+
+
+def test_without_a_native_backend_the_cell_says_so(tmp_path):
+    d = madial_run(tmp_path / "madial", {"bm25": set(range(5)), "mine": set(range(10))})
+    v = suite_verdict(d)
+    assert v["baseline"]["condition"] is None and v["backends"]["mine"]["vs_native"] is None
+    assert render_cell(v, "mine").startswith("[no native baseline](#madial)<br>vs BM25: [no detectable difference]")

@@ -100,13 +100,19 @@ def native_family(backend: str) -> int | None:
     return 0 if base == "openclaw-real" else 1 if base == "openclaw" else None
 
 
+def is_native(backend: str | None) -> bool:
+    """OpenClaw's own memory: OpenClaw itself or the port, any profile, preset or variant."""
+    return bool(backend) and parse_variant(backend)[0].startswith("openclaw")
+
+
 def resolve_baseline(metrics: dict[str, Any], pv: ProbeValues, metric: str, higher_is_better: bool
                      ) -> tuple[str | None, str]:
-    """(baseline condition, the rule that chose it): the suite's own (`baseline`, or `strongest_native`), else
-    the strongest OpenClaw native condition on the headline, OpenClaw itself before the port."""
+    """(baseline condition, the rule that chose it): the suite's own (`baseline`, or `strongest_native`) when it
+    is an OpenClaw native condition, else the strongest OpenClaw native condition on the headline, OpenClaw itself
+    before the port; None when no native backend ran (a suite's control baseline is not "OpenClaw native")."""
     for key in ("baseline", "strongest_native"):
         cond = metrics.get(key)
-        if cond and cond in pv.values:
+        if cond and cond in pv.values and is_native(pv.backend_of.get(cond)):
             return cond, metrics.get("baseline_rule") or (
                 "the suite's strongest OpenClaw native condition" if key == "strongest_native" else "the suite's baseline")
     for family in (0, 1):

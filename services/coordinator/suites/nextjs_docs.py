@@ -25,7 +25,14 @@ from services.common.tokens import count_tokens
 from services.common.types import Document, IngestBatch
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.suites import common as C
-from services.coordinator.suites.base import Condition, Probe, Suite, SuiteData
+from services.coordinator.suites.base import (
+    Condition,
+    Probe,
+    ProbeValues,
+    Suite,
+    SuiteData,
+    condition_backends,
+)
 from services.coordinator.suites.data.nextjs_docs_tasks import TASKS
 from services.coordinator.suites.nextjs_docs_corpus import agents_md_index, fetch_docs, load_docs
 from services.coordinator.suites.registry import register
@@ -67,6 +74,7 @@ class NextjsDocsSuite(Suite):
     name = "nextjs-docs"
     description = ("Seed 004: Next.js docs as memories (chunks, LLM-extracted, ± rerank) vs a static AGENTS.md "
                    "index, over coding tasks; retrieval hit, API coverage and context tokens (no coding agent).")
+    retrieval_headline = "doc_hit"
     defaults = {"version": "16.4.6", "docs_dir": None, "sections": "01-app", "max_docs": 0, "top_k": 6,
                 "mode": "fast"}
 
@@ -110,15 +118,11 @@ class NextjsDocsSuite(Suite):
         rec = await ctx.retrieve(backend, probe)
         return {"retrievals": {backend: rec}, "context_tokens": count_tokens(rec["formatted_context"] or "")}
 
-    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        info = C.load_info(self) or {}
-        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "info": info, "note": EVAL_NOTE}
-        per_cond: dict[str, dict[str, dict[str, float | None]]] = {}
-        static: dict[str, dict[str, float | None]] = {"doc_hit": {}, "rr": {}, "api_coverage": {}, "token_spend": {}}
+    def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        values: dict[str, dict[str, dict[str, float | None]]] = {}
         for cond, rows in C.by_condition(samples).items():
             vals: dict[str, dict[str, float | None]] = {"doc_hit": {}, "rr": {}, "api_coverage": {},
                                                         "token_spend": {}, "latency_ms": {}}
-            lat = []
             for r in rows:
                 pid, meta = r["probe_id"], r.get("meta") or {}
                 rec = C.retrieval_of(r) or {"memories": []}
@@ -129,13 +133,24 @@ class NextjsDocsSuite(Suite):
                 vals["api_coverage"][pid] = 1.0 if api_coverage(ctx, meta.get("apis") or []) else 0.0
                 vals["token_spend"][pid] = float(r.get("context_tokens", 0))
                 vals["latency_ms"][pid] = rec.get("latency_ms")
-                if rec.get("latency_ms") is not None:
-                    lat.append(rec["latency_ms"])
+            values[cond] = vals
+        return ProbeValues(values, specs={m: (hib, unit) for m, hib, unit in METRICS},
+                           backend_of=condition_backends(samples))
+
+    def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        info = C.load_info(self) or {}
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "info": info, "note": EVAL_NOTE}
+        per_cond = self.per_probe(samples).values
+        static: dict[str, dict[str, float | None]] = {"doc_hit": {}, "rr": {}, "api_coverage": {}, "token_spend": {}}
+        for cond, rows in C.by_condition(samples).items():
+            vals = per_cond[cond]
+            lat = [x for x in vals["latency_ms"].values() if x is not None]
+            for r in rows:
+                pid, meta = r["probe_id"], r.get("meta") or {}
                 static["doc_hit"][pid] = 1.0 if meta.get("agents_md_hit") else 0.0
                 static["rr"][pid] = None
                 static["api_coverage"][pid] = None
                 static["token_spend"][pid] = float(info.get("agents_md_index_tokens") or 0)
-            per_cond[cond] = vals
             seed = C.stable_seed(self.seed, cond)
             out["conditions"][cond] = {"n": len(rows), "overall": {m: C.summary(v, seed, UNITS[m]) for m, v in vals.items()},
                                        "missed": sorted(p for p, x in vals["doc_hit"].items() if x == 0.0),
