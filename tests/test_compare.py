@@ -130,6 +130,23 @@ def test_unpaired_runs_combine_the_two_intervals():
     assert compare_metric("x", va, {"p1": None}, True, "rate", None, "c", 0) is None
 
 
+def test_an_interval_without_the_permutation_test_is_not_a_change():
+    """4 of 48 probes drop: the bootstrap interval's top lies below 0 (no drop among 48 draws has probability
+    (44/48)^48 = 0.015 < 2.5%), but the exact sign-flip p is 2/2^4 = 0.125."""
+    va = {f"p{i:02d}": 1.0 for i in range(48)}
+    vb = {**va, **{f"p{i:02d}": 0.0 for i in range(4)}}
+    r = compare_metric("pass", va, vb, True, "rate", None, "question", 3)
+    assert r["ci"][1] < 0 and r["p"] == pytest.approx(0.125, abs=0.01) and not r["changed"]
+
+
+def test_few_clusters_are_named_in_the_report(tmp_path):
+    res = {"a": "A", "b": "B", "changed": [], "timing_changed": [], "compared": 1, "fail_on": [], "regressions": [],
+           "config_changes": [], "suites_only_in": {"a": [], "b": []},
+           "suites": {"locomo": {"rows": [{"paired": True, "units": 4, "timing": False, "condition": "x"}],
+                                 "clustered": True, "conditions_only_in": {"a": [], "b": []}}}}
+    assert "locomo: with 4 independent units the paired test cannot go below p = 0.125" in render_markdown(res)
+
+
 def test_a_difference_inside_the_tie_threshold_is_not_a_change():
     r = compare_metric("t", {f"p{i}": 100.0 for i in range(10)}, {f"p{i}": 100.8 for i in range(10)}, False, "tokens",
                        None, "c", 0)

@@ -13,9 +13,11 @@ scoring uses (`Suite.per_probe`, recomputed from samples.jsonl):
 - **unpaired** otherwise (another seed or data sample): each run's own 95% interval, the difference's half-width
   taken as the two half-widths in quadrature, no p.
 
-A metric *changed* when that interval of the difference excludes 0 and the difference is past the seed's tie
-threshold (0.005 for rates and scores, 1 for tokens and ms); it *regressed* when it changed in the metric's bad
-direction. Retrieve latency depends on the machine's load as much as on the backend, so it is reported apart
+A metric *changed* when that interval of the difference excludes 0, the difference is past the seed's tie
+threshold (0.005 for rates and scores, 1 for tokens and ms) and, when paired, the permutation p is below 0.05 (the
+verdict's rule: a bootstrap interval over few differing probes can exclude 0 where the exact test cannot; with 4
+LoCoMo conversations p cannot go below 0.125, and the report says so); it *regressed* when it changed in the
+metric's bad direction. Retrieve latency depends on the machine's load as much as on the backend, so it is reported apart
 (timing) and gates only when named in `--fail-on`. Metrics the offline llm-mock produced are marked.
 
 `--fail-on SPEC[,SPEC]`: `headline` (each suite's verdict metric), `any` (every non-timing metric), a metric name
@@ -34,7 +36,7 @@ from typing import Any
 from services.coordinator import stats
 from services.coordinator.suites.base import ProbeValues
 from services.coordinator.suites.common import stable_seed
-from services.coordinator.verdict import VerdictError, load_suite_run, mocked
+from services.coordinator.verdict import ALPHA, VerdictError, load_suite_run, min_p, mocked
 
 PAIRED_SHARE = 0.8
 VOLATILE_KEYS = {"run_id", "started_at", "started_monotonic", "first_started_at", "resumed", "duration_s", "ingest",
@@ -107,7 +109,8 @@ def compare_metric(metric: str, va: dict[str, float | None], vb: dict[str, float
                "p": None, "method": "unpaired: each run's 95% interval, half-widths in quadrature"}
     lo, hi = out["ci"]
     d = out["delta"]
-    changed = d is not None and lo is not None and hi is not None and (lo > 0 or hi < 0) and abs(d) > thr
+    changed = (d is not None and lo is not None and hi is not None and (lo > 0 or hi < 0) and abs(d) > thr
+               and (out["p"] is None or out["p"] < ALPHA))
     out.update(higher_is_better=hib, unit=unit, threshold=thr, changed=changed,
                direction=None if not changed else "better" if (d > 0) == hib else "worse")
     return out
@@ -215,6 +218,7 @@ def compare_runs(a: str | Path, b: str | Path, fail_on: list[str] | None = None,
             config.setdefault((x["key"], json.dumps(x["a"], default=str), json.dumps(x["b"], default=str)),
                               []).append(name)
         suites[name] = {"dir_a": str(sa[name]), "dir_b": str(sb[name]), "headline": headline, "rows": rows,
+                        "clustered": bool(pa.clusters or pb.clusters),
                         "conditions_only_in": only, "git_a": run_a.get("git_sha"), "git_b": run_b.get("git_sha")}
     for want in backends or []:
         if want not in all_backends:
@@ -329,6 +333,11 @@ def render_markdown(res: dict[str, Any]) -> str:
         for side, conds in s["conditions_only_in"].items():
             if conds:
                 notes.append(f"{name}: conditions only in run {side.upper()}: {', '.join(conds)}.")
+        floor = min_p(min((r["units"] for r in s["rows"] if r["paired"]), default=None), s.get("clustered", False))
+        if floor is not None and floor >= ALPHA:
+            notes.append(f"{name}: with {round(math.log2(2 / floor))} independent units the paired test cannot go "
+                         f"below p = {floor:.3f}, so no change can be detected there; run more (e.g. LoCoMo "
+                         "`--option conversations=10`).")
         unpaired = sorted({r["condition"] for r in s["rows"] if not r["paired"]})
         if unpaired:
             notes.append(f"{name}: the runs asked different probes (another seed or data sample) for "
@@ -337,8 +346,8 @@ def render_markdown(res: dict[str, Any]) -> str:
               "B minus A per suite, condition and metric from the per-probe values each suite scores "
               "(samples.jsonl): paired over the probes both runs asked (95% interval of the mean difference by the "
               "suite's statistics, two-sided paired permutation p), unpaired when the probes differ (each run's "
-              "interval, half-widths in quadrature). *Moved* = the interval excludes 0 and |Δ| passes the tie "
-              "threshold (0.005 for rates and scores, 1 for tokens and ms). With many comparisons a few can move by "
+              "interval, half-widths in quadrature). *Moved* = the interval excludes 0, |Δ| passes the tie "
+              "threshold (0.005 for rates and scores, 1 for tokens and ms) and, paired, p < 0.05. With many comparisons a few can move by "
               "chance when the runs differ; identical probes and answers give Δ = 0 exactly. (llm-mock) = a figure "
               "the offline mock produced.", *([""] + [f"- {x}" for x in notes] if notes else [])]
     return "\n".join(lines) + "\n"
