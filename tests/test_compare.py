@@ -221,3 +221,27 @@ def test_suites_only_in_one_run_are_listed(tmp_path):
     res = compare_runs(a, b)
     assert res["suites_only_in"] == {"a": ["extra"], "b": []}
     assert "Suites only in run A: extra." in render_markdown(res)
+
+
+@pytest.mark.slow
+def test_two_real_bench_all_runs_of_one_seed_compare_clean(tmp_path):
+    """`memrig bench-all` twice (octybot, three backends, in-process, seed 0): each report opens with the verdict,
+    and compare finds no quality or token change and exits 0 even when gated on every metric."""
+    import os
+    import subprocess
+    import sys
+
+    def bench(out):
+        r = subprocess.run([sys.executable, "-m", "services.cli", "bench-all", "--suites", "octybot", "--backends",
+                            "none,bm25,openclaw", "--no-costs", "--in-process", "--out", str(out)],
+                           capture_output=True, text=True, timeout=600, env={**os.environ, "MEMRIG_EMBEDDER": "hash"})
+        assert r.returncode == 0, r.stderr[-2000:]
+        head = (out / "report.md").read_text().split("\n")[:40]
+        assert head[0] == f"# Verdict ({out.name})" and any(x.startswith("| **bm25** |") for x in head)
+        assert json.loads((out / "verdict.json").read_text())["suites"]["octybot"]["baseline"]["backend"] == "openclaw"
+        return out
+
+    a, b = bench(tmp_path / "a"), bench(tmp_path / "b")
+    res = compare_runs(a, b, fail_on=["any"])
+    assert res["changed"] == [] and res["exit_status"] == 0 and res["compared"] > 0
+    assert run_cli("compare", str(a), str(b), "--fail-on", "any") == 0
