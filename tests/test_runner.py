@@ -34,7 +34,7 @@ async def test_cortex_v1_run_resume_and_report(tmp_path):
     assert run["judge"]["offline_mock"] is True
     report = (out / "report.md").read_text()
     assert "## Cortex V1: condition × category" in report
-    assert "| **Mean score (0-3)** |" in report and "A: Specific detail" in report
+    assert "| **Mean score (0-3)** (llm-mock) |" in report and "A: Specific detail" in report  # the mock judged
     m = json.loads((out / "metrics.json").read_text())
     # full-context hands the answerer every session, so its hit rate is 1.0 by construction
     assert m["retrieval"]["full-context"]["hit_rate"] == 1.0
