@@ -623,7 +623,10 @@ def _friendly_error(e: Exception, args) -> str | None:
     import grpc
 
     from services.adapters.client import BackendError
+    from services.launcher import LaunchError
 
+    if isinstance(e, LaunchError) and str(e).startswith("local-llm cannot start"):
+        return str(e)  # the local model is not set up: the message says what to run
     if isinstance(e, BackendError):
         where = getattr(args, "target", None) or e.backend
         if e.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):

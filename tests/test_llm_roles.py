@@ -113,3 +113,43 @@ async def test_the_coordinators_compaction_uses_the_compaction_role(tmp_path):
     summary = await ctx.compaction("ns")
     assert comp.tasks() == ["compaction"] and answer.tasks() == [] and summary
     assert ProbeContext({}, {}, answer, answer, tmp_path, "suite").compaction_llm is answer
+
+
+def _memrig(*args, env):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "services.cli", *args], capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+def test_bench_without_the_local_model_says_what_to_run(tmp_path):
+    import os
+
+    env = {**os.environ, "MEMRIG_CACHE_DIR": str(tmp_path / "no-model")}
+    r = _memrig("bench", "--suite", "cortex-v1", "--backends", "none", "--llm", "local", "--out", str(tmp_path / "o"),
+                env=env)
+    assert r.returncode == 2, r.stderr
+    assert "error: local-llm cannot start:" in r.stderr and "make setup-local-llm" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_up_with_roles_points_the_backends_flush_at_the_chosen_model(tmp_path):
+    import json
+    import os
+
+    env = {**os.environ, "MEMRIG_STATE_DIR": str(tmp_path / "state")}
+    env.pop("MEMRIG_LLM_BASE_URL", None)
+    r = _memrig("up", "--backends", "full-context", "--llm", "mock", env=env)
+    try:
+        assert r.returncode == 0, r.stderr
+        assert "flush       llm-mock (offline, not a model) at http://127.0.0.1:" in r.stdout
+        state = json.loads((tmp_path / "state" / "run" / "state.json").read_text())
+        assert set(state) == {"llm-mock", "backend/full-context"}
+        with open(f"/proc/{state['backend/full-context']['pid']}/environ", "rb") as f:
+            child = dict(kv.split("=", 1) for kv in f.read().decode().split("\0") if "=" in kv)
+        assert child["MEMRIG_FLUSH_BASE_URL"] == state["llm-mock"]["url"]
+        assert child["MEMRIG_FLUSH_MODEL"] == DEFAULT_MOCK_MODEL
+    finally:
+        assert _memrig("down", env=env).returncode == 0
