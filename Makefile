@@ -50,8 +50,9 @@ openclaw-optional: setup
 test: setup openclaw-optional
 	$(BIN)/python -m pytest $(PYTEST_FLAGS)
 
-# The quick subset: everything not marked slow.
-test-quick: setup openclaw-optional
+# The quick subset for developers (< 2 min here): everything not marked slow (slow = starts a Node sidecar, a locust
+# run, a real server or a pytest process, or takes seconds). `make test`, which CI runs, runs everything.
+test-quick: setup
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_FLAGS)
 
 bench-all: setup openclaw-optional

@@ -243,6 +243,7 @@ def _master_log(out: Path) -> str:
     return p.read_text()[-3000:] if p.exists() else ""
 
 
+@pytest.mark.slow  # a locust run (~6 s)
 async def test_headless_cortex_run_against_a_local_rig(tmp_path):
     """run.py starts the real cortex-mock behind the real fault proxy, runs locust headless, stops both."""
     code, text = await _run_load(tmp_path, "--users", "4", "--spawn-rate", "4", "--duration", "5")
@@ -258,6 +259,7 @@ async def test_headless_cortex_run_against_a_local_rig(tmp_path):
     assert CO_LABEL in (tmp_path / "locust_summary.md").read_text()
 
 
+@pytest.mark.slow  # a locust run (~6 s)
 async def test_fault_window_shows_up_as_failures_inside_that_window(tmp_path):
     timeline = json.dumps([{"at_s": 1.5, "duration_s": 2.0, "preset": "error_503", "name": "down"}])
     run = asyncio.create_task(_run_load(tmp_path, "--users", "4", "--spawn-rate", "4",
@@ -301,6 +303,7 @@ async def test_fault_window_shows_up_as_failures_inside_that_window(tmp_path):
     assert "failures inside fault windows" in (tmp_path / "locust_summary.md").read_text()
 
 
+@pytest.mark.slow  # a locust run (~6 s)
 async def test_grpc_locust_run_against_started_adapter(tmp_path):
     code, text = await _run_load(tmp_path, "--target", "grpc", "--backend", "full-context", "--users", "3",
                                  "--spawn-rate", "3", "--duration", "3")
@@ -399,6 +402,7 @@ async def test_dashboard_queries_return_data_from_a_real_prometheus(tmp_path):
     assert not missing, missing
 
 
+@pytest.mark.slow  # a locust run (~6 s)
 async def test_spike_shape_drives_users_and_ends_the_run(tmp_path):
     params = json.dumps({"users": 2, "spike_users": 6, "before_s": 1.5, "spike_s": 1.5, "after_s": 1.5,
                          "spawn_rate": 20})

@@ -17,6 +17,7 @@ from services.adapters.openclaw_real.node import OPENCLAW_VERSION, availability,
 from services.common.types import Document, IngestBatch, RetrieveQuery, ValidationError
 
 AVAIL = availability()
+pytestmark = pytest.mark.slow  # starts OpenClaw's Node sidecar (~7 s a start)
 needs_openclaw = pytest.mark.skipif(not AVAIL.ok, reason=f"[requires:openclaw] openclaw-real unavailable: {AVAIL.reason}")
 
 DAY0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, required_skip_failure
 
 
@@ -19,6 +21,7 @@ def test_required_skip_failure_by_hand():
     assert required_skip_failure("[requires:plugin-client] y", {"plugin-client", "redis"}) is not None
 
 
+@pytest.mark.slow  # two pytest processes
 def test_a_required_skip_fails_a_real_run(tmp_path: Path):
     t = tmp_path / "test_probe.py"
     t.write_text("import pytest\n\n"
