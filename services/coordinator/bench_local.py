@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 import traceback
@@ -83,7 +84,7 @@ async def run_bench_local(args: argparse.Namespace) -> int:
     index: dict[str, Any] = {"run_id": top.run_id, "profile": "local", "suites": {}, **provenance()}
     rig = Rig(out / "procs")
     progress = TerminalProgress()
-    cache = llm_cache.shared()
+    cache = llm_cache.shared(os.environ.get("MEMRIG_LLM_CACHE_PATH") or None)  # the file every client uses
     before = cache.stats()
     t0 = time.monotonic()
     try:
@@ -178,8 +179,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-llm-cache", action="store_true", help="call the model for every request (refresh the cache)")
     args = ap.parse_args(argv)
     if args.no_llm_cache:
-        import os
-
         os.environ["MEMRIG_LLM_CACHE"] = "refresh"
     return asyncio.run(run_bench_local(args))
 
