@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.client import BackendError
-from services.adapters.compacted.backend import compact
-from services.adapters.full_context.backend import render_session
 from services.common import prompts
 from services.common.llm_client import LLMClient
 from services.common.tokens import count_tokens
+from services.common.transcripts import compact, render_session
 from services.common.types import IngestBatch, Memory, RetrieveQuery, RetrieveResult
 from services.coordinator.metrics.judge import majority_vote
 from services.coordinator.suites.base import Condition, Probe

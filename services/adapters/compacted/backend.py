@@ -11,8 +11,7 @@ from __future__ import annotations
 import hashlib
 
 from services.adapters.base import SessionStore, StoreBackedBackend
-from services.adapters.full_context.backend import render_session
-from services.common import prompts
+from services.common.transcripts import compact, render_session
 from services.common.types import (
     IngestBatch,
     Memory,
@@ -26,14 +25,6 @@ def transcripts_text(store: SessionStore, namespace: str) -> str:
     parts = [render_session(s) for s in store.ordered_sessions(namespace)]
     parts += [f"## {d.path or d.id}\n{d.text}" for d in store.ordered_documents(namespace)]
     return "\n\n".join(parts)
-
-
-async def compact(llm, transcripts: str, temperature: float = 0.0) -> str:
-    res = await llm.chat(
-        [{"role": "system", "content": prompts.COMPACTION_SYSTEM}, {"role": "user", "content": transcripts}],
-        temperature=temperature,
-    )
-    return res.text.strip()
 
 
 class CompactedBackend(StoreBackedBackend):

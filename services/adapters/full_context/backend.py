@@ -9,18 +9,13 @@ from __future__ import annotations
 
 from services.adapters.base import StoreBackedBackend
 from services.common.tokens import count_tokens
+from services.common.transcripts import render_session
 from services.common.types import (
     IngestBatch,
     Memory,
     RetrieveQuery,
     RetrieveResult,
-    Session,
 )
-
-
-def render_session(s: Session) -> str:
-    head = f"## Session {s.session_id} ({s.started_at.date().isoformat()})"
-    return "\n".join([head, *(f"{m.role}: {m.content}" for m in s.messages)])
 
 
 class FullContextBackend(StoreBackedBackend):

@@ -43,6 +43,7 @@ from services.adapters.openclaw.workspace import (
     parse_flush_reply,
 )
 from services.common import prompts
+from services.common.transcripts import compact
 from services.common.types import (
     ChannelDiagnostics,
     IngestBatch,
@@ -379,8 +380,6 @@ class OpenClawBackend(MemoryBackend):
         st.flushed_cycle = st.compactions
 
     async def _compact(self, st: lifecycle.InstallState) -> None:
-        from services.adapters.compacted.backend import compact
-
         text = "\n".join(f"{r}: {t}" for r, t in lifecycle.flush_context(st))
         st.summary = await compact(self.context.llm, text, self.config["llm_temperature"])
         self.n["llm_calls"] += 1
