@@ -12,7 +12,7 @@ import pytest
 from services.common.types import Message, Session
 from services.coordinator.suites import cortex_v1 as V
 from services.coordinator.suites.cortex_v1 import CortexV1Suite, condition_label, evidence_for
-from tests.test_golden_suites import _cv1_samples
+from tests.fixtures_golden import cv1_samples
 
 
 def test_defaults_and_registration():
@@ -80,7 +80,7 @@ def test_conditions_follow_the_backends_in_the_run():
 
 def _json_samples():
     """The golden samples as a run file gives them back (strings built by json, not literals)."""
-    return json.loads(json.dumps(_cv1_samples()))
+    return json.loads(json.dumps(cv1_samples()))
 
 
 def test_score_filters_on_values_read_from_json():
@@ -104,7 +104,7 @@ def test_no_compacted_condition_means_no_deltas():
 
 
 def test_render_rows():
-    m = CortexV1Suite().score(_cv1_samples())
+    m = CortexV1Suite().score(cv1_samples())
     md = CortexV1Suite().render(m)
     assert "| Metric | compacted | OpenClaw native |" in md
     assert "| Grounded correct (3) | 40.0% | 40.0% |" in md

@@ -14,7 +14,7 @@ import pytest
 
 from services.coordinator.suites import locomo as L
 from services.coordinator.suites.locomo import LocomoSuite
-from tests.test_golden_suites import _locomo_samples
+from tests.fixtures_golden import locomo_samples
 
 CONV_A = {  # upstream index 0 ("conv-26"), so audit file errors_conv_0.json corrects it
     "sample_id": "conv-26",
@@ -204,7 +204,7 @@ def test_run_probe_prompts_per_category_and_judges_only_when_asked():
 def _scored(**info):
     s = LocomoSuite({}, seed=0)
     s._info = info
-    rows = _locomo_samples("openclaw") + _locomo_samples("bm25")
+    rows = locomo_samples("openclaw") + locomo_samples("bm25")
     for r in rows:
         r["probe_id"] = f"conv-{int(r['probe_id'][1:]) % 3}:{r['probe_id']}"  # three conversations
         if r["condition"] == "bm25":
@@ -328,7 +328,7 @@ def test_temporal_hint_only_for_category_2():
 def test_binary_j_and_its_comparison():
     s = LocomoSuite({}, seed=0)
     s._info = {}
-    rows = _locomo_samples("openclaw") + _locomo_samples("bm25")
+    rows = locomo_samples("openclaw") + locomo_samples("bm25")
     for i, r in enumerate(rows):
         r["probe_id"] = f"conv-{i % 3}:{r['probe_id']}"
         r["binary_judge"] = {"correct": r["condition"] == "openclaw" and i % 3 != 0}

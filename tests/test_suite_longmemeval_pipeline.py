@@ -15,7 +15,7 @@ import pytest
 
 from services.coordinator.suites import longmemeval as L
 from services.coordinator.suites.longmemeval import KS, LongMemEvalSuite
-from tests.test_golden_suites import LME_SAMPLES, _lme
+from tests.fixtures_golden import LME_SAMPLES, lme_sample
 
 
 def _turn(role: str | None, content: str, has_answer: bool = False) -> dict:
@@ -230,7 +230,7 @@ def test_score_wiring_token_spend_latency_types_and_comparisons():
 def test_score_without_a_baseline_has_no_comparisons():
     res = LongMemEvalSuite({}, seed=0)
     res._info = {}
-    one = [_lme("q1", "multi-session", ["sA"], ["sA_1"], ["sA_1"], [["sA_1"]], True)]
+    one = [lme_sample("q1", "multi-session", ["sA"], ["sA_1"], ["sA_1"], [["sA_1"]], True)]
     assert res.score(one)["comparisons"] == {}  # a single condition is its own baseline: nothing to compare
 
 

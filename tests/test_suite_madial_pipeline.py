@@ -18,7 +18,7 @@ from services.coordinator.suites.madial import (
     memory_text,
     read_jsonl_or_json,
 )
-from tests.test_golden_suites import MADIAL_SAMPLES
+from tests.fixtures_golden import MADIAL_SAMPLES
 
 MEMORY = {
     "2": {"time": "2022-03-04", "scene": "park", "emotion": "joy", "event": " Flew a kite "},
