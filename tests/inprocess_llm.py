@@ -30,3 +30,18 @@ class InProcessMockLLM:
 
     async def close(self):
         pass
+
+
+class CannedLLM:
+    """`chat()` always replies `text` (a compaction summary, say); `calls` records the messages."""
+
+    def __init__(self, text: str = "Worked on an API. Chose a port."):
+        self.text = text
+        self.calls: list[list[dict[str, str]]] = []
+
+    async def chat(self, messages, temperature=0.0, **kw):
+        self.calls.append(messages)
+        return Reply(self.text)
+
+    async def close(self):
+        pass

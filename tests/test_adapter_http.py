@@ -15,7 +15,7 @@ from aiohttp import web
 from services.adapters.http.backend import HttpBackend
 from services.adapters.http.mapping import MAPPINGS_DIR, MappingError, load_mapping, parse_mapping
 from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session, ValidationError
-from services.fault_proxy.testing import serve_app
+from tests.fixtures_proxy import serve_app
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 

@@ -12,8 +12,8 @@ from services.adapters.http.backend import HttpBackend
 from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session
 from services.cortex_mock.app import make_app
 from services.cortex_mock.config import MockConfig  # noqa: E402
-from services.fault_proxy.testing import serve_app  # noqa: E402
-from tests.test_conformance import _conformance_in_process  # noqa: E402
+from tests.fixtures_conformance import conformance_in_process  # noqa: E402
+from tests.fixtures_proxy import serve_app  # noqa: E402
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -77,6 +77,6 @@ async def test_conformance_passes_http_against_cortex_mock(mock_url):
     from services.conformance import render
 
     b = HttpBackend({"mapping": "cortex-mock", "base_url": mock_url})
-    results = await _conformance_in_process(b)
+    results = await conformance_in_process(b)
     assert not [r for r in results if r.status == "FAIL"], render(results, "http:cortex-mock")
     assert sum(r.status == "PASS" for r in results) >= 12

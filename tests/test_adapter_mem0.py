@@ -15,8 +15,8 @@ from services.adapters.registry import get_spec
 from services.common import prompts
 from services.common.types import IngestBatch, Message, RetrieveQuery, Session
 from services.conformance import render
+from tests.fixtures_conformance import conformance_in_process
 from tests.inprocess_llm import InProcessMockLLM
-from tests.test_conformance import _conformance_in_process
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -98,6 +98,6 @@ def test_config_and_registry():
 @pytest.mark.parametrize("infer", [True, False])
 async def test_conformance_passes_in_process(infer):
     b, _ = backend(infer=infer)
-    results = await _conformance_in_process(b)
+    results = await conformance_in_process(b)
     assert not [r for r in results if r.status == "FAIL"], render(results, f"mem0 infer={infer}")
     assert not [r for r in results if r.status == "N/A"], render(results, "mem0")

@@ -18,8 +18,8 @@ from services.adapters.mem0_oss.backend import EVIDENCE_KEY, SESSION_KEY, Mem0Os
 from services.adapters.mem0_oss.library import embedder_config, import_mem0  # noqa: E402
 from services.common.embeddings import get_embedder  # noqa: E402
 from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session  # noqa: E402
-from services.fault_proxy.testing import serve_app  # noqa: E402
-from tests.test_conformance import _conformance_in_process  # noqa: E402
+from tests.fixtures_conformance import conformance_in_process  # noqa: E402
+from tests.fixtures_proxy import serve_app  # noqa: E402
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 TEXTS = [
@@ -173,6 +173,6 @@ async def test_conformance_passes():
     from services.conformance import render
 
     b = Mem0OssBackend()
-    results = await _conformance_in_process(b)
+    results = await conformance_in_process(b)
     assert not [r for r in results if r.status == "FAIL"], render(results, "mem0-oss")
     assert sum(r.status == "PASS" for r in results) >= 12

@@ -22,8 +22,8 @@ from services.common.types import IngestBatch, Message, RetrieveQuery, Session
 from services.conformance import render
 from services.llm_mock import memory_hook as mock_mh
 from services.llm_mock.tasks import detect_task, respond
+from tests.fixtures_conformance import conformance_in_process
 from tests.inprocess_llm import InProcessMockLLM
-from tests.test_conformance import _conformance_in_process
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 TEXTS = ["Hi, quick question about the project.",
@@ -141,6 +141,6 @@ def test_registry_and_describe():
 @pytest.mark.parametrize("rerank", [True, False])
 async def test_conformance_passes_in_process(rerank):
     b, _ = backend(rerank=rerank)
-    results = await _conformance_in_process(b)
+    results = await conformance_in_process(b)
     assert not [r for r in results if r.status == "FAIL"], render(results, f"memory-hook rerank={rerank}")
     assert not [r for r in results if r.status == "N/A"], render(results, "memory-hook")

@@ -10,7 +10,7 @@ import pytest
 from services.adapters.octybot.backend import OctybotBackend
 from services.adapters.octybot.graph import entity_names, is_correction, node_type, split_sentences
 from services.common.types import IngestBatch, Message, RetrieveQuery, Session
-from tests.test_conformance import _conformance_in_process
+from tests.fixtures_conformance import conformance_in_process
 
 T0 = datetime(2026, 2, 2, 9, 0, tzinfo=UTC)
 
@@ -131,7 +131,7 @@ async def test_unknown_namespace_and_reset():
 async def test_conformance_passes():
     from services.conformance import render
 
-    results = await _conformance_in_process(OctybotBackend())
+    results = await conformance_in_process(OctybotBackend())
     assert not [r for r in results if r.status == "FAIL"], render(results, "octybot")
     assert sum(r.status == "PASS" for r in results) >= 12
 

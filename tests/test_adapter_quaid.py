@@ -17,8 +17,8 @@ from services.adapters.registry import get_spec
 from services.common import prompts
 from services.common.types import IngestBatch, Message, RetrieveQuery, Session
 from services.conformance import render
+from tests.fixtures_conformance import conformance_in_process
 from tests.inprocess_llm import InProcessMockLLM
-from tests.test_conformance import _conformance_in_process
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -183,6 +183,6 @@ def test_registered_not_default_and_describe_lists_constants():
 
 async def test_conformance_passes_in_process():
     b, _ = backend()
-    results = await _conformance_in_process(b)
+    results = await conformance_in_process(b)
     assert not [r for r in results if r.status == "FAIL"], render(results, "quaid")
     assert not [r for r in results if r.status == "N/A"], render(results, "quaid")

@@ -14,44 +14,32 @@ from memrig.v1 import memory_backend_pb2_grpc as pb_grpc
 from services.adapters.compacted.backend import CompactedBackend
 from services.adapters.full_context.backend import FullContextBackend
 from services.adapters.none.backend import NoMemoryBackend
-from services.adapters.server import serve_backend
 from services.common.grpc_util import graceful_stop, start_server
 from services.conformance import Conformance, render
 from services.launcher import Rig
 from tests.broken_backend import BrokenServicer
-from tests.test_control_backends import FakeLLM
-
-
-async def _conformance_in_process(backend):
-    ready, stop = asyncio.Event(), asyncio.Event()
-    task = asyncio.ensure_future(serve_backend(backend, port=0, metrics_port=None, ready=ready, stop=stop,
-                                               announce=False))
-    await asyncio.wait_for(ready.wait(), 30)
-    try:
-        return await Conformance(f"127.0.0.1:{ready.port}").run_all()
-    finally:
-        stop.set()
-        await task
+from tests.fixtures_conformance import conformance_in_process
+from tests.inprocess_llm import CannedLLM
 
 
 @pytest.mark.parametrize("factory", [FullContextBackend, NoMemoryBackend])
 async def test_control_backends_pass(factory):
-    results = await _conformance_in_process(factory())
+    results = await conformance_in_process(factory())
     failed = [r for r in results if r.status == "FAIL"]
     assert not failed, render(results, "in-process")
     assert sum(r.status == "PASS" for r in results) >= 12
 
 
 async def test_none_marks_recall_checks_not_applicable():
-    results = await _conformance_in_process(NoMemoryBackend())
+    results = await conformance_in_process(NoMemoryBackend())
     na = {r.name for r in results if r.status == "N/A"}
     assert "ingest → settle → retrieve finds an exact fact" in na
 
 
 async def test_compacted_passes_with_an_llm():
     b = CompactedBackend()
-    b.context._llm = FakeLLM()
-    results = await _conformance_in_process(b)
+    b.context._llm = CannedLLM()
+    results = await conformance_in_process(b)
     assert not [r for r in results if r.status == "FAIL"], render(results, "compacted")
 
 

@@ -13,6 +13,7 @@ from services.adapters.none.backend import NoMemoryBackend
 from services.common import prompts
 from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, RetrieveQuery, Session, ValidationError
+from tests.inprocess_llm import CannedLLM
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -64,24 +65,9 @@ def test_unknown_config_key_rejected():
         FullContextBackend({"token_budget": "lots"})
 
 
-class FakeLLM:
-    def __init__(self):
-        self.calls = []
-
-    async def chat(self, messages, temperature=0.0, **kw):
-        self.calls.append(messages)
-
-        class R:
-            text = "Worked on an API. Chose a port."
-        return R()
-
-    async def close(self):
-        pass
-
-
 async def test_compacted_summarises_once_per_content():
     b = CompactedBackend()
-    llm = FakeLLM()
+    llm = CannedLLM("Worked on an API. Chose a port.")
     b.context._llm = llm
     c = InProcessBackendClient(b)
     await c.ingest("ns", IngestBatch(sessions=sessions(2)))

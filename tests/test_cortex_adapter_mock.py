@@ -13,7 +13,7 @@ from services.common.types import Document, IngestBatch, Message, RetrieveQuery,
 from services.cortex_mock.app import make_app
 from services.cortex_mock.config import MockConfig
 from services.fault_proxy.admin_client import FaultProxyAdmin
-from services.fault_proxy.testing import running_proxy, serve_app
+from tests.fixtures_proxy import running_proxy, serve_app
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 

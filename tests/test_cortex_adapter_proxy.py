@@ -20,7 +20,7 @@ from aiohttp import web
 from services.adapters.cortex.backend import CortexBackend
 from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session
 from services.fault_proxy.admin_client import FaultProxyAdmin
-from services.fault_proxy.testing import running_proxy, serve_app
+from tests.fixtures_proxy import running_proxy, serve_app
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 

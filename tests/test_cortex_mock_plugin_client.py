@@ -318,7 +318,7 @@ async def test_the_plugins_own_client_works_directly(tmp_path):
 
 @pytest.mark.slow
 async def test_the_plugins_own_client_works_through_the_fault_proxy(tmp_path):
-    from services.fault_proxy.testing import running_proxy
+    from tests.fixtures_proxy import running_proxy
 
     server = TestServer(make_app(MockConfig(data_dir=str(tmp_path / "d"), embedder="hash")))
     await server.start_server()

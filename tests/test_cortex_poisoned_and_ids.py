@@ -16,7 +16,7 @@ from services.common.types import IngestBatch, Message, RetrieveQuery, Session, 
 from services.coordinator.suites import poisoned_memory as pm
 from services.cortex_mock.app import make_app
 from services.cortex_mock.config import MockConfig
-from services.fault_proxy.testing import serve_app
+from tests.fixtures_proxy import serve_app
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 INLINE = [c for c in pm.CASES if c[0] in ("P09", "P10", "P11", "P12", "P13")]

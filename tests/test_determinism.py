@@ -13,7 +13,7 @@ from services.coordinator.determinism import compare_runs, quality_view
 from services.coordinator.results import RunDir
 from services.coordinator.runner import RunConfig, finalize, run_suite
 from services.coordinator.suites.locomo import LocomoSuite
-from tests.test_suite_real_data import _mini_locomo
+from tests.fixtures_suites import mini_locomo
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,7 @@ def test_quality_view_blanks_timings_and_recounts_scorecard():
 
 
 async def test_two_runs_identical_and_sample_order_irrelevant(tmp_path):
-    root = _mini_locomo(tmp_path)
+    root = mini_locomo(tmp_path)
     outs = []
     for i in range(2):
         out = tmp_path / f"run{i}"

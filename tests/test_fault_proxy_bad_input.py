@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from services.fault_proxy.faults import REGEX_TIMEOUTS, FaultError, header_faults, parse_fault
-from services.fault_proxy.testing import running_proxy, serve_app
+from tests.fixtures_proxy import running_proxy, serve_app
 
 
 @pytest.fixture

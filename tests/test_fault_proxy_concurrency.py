@@ -20,7 +20,7 @@ from aiohttp import web
 from services.fault_proxy.admin_client import FaultProxyAdmin
 from services.fault_proxy.engine import FaultEngine
 from services.fault_proxy.faults import RequestInfo, parse_fault
-from services.fault_proxy.testing import running_proxy, serve_app
+from tests.fixtures_proxy import running_proxy, serve_app
 
 N = 12
 FAULTS = [

@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 
 from services.fault_proxy.admin_client import AdminError, FaultProxyAdmin
-from services.fault_proxy.testing import running_proxy, serve_app
+from tests.fixtures_proxy import running_proxy, serve_app
 
 RESULTS = {"results": [{"node_id": f"n{i}", "content": f"memory {i}", "score": 0.9 - i / 10} for i in range(6)],
            "coverage": "high"}

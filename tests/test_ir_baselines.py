@@ -145,9 +145,9 @@ def test_bad_config_names_the_field():
 
 @pytest.mark.parametrize("method", ["bm25", "dense", "hybrid"])
 async def test_conformance_in_process(method):
-    from tests.test_conformance import _conformance_in_process
+    from tests.fixtures_conformance import conformance_in_process
 
-    results = await _conformance_in_process(IRBaselineBackend({"method": method}))
+    results = await conformance_in_process(IRBaselineBackend({"method": method}))
     failed = [r for r in results if r.status == "FAIL"]
     assert not failed, [(r.name, r.detail) for r in failed]
     assert not [r for r in results if r.status == "N/A"]
@@ -190,7 +190,7 @@ async def test_bm25_reproduces_locomo_dev(data_dir):
     """The README's figure: LoCoMo dev, categories 1-4, one turn = one document, turn recall_any@10 = 593/1032
     (0.575; issue 13 measured ≈ 0.57 with a plain Okapi BM25)."""
     from services.coordinator.suites.locomo import LocomoSuite
-    from services.coordinator.suites.testing import run_inprocess
+    from tests.fixtures_suites import run_inprocess
 
     if not (data_dir / "locomo" / "locomo10_dev.json").exists():
         pytest.skip("[requires:data] LoCoMo dev file not found")

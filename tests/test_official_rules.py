@@ -14,7 +14,7 @@ from services.coordinator.metrics.retrieval import (
 )
 from services.coordinator.suites.locomo import LocomoSuite, conversation_of, parse_categories
 from services.coordinator.suites.longmemeval import session_of_turn
-from tests.test_suite_real_data import _mini_locomo
+from tests.fixtures_suites import mini_locomo
 
 
 def test_locomo_normaliser_uses_regex_word_boundaries():
@@ -77,7 +77,7 @@ def test_locomo_categories_option(tmp_path):
     assert parse_categories("1,4") == parse_categories([1, 4]) == {"1", "4"}
     with pytest.raises(ValueError, match="categories"):
         parse_categories("19")
-    root = _mini_locomo(tmp_path)
+    root = mini_locomo(tmp_path)
     d = LocomoSuite({"data_dir": str(root), "full": True, "categories": 1234}).load()
     assert sorted(p.category for p in d.probes) == ["3", "4"]
     assert conversation_of("conv-26:q3") == "conv-26"

@@ -12,23 +12,9 @@ import pytest
 from services.adapters.base import BackendContext
 from services.adapters.openclaw import lifecycle as L
 from services.adapters.openclaw.backend import OpenClawBackend
-from services.common.types import IngestBatch, Message, RetrieveQuery, Session
+from services.common.types import IngestBatch, RetrieveQuery
+from tests.fixtures_openclaw import S1, S2, T0, ms
 from tests.inprocess_llm import InProcessMockLLM
-
-T0 = datetime(2026, 3, 1, 11, 0, tzinfo=UTC)
-S1 = Session("s1", T0, (
-    Message("s1-m0", "user", "The dev server runs on port 3001.", T0),
-    Message("s1-m1", "assistant", "Noted: port 3001.", T0 + timedelta(minutes=1)),
-    Message("s1-m2", "user", "We chose pnpm because it is faster.", T0 + timedelta(minutes=2)),
-))
-S2 = Session("s2", T0 + timedelta(days=2), (
-    Message("s2-m0", "user", "/status", T0 + timedelta(days=2)),
-    Message("s2-m1", "assistant", 'Deploys go out on "Thursdays".', T0 + timedelta(days=2, minutes=3)),
-))
-
-
-def ms(dt: datetime) -> int:
-    return int(dt.timestamp() * 1000)
 
 
 def test_thresholds_by_hand():

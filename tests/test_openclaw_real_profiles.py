@@ -16,8 +16,8 @@ from services.adapters.openclaw.lifecycle import agent_id
 from services.adapters.openclaw_real.backend import OpenClawRealBackend, transcript_evidence
 from services.adapters.openclaw_real.node import availability
 from services.common.types import IngestBatch, RetrieveQuery
+from tests.fixtures_openclaw import S1, S2, T0, ms
 from tests.inprocess_llm import InProcessMockLLM
-from tests.test_openclaw_lifecycle import S1, S2, T0, ms
 
 AVAIL = availability()
 pytestmark = [pytest.mark.slow,

@@ -24,29 +24,10 @@ from services.common.types import Document, IngestBatch, RetrieveQuery
 from services.cortex_mock import search as cm_search
 from services.cortex_mock.store import EntityRow, Fact, TenantIndex
 from services.cortex_mock.text import content_tokens, normalise
+from tests.fixtures_ranking import REF, MarkerEmbedder
 
 # ------------------------------------------------------------------------------------------------------
 # OpenClaw
-
-
-class MarkerEmbedder:
-    """3-d unit vectors chosen by a marker word in the text; the query ("alpha") is e0."""
-
-    name = "marker-3"
-    dim = 3
-
-    def __init__(self, vectors: dict[str, tuple[float, float, float]]):
-        self.vectors = vectors
-
-    def encode(self, texts, persist: bool = True):
-        out = np.zeros((len(texts), 3), dtype=np.float32)
-        for i, t in enumerate(texts):
-            vec = next((v for marker, v in self.vectors.items() if marker in t.split()), (1.0, 0.0, 0.0))
-            out[i] = vec
-        return out
-
-    async def aencode(self, texts, persist: bool = True):
-        return self.encode(texts)
 
 
 @pytest.fixture(autouse=True)
@@ -61,9 +42,6 @@ async def _openclaw(docs, vectors) -> tuple[OpenClawBackend, InProcessBackendCli
     c = InProcessBackendClient(b)
     await c.ingest("ns", IngestBatch(documents=tuple(docs)))
     return b, c
-
-
-REF = datetime(2026, 2, 2, tzinfo=UTC)
 
 
 async def test_openclaw_decay_reorders_the_search_results():

@@ -11,7 +11,7 @@ from services.adapters.base import BackendContext
 from services.adapters.client import InProcessBackendClient
 from services.adapters.openclaw.backend import OpenClawBackend
 from services.common.types import Document, IngestBatch, RetrieveQuery
-from tests.test_pipeline_ranking import REF, MarkerEmbedder
+from tests.fixtures_ranking import REF, MarkerEmbedder
 
 
 @pytest.fixture(autouse=True)

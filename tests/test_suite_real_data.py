@@ -1,7 +1,5 @@
 """Loaders of the real public sets: crafted mini files (always) and the shared data when present (needs_data)."""
 
-import json
-from pathlib import Path
 
 import pytest
 
@@ -10,7 +8,7 @@ from services.coordinator.suites.common import default_data_dir
 from services.coordinator.suites.locomo import LocomoSuite, parse_locomo_date, repair_evidence, session_of
 from services.coordinator.suites.longmemeval import LongMemEvalSuite, question_batch
 from services.coordinator.suites.madial import MadialSuite, dialogue_query
-from services.coordinator.suites.testing import run_inprocess
+from tests.fixtures_suites import mini_locomo, run_inprocess
 
 DATA = default_data_dir()
 have = lambda *p: DATA.joinpath(*p).exists()  # noqa: E731
@@ -26,30 +24,8 @@ def test_repair_evidence_counts():
     assert parse_locomo_date("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
 
 
-def _mini_locomo(tmp_path: Path) -> Path:
-    conv = {"sample_id": "conv-26", "conversation": {
-        "speaker_a": "Ann", "speaker_b": "Bob",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
-                      {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a cat on a sofa"}],
-        "session_2_date_time": "9:00 am on 10 May, 2023",
-        "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Miso loves tuna."}],
-        "session_3_date_time": "9:00 am on 12 May, 2023"},
-        "qa": [{"question": "What is Ann's cat called?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
-               {"question": "What does Miso love?", "answer": "tuna; fish", "evidence": ["D2:01"], "category": 3},
-               {"question": "What is Bob's dog called?", "evidence": ["D1:2"], "category": 5,
-                "adversarial_answer": "Rex"}]}
-    d = tmp_path / "locomo"
-    (d / "audit").mkdir(parents=True)
-    (d / "locomo10_dev.json").write_text(json.dumps([conv]))
-    (d / "audit" / "errors_conv_0.json").write_text(json.dumps([{
-        "question_id": "locomo_0_qa0", "question": "What is Ann's cat called?", "correct_evidence": ["D1:1", "D2:1"],
-        "correct_answer": "Miso the cat", "error_type": "WRONG_CITATION"}]))
-    return tmp_path
-
-
 async def test_locomo_mini_end_to_end(tmp_path):
-    root = _mini_locomo(tmp_path)
+    root = mini_locomo(tmp_path)
     suite = LocomoSuite({"data_dir": str(root), "full": True})
     d = suite.load()
     batch = d.corpora["conv-26"]

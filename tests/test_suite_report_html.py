@@ -8,7 +8,7 @@ from services.coordinator.results import RunDir
 from services.coordinator.runner import finalize
 from services.coordinator.suites.octybot import OctybotSuite
 from services.coordinator.suites.quaid_weeks import QuaidWeeksSuite
-from services.coordinator.suites.testing import run_inprocess
+from tests.fixtures_suites import run_inprocess
 
 
 def test_markdown_subset():

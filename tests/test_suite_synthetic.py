@@ -15,7 +15,7 @@ from services.coordinator.suites.octybot import OctybotSuite
 from services.coordinator.suites.poisoned_memory import PoisonedMemorySuite
 from services.coordinator.suites.quaid_weeks import QuaidWeeksSuite
 from services.coordinator.suites.registry import all_suites
-from services.coordinator.suites.testing import FakeLLM, run_inprocess
+from tests.fixtures_suites import FakeLLM, run_inprocess
 
 
 class KeywordBackend(MemoryBackend):

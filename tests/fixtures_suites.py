@@ -1,6 +1,6 @@
 """Test doubles for suites: a deterministic fake LLM (recognises the rig's prompt markers) and a small in-process
 driver that ingests a suite's corpora into in-process backends and runs probes × conditions through a real
-ProbeContext, without servers or the runner. For unit tests only; the runner is the real path.
+ProbeContext, without servers or the runner (the runner is the real path); and a miniature LoCoMo data directory.
 """
 
 from __future__ import annotations
@@ -94,3 +94,26 @@ async def run_inprocess(suite: Suite, clients: dict[str, Any], llm: FakeLLM | No
                             "expected": p.expected, "evidence_ids": p.evidence_ids, "namespace": p.namespace,
                             "meta": p.meta, **body, "status": "ok"})
     return samples
+
+
+def mini_locomo(tmp_path: Path) -> Path:
+    """A one-conversation LoCoMo file (with an audit correction) under tmp_path/locomo; returns the data root."""
+    conv = {"sample_id": "conv-26", "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Bob",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
+                      {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a cat on a sofa"}],
+        "session_2_date_time": "9:00 am on 10 May, 2023",
+        "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Miso loves tuna."}],
+        "session_3_date_time": "9:00 am on 12 May, 2023"},
+        "qa": [{"question": "What is Ann's cat called?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
+               {"question": "What does Miso love?", "answer": "tuna; fish", "evidence": ["D2:01"], "category": 3},
+               {"question": "What is Bob's dog called?", "evidence": ["D1:2"], "category": 5,
+                "adversarial_answer": "Rex"}]}
+    d = tmp_path / "locomo"
+    (d / "audit").mkdir(parents=True)
+    (d / "locomo10_dev.json").write_text(json.dumps([conv]))
+    (d / "audit" / "errors_conv_0.json").write_text(json.dumps([{
+        "question_id": "locomo_0_qa0", "question": "What is Ann's cat called?", "correct_evidence": ["D1:1", "D2:1"],
+        "correct_answer": "Miso the cat", "error_type": "WRONG_CITATION"}]))
+    return tmp_path

@@ -1,6 +1,5 @@
-"""Run a fault proxy (or any aiohttp app) inside the current event loop, on an ephemeral loopback port.
-
-For tests and in-process drills: `async with running_proxy(upstream_url, seed=1) as p: p.url, p.engine`.
+"""Run a fault proxy (or any aiohttp app) inside the test's event loop, on an ephemeral loopback port:
+`async with running_proxy(upstream_url, seed=1) as p: p.url, p.engine`.
 """
 
 from __future__ import annotations
