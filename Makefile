@@ -71,7 +71,7 @@ bench-openclaw: setup
 
 # openclaw-real vs the port: retrieve latency through gRPC at 1k and 10k chunks, sidecar overhead.
 bench-openclaw-real: setup setup-openclaw
-	$(BIN)/python -m services.adapters.openclaw_real.bench --out $(or $(OUT),results/bench-openclaw-real)
+	$(BIN)/python -m services.studies.bench_openclaw_real --out $(or $(OUT),results/bench-openclaw-real)
 
 up: setup
 	$(BIN)/memrig up $(if $(BACKENDS),--backends $(BACKENDS),)

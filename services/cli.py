@@ -580,8 +580,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("observe", "services.observe", "start Prometheus (and Grafana) against a running rig"),
         ("load", "loadtests.run", "locust master + workers against a local rig"),
         ("load-bench", "loadtests.bench", "highest sustained retrieve rate and proxy overhead"),
-        ("fidelity", "services.adapters.openclaw_real.fidelity", "port vs real OpenClaw, query by query"),
-        ("sensitivity", "services.adapters.openclaw_real.sensitivity", "native baseline by embedder × minScore"),
+        ("fidelity", "services.studies.fidelity", "port vs real OpenClaw, query by query"),
+        ("sensitivity", "services.studies.sensitivity", "native baseline by embedder × minScore"),
     ):
         p = sub.add_parser(name, help=helptext, add_help=False)
         p.set_defaults(fn=_delegate(module), passthrough=True)

@@ -650,3 +650,29 @@ async def test_fts_only_mode_of_2026_9_finishes_the_keyword_rows_alone():
     assert res.memories and res.memories[0].attributes["path"] == "memory/2026-01-31.md"
     assert all(m.channel_scores["vector"] == 0.0 and m.attributes["mode"] == "fts-only" for m in res.memories)
     assert res.memories[0].attributes["preset"] == "openclaw"
+
+
+async def test_a_second_backend_adopts_a_workspace_and_search_params_come_back():
+    """What the studies pair two OpenClaw backends with: `adopt_workspace` indexes another backend's workspace as its
+    own (same files, same results, the batch in the session store), `search_params` sets minScore / decay for a block
+    and restores them."""
+    a, ca = make()
+    await ca.ingest("ns", IngestBatch(sessions=(S1, S2, S3)))
+    b, cb = make()
+    assert b.workspace_state("ns") is None
+    chunks = await b.adopt_workspace("ns", a.workspace_state("ns"), IngestBatch(sessions=(S1, S2, S3)))
+    assert chunks == len(a.indexed_chunks("ns")) > 0 and b.indexed_chunks("ns") == a.indexed_chunks("ns")
+    assert b.workspace("ns") == a.workspace("ns") and (await b.namespace_stats("ns")).sessions == 3
+    assert b.n["llm_calls"] == 0  # nothing was staged from the sessions
+    q = RetrieveQuery("API port 4000", top_k=6, reference_time=REF)
+    ra, rb = (await ca.retrieve("ns", q))[0], (await cb.retrieve("ns", q))[0]
+    assert [(m.id, m.score) for m in rb.memories] == [(m.id, m.score) for m in ra.memories]
+    before = dict(b.params)
+    assert ra.memories[0].attributes["selected_by"] == "keyword-fallback"  # hash vectors: below minScore 0.35
+    with b.search_params(min_score=0.0, decay=False):
+        assert (b.params["min_score"], b.params["decay_enabled"]) == (0.0, False)
+        lax = (await cb.retrieve("ns", q))[0].memories
+    assert b.params == before
+    assert lax and all(m.attributes["selected_by"] == "strict" for m in lax)
+    with b.search_params():
+        assert b.params == before

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from services.adapters.openclaw_real.fidelity import (
+from services.studies.fidelity import (
     Hit,
     agreement,
     cause,
     compare,
-    parse_options,
     render,
     summarise,
 )
+from services.studies.paired import parse_options
 
 
 def h(path, s, e, score=0.5, v=0.4, t=0.2):
@@ -82,8 +82,8 @@ def test_parse_options():
 
 
 def test_sensitivity_cells_by_hand():
-    from services.adapters.openclaw_real.sensitivity import cell, probe_outcome
     from services.common.types import Memory
+    from services.studies.sensitivity import cell, probe_outcome
 
     m1 = Memory(id="a", text="The dev server runs on port 3001", score=0.5, evidence_ids=["s1-m0"])
     m2 = Memory(id="b", text="pnpm", score=0.4, evidence_ids=["s2-m3"])
@@ -93,7 +93,7 @@ def test_sensitivity_cells_by_hand():
     c = cell("openclaw-real", "w", "minilm", 0.25, [(True, False, False), (False, True, None), (False, False, True),
                                                      (False, None, None)], top_k=10)
     assert (c.queries, c.empty_rate, c.hit_rate, c.recall_any, c.top_k) == (4, 0.25, pytest.approx(1 / 3), 0.5, 10)
-    from services.adapters.openclaw_real.sensitivity import render as srender
+    from services.studies.sensitivity import render as srender
 
     md = srender([c], {"openclaw": "2026.9.6", "preset": "openclaw"})
     assert "| w | openclaw-real | minilm | 0.25 | 10 | 4 | 25.0% | 33.3% | 50.0% |" in md and "recall_any@k" in md

@@ -156,7 +156,7 @@ def test_default_profile_writes_hook_files_only(tmp_path):
     b, llm, hits = _ingest({"profile": "default"}, tmp_path)
     assert b.workspace("demo") == {"memory/2026-03-03-1100.md": HOOK_1, "memory/2026-03-03-1103.md": HOOK_2}
     assert llm.tasks() == [] and b.counters()["hook_files"] == 2 and b.counters()["flushes"] == 0
-    ws = b._ws["demo"]
+    ws = b.workspace_state("demo")
     ev = dict(zip(ws.files["memory/2026-03-03-1100.md"].lines, ws.files["memory/2026-03-03-1100.md"].evidence,
                   strict=True))
     assert ev['user: "The dev server runs on port 3001."'] == ("s1-m0",) and ev["## Conversation Summary"] == ()
@@ -184,7 +184,7 @@ def test_continue_profile_flushes_by_threshold_once_per_cycle(tmp_path):
     assert [m["content"] for m in llm.calls[0][1][1:-1]] == [m.content for m in S1.messages + S2.messages]
     files = b.workspace("demo")
     assert list(files) == ["memory/2026-03-03.md"] and "MEMORY.md" not in files
-    ws = b._ws["demo"]
+    ws = b.workspace_state("demo")
     assert ws.files["memory/2026-03-03.md"].mtime_ms == ms(S2.messages[1].ts)
     assert all(ev for ln, ev in zip(ws.files["memory/2026-03-03.md"].lines, ws.files["memory/2026-03-03.md"].evidence,
                                     strict=True) if "3001" in ln)

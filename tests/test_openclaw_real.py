@@ -43,6 +43,16 @@ def test_pure_helpers():
     assert node_ok((24, 16, 0)) and node_ok((26, 1, 0)) and not node_ok((24, 15, 9)) and not node_ok((25, 0, 0))
 
 
+def test_search_params_set_openclaws_min_score_option_and_refuse_decay():
+    b = OpenClawRealBackend({"embedder": "none", "min_score": 0.3})  # not started: the setting alone
+    with b.search_params(min_score=0.15):
+        assert b.config["min_score"] == 0.15
+    assert b.config["min_score"] == 0.3
+    with pytest.raises(ValueError, match="temporal decay"), b.search_params(decay=False):
+        pass
+    assert b.config["min_score"] == 0.3
+
+
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     if not AVAIL.ok:
@@ -178,17 +188,15 @@ def test_port_decay_uses_reference_time():
 def test_port_preset_agrees_with_openclaw_on_the_tiny_workspace(real):
     """The port's `openclaw` preset (= openclaw-2026-09) on the very files OpenClaw indexed: same results, same
     order, scores within float32 noise."""
-    from services.adapters.openclaw_real.fidelity import compare, hits
+    from services.studies.fidelity import compare, hits
 
     b, loop = real
     port = OpenClawBackend({"embedder": "hash", "preset": "openclaw"}, b.context)
 
     async def go():
         await port.start()
-        ws = b._ws["demo"]
-        await port.index_workspace("demo", ws)
-        port._ws["demo"] = ws
-        chunks = {(c.path, c.start_line, c.end_line) for c in port.index.chunk_rows("demo").values()}
+        await port.adopt_workspace("demo", b.workspace_state("demo"))
+        chunks = port.indexed_chunks("demo")
         rows = []
         for q in ("pnpm", "billing PostgreSQL", "When do deploys go out?", "team prefers", "unrelated words"):
             for ref in (DAY0, DAY0 + timedelta(days=45)):
@@ -233,9 +241,9 @@ def test_a_real_endpoint_serves_port_and_openclaw_alike(tmp_path, monkeypatch):
     so both rank with the same vectors."""
     from prometheus_client import CollectorRegistry
 
-    from services.adapters.openclaw_real.fidelity import compare, hits
     from services.common.embeddings import HashEmbedder
     from services.embeddings_api.app import EmbeddingsConfig, start_server
+    from services.studies.fidelity import compare, hits
 
     async def go():
         runner, port = await start_server(EmbeddingsConfig(models=(), preloaded={"hash-model": HashEmbedder(None)}),
@@ -249,8 +257,7 @@ def test_a_real_endpoint_serves_port_and_openclaw_alike(tmp_path, monkeypatch):
             await real.start()
             await port_b.start()
             await real.ingest("n", IngestBatch(documents=DOCS))
-            await port_b.index_workspace("n", real._ws["n"])
-            port_b._ws["n"] = real._ws["n"]
+            await port_b.adopt_workspace("n", real.workspace_state("n"))
             d = real.describe_config()
             rows = []
             for q in ("pnpm", "billing PostgreSQL", "deploys"):

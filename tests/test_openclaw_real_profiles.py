@@ -79,7 +79,7 @@ def test_default_transcript_is_openclaws_with_a_reset_at_each_new(default):
         [("2026-03-03T11:00:00.000Z", "new"), ("2026-03-03T11:03:00.000Z", "new")]
     assert t["sessionKey"] == f"agent:{agent_id('demo')}:main"
     path = f"sessions/{agent_id('demo')}/{t['sessionId']}.jsonl"
-    assert b._ws["demo"].install.transcript_lines == {path: MSG_LINES}
+    assert b.workspace_state("demo").install.transcript_lines == {path: MSG_LINES}
     assert llm.tasks() == []  # two short sessions never reach the flush threshold
 
 
@@ -176,7 +176,7 @@ def test_continue_boundary_flushes_with_openclaws_plan(tmp_path_factory):
 def test_fidelity_run_covers_every_profile_the_port_models(tmp_path):
     # The real command's loop on a small workspace: Cortex V1's eight sessions, its first 6 prompts, both profiles the
     # port can read. Port and OpenClaw search the same files, so they agree on every query.
-    from services.adapters.openclaw_real import fidelity
+    from services.studies import fidelity
 
     summaries = asyncio.run(fidelity.run(["cortex-v1"], "openclaw", "hash", tmp_path,
                                          {"cortex-v1": {"limit": 6}}, seed=0))
@@ -186,3 +186,21 @@ def test_fidelity_run_covers_every_profile_the_port_models(tmp_path):
     assert "| cortex-v1 (default) | 6 | 6 | 1.000 |" in md and "top-6" not in md
     with pytest.raises(ValueError, match="sessions"):
         asyncio.run(fidelity.run(["cortex-v1"], "openclaw", "hash", tmp_path / "x", {}, profiles=("sessions",)))
+
+
+@pytest.mark.timeout(600)
+def test_sensitivity_run_sets_min_score_on_both_and_the_port_alone_loses_decay(tmp_path):
+    # The real command's loop, small: Cortex V1's first 6 prompts, one embedder, two minScores. Both search the same
+    # files with the same minScore, so each cell of OpenClaw and the port agree; the what-if row is the port's alone.
+    from services.studies import sensitivity
+
+    cells = asyncio.run(sensitivity.run(["cortex-v1"], ["hash"], [0.35, 0.0], "openclaw", tmp_path,
+                                        {"cortex-v1": {"limit": 6}}, seed=0))
+    rows = [(c.system, c.min_score, c.top_k, c.queries) for c in cells]
+    assert rows == [("openclaw-real", 0.35, 6, 6), ("openclaw-real", 0.0, 6, 6), ("port (openclaw)", 0.35, 6, 6),
+                    ("port (openclaw)", 0.0, 6, 6), ("port (openclaw), what-if: no decay", 0.35, 6, 6)]
+    by = {(c.system, c.min_score): (c.empty_rate, c.hit_rate, c.recall_any) for c in cells}
+    assert by[("openclaw-real", 0.35)] == by[("port (openclaw)", 0.35)]
+    assert by[("openclaw-real", 0.0)] == by[("port (openclaw)", 0.0)]
+    assert "| cortex-v1 | port (openclaw), what-if: no decay | hash | 0.35 | 6 | 6 |" in (
+        tmp_path / "sensitivity.md").read_text()

@@ -113,7 +113,7 @@ def test_held_out_check():
 
 
 def test_interval_study_probe_values_and_methods():
-    from services.coordinator.interval_study import intervals, probe_values
+    from services.studies.interval_study import intervals, probe_values
 
     sample = {"retrievals": {"bm25": {"memories": [{"evidence_ids": ["D1:1"]}, {"evidence_ids": ["D2:4", "D1:1"]},
                                                    {"evidence_ids": ["D3:2"]}]}},

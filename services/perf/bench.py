@@ -293,12 +293,12 @@ class Bench:
 
 
 def openclaw_real_step(bench: Bench, args: argparse.Namespace) -> dict:
-    """openclaw-real vs the port through gRPC (services/adapters/openclaw_real/bench.py), same run, same machine."""
+    """openclaw-real vs the port through gRPC (services/studies/bench_openclaw_real.py), same run, same machine."""
     sizes = [int(x) for x in args.openclaw_real_sizes.split(",") if x.strip()]
     if not sizes:
         return {"status": "skipped", "reason": "--openclaw-real-sizes ''"}
-    from services.adapters.openclaw_real import bench as ocr
     from services.adapters.openclaw_real.node import availability
+    from services.studies import bench_openclaw_real as ocr
 
     a = availability()
     if not a.ok:

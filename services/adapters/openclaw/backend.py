@@ -17,8 +17,10 @@ Without an embedder (config embedder="none") it runs OpenClaw's FTS-only mode wi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -565,6 +567,41 @@ class OpenClawBackend(MemoryBackend):
         """The Markdown files of a namespace's workspace (path → content), for inspection and reports."""
         ws = self._ws.get(namespace)
         return {p: f.content for p, f in sorted(ws.files.items())} if ws else {}
+
+    # ------------------------------------------------------------------ for studies that pair two OpenClaw backends
+    def workspace_state(self, namespace: str) -> Workspace | None:
+        """The namespace's workspace as ingested (files, their line evidence, the install's state); None before any
+        ingest. Another OpenClaw backend can `adopt_workspace` it, so both search the very same files."""
+        return self._ws.get(namespace)
+
+    async def adopt_workspace(self, namespace: str, ws: Workspace, batch: IngestBatch | None = None) -> int:
+        """Hold `ws` (another OpenClaw backend's workspace_state) as the namespace's workspace, indexed by this backend,
+        instead of staging one from the sessions; `batch` (the ingest that produced it) goes into the session store.
+        Returns the number of chunks (re)indexed."""
+        chunks = await self.index_workspace(namespace, ws)
+        self._ws[namespace] = ws
+        if batch is not None:
+            self.store.apply(namespace, batch)
+        return chunks
+
+    def indexed_chunks(self, namespace: str) -> set[tuple[str, int, int]]:
+        """(path, start line, end line) of every chunk the namespace's index holds."""
+        return {(c.path, c.start_line, c.end_line) for c in self.index.chunk_rows(namespace).values()}
+
+    @contextlib.contextmanager
+    def search_params(self, *, min_score: float | None = None, decay: bool | None = None) -> Iterator[None]:
+        """Search with OpenClaw's minScore and/or temporal decay set as given inside the block (a sensitivity
+        study's knobs; None leaves one as it is); the backend's own values come back on exit."""
+        saved = dict(self.params)
+        if min_score is not None:
+            self.params["min_score"] = float(min_score)
+        if decay is not None:
+            self.params["decay_enabled"] = bool(decay)
+        try:
+            yield
+        finally:
+            self.params.clear()
+            self.params.update(saved)
 
     def disk_bytes(self) -> int:
         return self._index.disk_bytes() if self._index is not None else 0

@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -428,6 +429,20 @@ class OpenClawRealBackend(OpenClawBackend):
         diag = ChannelDiagnostics("openclaw", len(memories), int(float(res.get("searchMs") or 0) * 1e6),
                                   f"OpenClaw {OPENCLAW_VERSION} memory_search (sidecar)")
         return RetrieveResult(memories=memories, channels=[diag], formatted_context=ctx)
+
+    @contextlib.contextmanager
+    def search_params(self, *, min_score: float | None = None, decay: bool | None = None) -> Iterator[None]:
+        """Search with OpenClaw's own `minScore` search option set as given inside the block (None: as configured);
+        OpenClaw 2026.9.6 has no setting for temporal decay, so `decay` is refused."""
+        if decay is not None:
+            raise ValueError(f"openclaw-real: OpenClaw {OPENCLAW_VERSION} has no setting for temporal decay")
+        saved = self.config["min_score"]
+        if min_score is not None:
+            self.config["min_score"] = float(min_score)
+        try:
+            yield
+        finally:
+            self.config["min_score"] = saved
 
     def disk_bytes(self) -> int:
         if self._root is None or not self._root.exists():

@@ -1,6 +1,6 @@
 """Do LoCoMo's reported intervals hold? A study over a full LoCoMo run (every conversation, retrieval samples):
 
-    python -m services.coordinator.interval_study RUN_DIR [--conversations 4] [--questions 30] [--seeds 20]
+    python -m services.studies.interval_study RUN_DIR [--conversations 4] [--questions 30] [--seeds 20]
 
 It draws bench-sized samples the way the suite does (seeded conversations, questions stratified by category)
 and reports, per interval method (percentile bootstrap over questions, cluster bootstrap over conversations,
@@ -90,7 +90,7 @@ def study(run_dir: Path, conversations: int, questions: int, seeds: int) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m services.coordinator.interval_study", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m services.studies.interval_study", description=__doc__)
     ap.add_argument("run_dir", type=Path, help="a LoCoMo run with full=true (every conversation)")
     ap.add_argument("--conversations", type=int, default=4)
     ap.add_argument("--questions", type=int, default=30)

@@ -1,9 +1,10 @@
 """`memrig fidelity openclaw`: how closely the Python port reproduces OpenClaw 2026.9.6, query by query.
 
-Both run on the same workspaces: each suite's corpora are ingested once into `openclaw-real` (the flush notes come
-from the rig's LLM client), and the port indexes exactly the files that produced (`OpenClawBackend.index_workspace`
-on the same `Workspace` object), with the same embedder and cache, so any difference is search logic. Every probe of
-the suite is then searched on both with the probe's reference time as "now" and the suite's maxResults (6).
+Both run on the same workspaces (services/studies/paired.py): each suite's corpora are ingested once into
+`openclaw-real` (the flush notes come from the rig's LLM client), and the port adopts the workspace that produced
+(`OpenClawBackend.adopt_workspace`: it indexes exactly those files), with the same embedder and cache, so any difference
+is search logic. Every probe of the suite is then searched on both with the probe's reference time as "now" and the
+suite's retrieve top-k as maxResults (the table names it per workspace).
 
 Per query (`fidelity.jsonl`) and per workspace (`fidelity.json`, `fidelity.md`):
 - agreement: |P ∩ R| / max(|P|, |R|) over result identities (path, start line, end line); 1 when both are empty.
@@ -34,6 +35,7 @@ from typing import Any
 
 from services.adapters.openclaw.lifecycle import PROFILES
 from services.common.types import Memory, RetrieveQuery
+from services.studies.paired import PairedOpenClaw, ingested_suites, parse_options
 
 TARGET_AGREEMENT = 0.95
 TARGET_EMPTY_DIFF = 0.02
@@ -181,90 +183,6 @@ def render(summaries: list[WorkspaceSummary], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# ---------------------------------------------------------------------------------------------- the run
-class PairedOpenClaw:
-    """openclaw-real and the port, started together on one embedder, fed the same workspaces: `ingest` sends a
-    corpus through openclaw-real (flush notes from the rig's LLM) and has the port index that very `Workspace`."""
-
-    def __init__(self, out: Path, embedder: str, preset: str, with_real: bool = True, profile: str = "default"):
-        self.out, self.embedder, self.preset, self.with_real = out, embedder, preset, with_real
-        self.profile = profile
-        self.real = self.port = None
-        self.rig = None
-
-    async def __aenter__(self) -> PairedOpenClaw:
-        from services.adapters.base import BackendContext
-        from services.adapters.openclaw.backend import OpenClawBackend
-        from services.adapters.openclaw_real.backend import OpenClawRealBackend
-        from services.launcher import Rig
-
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.rig = Rig(self.out / "procs")
-        try:
-            llm_url = await self.rig.ensure_llm()
-            ctx = dict(embedder_name=None if self.embedder == "none" else self.embedder, data_dir=self.out / "data",
-                       llm_base_url=llm_url)
-            self.port = OpenClawBackend({"embedder": self.embedder, "preset": self.preset, "profile": self.profile},
-                                        BackendContext(**ctx))
-            await self.port.start()
-            if self.with_real:
-                self.real = OpenClawRealBackend({"embedder": self.embedder, "profile": self.profile},
-                                                BackendContext(**ctx))
-                await self.real.start()
-        except BaseException:
-            await self.__aexit__(None, None, None)
-            raise
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        for b in (self.port, self.real):
-            if b is not None:
-                await b.close()
-                await b.context.close()
-        if self.rig is not None:
-            self.rig.stop_all()
-
-    async def ingest(self, key: str, batch) -> None:
-        if self.real is None:
-            await self.port.ingest(key, batch)
-            return
-        await self.real.ingest(key, batch)
-        ws = self.real._ws[key]
-        await self.port.index_workspace(key, ws)
-        self.port._ws[key] = ws
-        self.port.store.apply(key, batch)
-
-    def port_chunks(self, key: str) -> set[tuple[str, int, int]]:
-        return {(c.path, c.start_line, c.end_line) for c in self.port.index.chunk_rows(key).values()}
-
-
-def load_suite(name: str, options: dict[str, Any], seed: int):
-    """(suite, data) or (None, reason) when the suite cannot run here (e.g. its real data is absent)."""
-    from services.coordinator.suites.base import SuiteUnavailable
-    from services.coordinator.suites.registry import get_suite
-
-    suite = get_suite(name)(options, seed=seed)
-    try:
-        return suite, suite.load()
-    except SuiteUnavailable as e:
-        return None, str(e)
-
-
-async def ingested_suites(pair: PairedOpenClaw, suites: list[str], options: dict[str, dict[str, Any]], seed: int,
-                          skipped: dict[str, str]):
-    """Yields (name, suite, data, t0) once each suite's corpora are in both backends; unavailable suites go to
-    `skipped` with the reason."""
-    for name in suites:
-        suite, data = load_suite(name, options.get(name, {}), seed)
-        if suite is None:
-            skipped[name] = data
-            continue
-        t0 = time.perf_counter()
-        for ns, batch in data.corpora.items():
-            await pair.ingest(f"{name}/{ns}", batch)
-        yield name, suite, data, t0
-
-
 PORT_PROFILES = tuple(p for p, prof in PROFILES.items() if prof.port)  # the profiles whose state the port can read
 
 
@@ -303,7 +221,7 @@ async def _run_profile(suites, preset, embedder, out, options, seed, profile, jf
                 rp = (await pair.port.retrieve(key, q)).memories
                 rr = (await pair.real.retrieve(key, q)).memories
                 row = compare(label, p.id, p.question, p.reference_time.isoformat() if p.reference_time else None,
-                              hits(rp), hits(rr), pair.port_chunks(key))
+                              hits(rp), hits(rr), pair.port.indexed_chunks(key))
                 rows.append(row)
                 jf.write(json.dumps(asdict(row)) + "\n")
             s = summarise(label, rows)
@@ -315,22 +233,6 @@ async def _run_profile(suites, preset, embedder, out, options, seed, profile, jf
                 "embedder": pair.real.describe_config()["embedding_model"] or "none (FTS-only)",
                 "suites": suites, "seed": seed, "options": options,
                 "port_release": pair.port.describe_config().get("release", preset)}
-
-
-def parse_options(pairs: list[str]) -> dict[str, dict[str, Any]]:
-    """`suite.key=value` → {suite: {key: value}} (values parsed as JSON when they parse, else strings)."""
-    out: dict[str, dict[str, Any]] = {}
-    for pair in pairs:
-        k, sep, v = pair.partition("=")
-        suite, dot, key = k.partition(".")
-        if not sep or not dot or not suite or not key:
-            raise ValueError(f"--option {pair!r}: expected suite.key=value, e.g. locomo.conversations=1")
-        try:
-            val: Any = json.loads(v)
-        except ValueError:
-            val = v
-        out.setdefault(suite, {})[key] = val
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

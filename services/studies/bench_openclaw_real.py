@@ -1,7 +1,7 @@
 """Benchmark (not a test): openclaw-real's retrieve latency through gRPC beside the port's, in one run.
 
-    python -m services.adapters.openclaw_real.bench --out DIR [--sizes 1000,10000] [--embedder wordllama]
-                                                    [--queries 50] [--passes 3] [--seed 0]
+    python -m services.studies.bench_openclaw_real --out DIR [--sizes 1000,10000] [--embedder wordllama]
+                                                   [--queries 50] [--passes 3] [--seed 0]
 
 Both backends run as adapter processes, as `memrig up` starts them, and get the same SYNTHETIC daily-log files
 (Zipf-sampled pseudo-words, the port bench's generator; the output says so) through Ingest. Then every query is
@@ -128,7 +128,7 @@ def render(results: list[dict], meta: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m services.adapters.openclaw_real.bench",
+    ap = argparse.ArgumentParser(prog="python -m services.studies.bench_openclaw_real",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="results/bench-openclaw-real")
     ap.add_argument("--sizes", default="1000,10000")

@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from services.adapters.openclaw_real.fidelity import PairedOpenClaw, ingested_suites, parse_options
 from services.common.types import Memory, RetrieveQuery
+from services.studies.paired import PairedOpenClaw, ingested_suites, parse_options
 
 DEFAULT_EMBEDDERS = ("minilm", "wordllama")
 DEFAULT_MIN_SCORES = (0.35, 0.25, 0.15)
@@ -99,15 +99,12 @@ async def run(suites: list[str], embedders: list[str], min_scores: list[float], 
             async for name, suite, data, t0 in ingested_suites(pair, suites, options, seed, skipped):
                 k = suite.retrieve_top_k("openclaw")
                 for ms in min_scores:
-                    pair.port.params["min_score"] = float(ms)
-                    if pair.real is not None:
-                        pair.real.config["min_score"] = float(ms)
                     for label, b in systems:
-                        cells.append(cell(label, name, emb, ms, await _outcomes(b, name, data, k), k))
-                pair.port.params["min_score"], pair.port.params["decay_enabled"] = 0.35, False
-                cells.append(cell(f"port ({preset}), what-if: no decay", name, emb, 0.35,
-                                  await _outcomes(pair.port, name, data, k), k))
-                pair.port.params["decay_enabled"] = True
+                        with b.search_params(min_score=float(ms)):
+                            cells.append(cell(label, name, emb, ms, await _outcomes(b, name, data, k), k))
+                with pair.port.search_params(min_score=0.35, decay=False):
+                    cells.append(cell(f"port ({preset}), what-if: no decay", name, emb, 0.35,
+                                      await _outcomes(pair.port, name, data, k), k))
                 print(f"sensitivity {name} / {emb}: {len(data.probes)} probes × {len(min_scores)} minScores "
                       f"({time.perf_counter() - t0:.0f} s)", flush=True)
     meta = {"openclaw": OPENCLAW_VERSION, "preset": preset, "profile": "default", "suites": suites, "embedders": embedders,
