@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from services.common.tokens import count_tokens
-from services.cortex_mock.extract import ExtractedFact, is_negated
+from services.cortex_mock.extract import Entity, ExtractedFact, is_negated
 from services.cortex_mock.store import EntityRow, Fact, IndexDelta, TenantIndex, TenantStore
 from services.cortex_mock.temporal import iso
 from services.cortex_mock.text import content_tokens, jaccard, normalise, numbers
@@ -160,88 +160,126 @@ def apply_ingest(store: TenantStore, embedder, facts: list[ExtractedFact], ctx: 
 def _apply_locked(store: TenantStore, c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarray, q_emb: np.ndarray,
                   ctx: IngestContext, settle_delay_s: float, now: float, model: str,
                   delta: IndexDelta) -> dict[str, Any]:
-    nodes_created = edges_created = merged = supersessions = contradictions = 0
-    out_facts: list[dict] = []
-    out_entities: dict[str, dict] = {}
-    batch: list[_Cand] = []
-    entity_ids: dict[str, str] = {e.key: e.id for e in idx.entities}
-    entity_aliases: dict[str, list[str]] = {e.key: list(e.aliases) for e in idx.entities}
-    entity_types: dict[str, str] = {e.key: e.etype for e in idx.entities}
-    sims_all = idx.emb @ emb.T if idx.emb.shape[0] and emb.shape[0] else np.zeros((idx.emb.shape[0], len(facts)))
-    by_head: dict[str, list[int]] = {}
-    for pos, f in enumerate(idx.facts):
-        if f.attr_key:
-            by_head.setdefault(f.attr_key.split()[-1], []).append(pos)
-    loaded: dict[int, _Cand] = {}
-    static: dict[str, Fact] = {}  # new facts' fixed fields, for the index delta
-    q_rows: list[np.ndarray] = []
+    w = _BatchWriter(store, c, idx, emb, ctx, settle_delay_s, now, model, delta)
+    q_off = 0
+    for i, f in enumerate(facts):
+        w.add(i, f, q_emb[q_off:q_off + len(f.questions)])
+        q_off += len(f.questions)
+    return w.finish()
 
-    def stored(pos: int) -> _Cand:
-        if pos not in loaded:
-            loaded[pos] = _cand_from_index(store, idx, pos)
-        return loaded[pos]
 
-    def add_edge(src: str, dst: str, etype: str, visible_at: float) -> None:
-        nonlocal edges_created
-        c.execute("INSERT INTO edges(src, dst, type, weight, created_at, visible_at) VALUES (?,?,?,?,?,?)",
-                  (src, dst, etype, 1.0, now, visible_at))
-        edges_created += 1
+class _BatchWriter:
+    """One batch of extracted facts written under the tenant's write transaction `c`: each fact is merged into a
+    near-duplicate or inserted with its entities, then the supersession and contradiction rules run against the
+    stored facts (`idx`, loaded lazily as `_Cand`s) and the batch's earlier facts. `finish` fills the index delta and
+    returns the IngestResponse dict."""
 
-    def supersede(old: _Cand, new_id: str) -> None:
-        nonlocal supersessions
+    def __init__(self, store: TenantStore, c, idx: TenantIndex, emb: np.ndarray, ctx: IngestContext,
+                 settle_delay_s: float, now: float, model: str, delta: IndexDelta):
+        self.store, self.c, self.idx, self.emb, self.ctx = store, c, idx, emb, ctx
+        self.settle_delay_s, self.now, self.model, self.delta = settle_delay_s, now, model, delta
+        self.nodes_created = self.edges_created = self.merged = self.supersessions = self.contradictions = 0
+        self.out_facts: list[dict] = []
+        self.out_entities: dict[str, dict] = {}
+        self.batch: list[_Cand] = []
+        self.entity_ids: dict[str, str] = {e.key: e.id for e in idx.entities}
+        self.entity_aliases: dict[str, list[str]] = {e.key: list(e.aliases) for e in idx.entities}
+        self.entity_types: dict[str, str] = {e.key: e.etype for e in idx.entities}
+        n_facts = emb.shape[0]
+        self.sims_all = idx.emb @ emb.T if idx.emb.shape[0] and n_facts else np.zeros((idx.emb.shape[0], n_facts))
+        self.by_head: dict[str, list[int]] = {}
+        for pos, f in enumerate(idx.facts):
+            if f.attr_key:
+                self.by_head.setdefault(f.attr_key.split()[-1], []).append(pos)
+        self.loaded: dict[int, _Cand] = {}
+        self.static: dict[str, Fact] = {}  # new facts' fixed fields, for the index delta
+        self.q_rows: list[np.ndarray] = []
+
+    # ------------------------------------------------------------------ helpers
+    def stored(self, pos: int) -> _Cand:
+        if pos not in self.loaded:
+            self.loaded[pos] = _cand_from_index(self.store, self.idx, pos)
+        return self.loaded[pos]
+
+    def add_edge(self, src: str, dst: str, etype: str, visible_at: float) -> None:
+        self.c.execute("INSERT INTO edges(src, dst, type, weight, created_at, visible_at) VALUES (?,?,?,?,?,?)",
+                       (src, dst, etype, 1.0, self.now, visible_at))
+        self.edges_created += 1
+
+    def supersede(self, old: _Cand, new_id: str) -> None:
         if old.superseded_by:
             return
         old.superseded_by = new_id
-        c.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (new_id, old.id))
-        add_edge(new_id, old.id, "SUPERSEDES", now)
-        supersessions += 1
+        self.c.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (new_id, old.id))
+        self.add_edge(new_id, old.id, "SUPERSEDES", self.now)
+        self.supersessions += 1
 
-    q_off = 0
-    for i, f in enumerate(facts):
-        q_slice = q_emb[q_off:q_off + len(f.questions)]
-        q_off += len(f.questions)
+    def _sims(self, i: int) -> np.ndarray:
+        return self.sims_all[:, i] if self.sims_all.shape[0] else np.zeros(0)
+
+    # ------------------------------------------------------------------ one fact
+    def add(self, i: int, f: ExtractedFact, q_slice: np.ndarray) -> None:
         occurred = iso(f.occurred_at)
         new = _Cand(id=str(uuid.uuid4()), tokens=frozenset(content_tokens(f.core)), nums=numbers(f.core),
-                    neg=f.negated, emb=emb[i], attr_key=f.attr_key, attr_value=f.attr_value,
+                    neg=f.negated, emb=self.emb[i], attr_key=f.attr_key, attr_value=f.attr_value,
                     occurred_at=f.occurred_at, entity_keys=frozenset(e.key for e in f.entities),
                     superseded_by=None, metadata={}, confidence=BASE_CONFIDENCE.get(f.speaker, 0.75),
-                    norm=normalise(f.core), user=ctx.provenance.get("user_id"))
-        # 1. near-duplicates: stored facts first (oldest wins), then earlier facts of this batch
-        dup: _Cand | None = None
-        if new.norm in idx.norm_pos and stored(idx.norm_pos[new.norm]).user == new.user:
-            dup = stored(idx.norm_pos[new.norm])
-        else:
-            sims = sims_all[:, i] if sims_all.shape[0] else np.zeros(0)
-            for pos in np.flatnonzero(sims >= DUP_COSINE):
-                cand = stored(int(pos))
-                if cand.user == new.user and is_near_duplicate(cand, new, float(sims[pos])):
-                    dup = cand
-                    break
-        if dup is None:
-            for cand in batch:
-                if is_near_duplicate(cand, new, float(cand.emb @ new.emb)):
-                    dup = cand
-                    break
+                    norm=normalise(f.core), user=self.ctx.provenance.get("user_id"))
         fact_out = {"core": f.core, "fact_type": f.fact_type, "occurred_at": occurred,
                     "entity_refs": f.entity_refs, "speaker": f.speaker}
+        # 1. near-duplicates: stored facts first (oldest wins), then earlier facts of this batch
+        dup = self._duplicate_of(i, new)
         if dup is not None:
-            merged += 1
-            md = dup.metadata
-            md["mention_count"] = int(md.get("mention_count", 1)) + 1
-            for key, vals in (("session_ids", [ctx.session_id] if ctx.session_id else []),
-                              ("message_ids", f.message_ids)):
-                cur = list(md.get(key, []))
-                cur += [v for v in vals if v not in cur]
-                md[key] = cur
-            dup.confidence = min(0.99, dup.confidence + 0.05)
-            c.execute("UPDATE nodes SET confidence=?, metadata=? WHERE id=?",
-                      (dup.confidence, json.dumps(md), dup.id))
-            fact_out.update(node_id=dup.id, merged_into=dup.id)
-            out_facts.append(fact_out)
-            for e in f.entities:
-                out_entities.setdefault(e.key, {"name": e.name, "type": e.type, "aliases": list(e.aliases)})
-            continue
+            self._merge(dup, f, fact_out)
+            return
         # 2. the new FACT node
+        self._insert_fact(i, f, new, occurred, q_slice)
+        fact_out["node_id"] = new.id
+        self.out_facts.append(fact_out)
+        # 3. entities + MENTIONS (visible after the settle delay, as on the real service)
+        for e in f.entities:
+            self._link_entity(new.id, e, occurred)
+        # 4. supersession and contradiction against older stored and batch facts
+        if f.attr_key:
+            self._attribute_rule(f, new)
+        if f.switch_from:
+            self._switch_rule(f, new)
+        self._negation_rule(i, f, new)
+        self.batch.append(new)
+
+    def _duplicate_of(self, i: int, new: _Cand) -> _Cand | None:
+        idx = self.idx
+        if new.norm in idx.norm_pos and self.stored(idx.norm_pos[new.norm]).user == new.user:
+            return self.stored(idx.norm_pos[new.norm])
+        sims = self._sims(i)
+        for pos in np.flatnonzero(sims >= DUP_COSINE):
+            cand = self.stored(int(pos))
+            if cand.user == new.user and is_near_duplicate(cand, new, float(sims[pos])):
+                return cand
+        for cand in self.batch:
+            if is_near_duplicate(cand, new, float(cand.emb @ new.emb)):
+                return cand
+        return None
+
+    def _merge(self, dup: _Cand, f: ExtractedFact, fact_out: dict) -> None:
+        self.merged += 1
+        md = dup.metadata
+        md["mention_count"] = int(md.get("mention_count", 1)) + 1
+        for key, vals in (("session_ids", [self.ctx.session_id] if self.ctx.session_id else []),
+                          ("message_ids", f.message_ids)):
+            cur = list(md.get(key, []))
+            cur += [v for v in vals if v not in cur]
+            md[key] = cur
+        dup.confidence = min(0.99, dup.confidence + 0.05)
+        self.c.execute("UPDATE nodes SET confidence=?, metadata=? WHERE id=?",
+                       (dup.confidence, json.dumps(md), dup.id))
+        fact_out.update(node_id=dup.id, merged_into=dup.id)
+        self.out_facts.append(fact_out)
+        for e in f.entities:
+            self.out_entities.setdefault(e.key, {"name": e.name, "type": e.type, "aliases": list(e.aliases)})
+
+    def _insert_fact(self, i: int, f: ExtractedFact, new: _Cand, occurred: str, q_slice: np.ndarray) -> None:
+        ctx, now = self.ctx, self.now
         new.metadata = {
             "speaker": f.speaker, "fact_type": f.fact_type, "entity_refs": f.entity_refs, "occurred_at": occurred,
             "session_id": ctx.session_id, "session_ids": [ctx.session_id] if ctx.session_id else [],
@@ -255,105 +293,122 @@ def _apply_locked(store: TenantStore, c, idx: TenantIndex, facts: list[Extracted
         if ctx.job_id:
             new.metadata["job_id"] = ctx.job_id
         tokens = content_tokens(f.core + " " + " ".join(f.entity_refs))
-        static[new.id] = Fact(id=new.id, content=f.core, source=ctx.source, confidence=new.confidence,
-                              session_id=ctx.session_id, speaker=f.speaker, fact_type=f.fact_type,
-                              occurred_at=f.occurred_at, occurred_iso=occurred, attr_key=f.attr_key,
-                              attr_value=f.attr_value, superseded_by=None, metadata={}, tokens=tokens,
-                              norm=new.norm, created_at=now + i * 1e-6, n_tokens=count_tokens(f.core))
-        delta.new_questions += [(new.id, q) for q in f.questions]
-        q_rows.append(q_slice)
-        c.execute(
+        self.static[new.id] = Fact(id=new.id, content=f.core, source=ctx.source, confidence=new.confidence,
+                                   session_id=ctx.session_id, speaker=f.speaker, fact_type=f.fact_type,
+                                   occurred_at=f.occurred_at, occurred_iso=occurred, attr_key=f.attr_key,
+                                   attr_value=f.attr_value, superseded_by=None, metadata={}, tokens=tokens,
+                                   norm=new.norm, created_at=now + i * 1e-6, n_tokens=count_tokens(f.core))
+        self.delta.new_questions += [(new.id, q) for q in f.questions]
+        self.q_rows.append(q_slice)
+        self.c.execute(
             "INSERT INTO nodes(id, type, content, norm, tokens, source, confidence, session_id, speaker, fact_type,"
             " occurred_at, created_at, attr_key, attr_value, metadata, emb, emb_model, n_tokens)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (new.id, "FACT", f.core, new.norm, " ".join(tokens),
              ctx.source, new.confidence, ctx.session_id, f.speaker, f.fact_type, occurred, now + i * 1e-6,
-             f.attr_key, f.attr_value, json.dumps(new.metadata), np.asarray(emb[i], np.float32).tobytes(),
-             model, static[new.id].n_tokens))
-        nodes_created += 1
-        c.executemany("INSERT INTO questions(fact_id, text, emb, emb_model) VALUES (?,?,?,?)",
-                      [(new.id, q, np.asarray(q_slice[j], np.float32).tobytes(), model)
-                       for j, q in enumerate(f.questions)])
-        fact_out["node_id"] = new.id
-        out_facts.append(fact_out)
-        # 3. entities + MENTIONS (visible after the settle delay, as on the real service)
-        for e in f.entities:
-            if e.key not in entity_ids:
-                eid = str(uuid.uuid4())
-                entity_ids[e.key], entity_aliases[e.key], entity_types[e.key] = eid, list(e.aliases), e.type
-                delta.new_entities.append(EntityRow(eid, e.name, e.key, e.type, list(e.aliases)))
-                c.execute("INSERT INTO nodes(id, type, content, norm, tokens, source, confidence, occurred_at,"
-                          " created_at, metadata) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                          (eid, "ENTITY", e.name, e.key, " ".join(content_tokens(e.name)), "extraction", 0.9,
-                           occurred, now, json.dumps({"entity_type": e.type, "aliases": e.aliases})))
-                nodes_created += 1
-            else:
-                extra = [a for a in e.aliases if a not in entity_aliases[e.key]]
-                if extra:
-                    entity_aliases[e.key] += extra
-                    pos = idx.entity_by_key.get(e.key)
-                    if pos is not None:
-                        delta.entity_updates[e.key] = dataclasses.replace(idx.entities[pos],
-                                                                          aliases=list(entity_aliases[e.key]))
-                    else:  # created earlier in this batch
-                        for j, ne in enumerate(delta.new_entities):
-                            if ne.key == e.key:
-                                delta.new_entities[j] = dataclasses.replace(ne, aliases=list(entity_aliases[e.key]))
-                    c.execute("UPDATE nodes SET metadata=? WHERE id=?", (json.dumps(
-                        {"entity_type": entity_types[e.key], "aliases": entity_aliases[e.key]}), entity_ids[e.key]))
-            out_entities.setdefault(e.key, {"name": e.name, "type": entity_types[e.key],
-                                            "aliases": entity_aliases[e.key]})
-            add_edge(new.id, entity_ids[e.key], "MENTIONS", now + settle_delay_s)
-            delta.new_mentions.append((new.id, entity_ids[e.key], now + settle_delay_s))
-        # 4. supersession and contradiction against older stored and batch facts
-        olders: list[_Cand] = []
-        if f.attr_key:
-            olders += [stored(p) for p in by_head.get(f.attr_key.split()[-1], [])
-                       if idx.facts[p].superseded_by is None and idx.facts[p].attr_value != f.attr_value
-                       and attributes_match(idx.facts[p].attr_key, f.attr_key)]
-            olders += [b for b in batch if b.attr_key]
-            for old in olders:
-                if old.user == new.user and (attributes_match(old.attr_key, f.attr_key) and old.attr_value != f.attr_value
-                        and _older_or_same(old.occurred_at, f.occurred_at)):
-                    if antonym_values(old.attr_value, f.attr_value):
-                        add_edge(new.id, old.id, "CONTRADICTS", now)
-                        contradictions += 1
-                    supersede(old, new.id)
-        if f.switch_from:
-            term_tokens = f.switch_from.split()
-            first = term_tokens[0] if term_tokens else ""
-            pool = [stored(int(p)) for p in idx.postings.get(first, (np.zeros(0, np.int64), None))[0]]
-            pool += [b for b in batch if first in b.tokens or f.switch_from in b.entity_keys]
-            for old in pool:
-                if old.user == new.user and (mentions_term(old, f.switch_from) and not (f.switch_to and mentions_term(old, f.switch_to))
-                        and _older_or_same(old.occurred_at, f.occurred_at)):
-                    supersede(old, new.id)
-        sims = sims_all[:, i] if sims_all.shape[0] else np.zeros(0)
-        neg_pool = [stored(int(p)) for p in np.flatnonzero(sims >= NEG_COSINE)
-                    if _features(store, idx.facts[int(p)])[2] != new.neg] + batch
+             f.attr_key, f.attr_value, json.dumps(new.metadata), np.asarray(self.emb[i], np.float32).tobytes(),
+             self.model, self.static[new.id].n_tokens))
+        self.nodes_created += 1
+        self.c.executemany("INSERT INTO questions(fact_id, text, emb, emb_model) VALUES (?,?,?,?)",
+                           [(new.id, q, np.asarray(q_slice[j], np.float32).tobytes(), self.model)
+                            for j, q in enumerate(f.questions)])
+
+    def _link_entity(self, fact_id: str, e: Entity, occurred: str) -> None:
+        if e.key not in self.entity_ids:
+            self._new_entity(e, occurred)
+        else:
+            self._extend_aliases(e)
+        self.out_entities.setdefault(e.key, {"name": e.name, "type": self.entity_types[e.key],
+                                             "aliases": self.entity_aliases[e.key]})
+        visible_at = self.now + self.settle_delay_s
+        self.add_edge(fact_id, self.entity_ids[e.key], "MENTIONS", visible_at)
+        self.delta.new_mentions.append((fact_id, self.entity_ids[e.key], visible_at))
+
+    def _new_entity(self, e: Entity, occurred: str) -> None:
+        eid = str(uuid.uuid4())
+        self.entity_ids[e.key], self.entity_aliases[e.key], self.entity_types[e.key] = eid, list(e.aliases), e.type
+        self.delta.new_entities.append(EntityRow(eid, e.name, e.key, e.type, list(e.aliases)))
+        self.c.execute("INSERT INTO nodes(id, type, content, norm, tokens, source, confidence, occurred_at,"
+                       " created_at, metadata) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       (eid, "ENTITY", e.name, e.key, " ".join(content_tokens(e.name)), "extraction", 0.9,
+                        occurred, self.now, json.dumps({"entity_type": e.type, "aliases": e.aliases})))
+        self.nodes_created += 1
+
+    def _extend_aliases(self, e: Entity) -> None:
+        aliases = self.entity_aliases[e.key]
+        extra = [a for a in e.aliases if a not in aliases]
+        if not extra:
+            return
+        aliases += extra
+        pos = self.idx.entity_by_key.get(e.key)
+        if pos is not None:
+            self.delta.entity_updates[e.key] = dataclasses.replace(self.idx.entities[pos], aliases=list(aliases))
+        else:  # created earlier in this batch
+            for j, ne in enumerate(self.delta.new_entities):
+                if ne.key == e.key:
+                    self.delta.new_entities[j] = dataclasses.replace(ne, aliases=list(aliases))
+        self.c.execute("UPDATE nodes SET metadata=? WHERE id=?", (json.dumps(
+            {"entity_type": self.entity_types[e.key], "aliases": aliases}), self.entity_ids[e.key]))
+
+    def _attribute_rule(self, f: ExtractedFact, new: _Cand) -> None:
+        """A newer value of the same attribute supersedes the older (and contradicts it when the values are
+        antonyms)."""
+        idx = self.idx
+        olders = [self.stored(p) for p in self.by_head.get(f.attr_key.split()[-1], [])
+                  if idx.facts[p].superseded_by is None and idx.facts[p].attr_value != f.attr_value
+                  and attributes_match(idx.facts[p].attr_key, f.attr_key)]
+        olders += [b for b in self.batch if b.attr_key]
+        for old in olders:
+            if old.user == new.user and (attributes_match(old.attr_key, f.attr_key) and old.attr_value != f.attr_value
+                    and _older_or_same(old.occurred_at, f.occurred_at)):
+                if antonym_values(old.attr_value, f.attr_value):
+                    self.add_edge(new.id, old.id, "CONTRADICTS", self.now)
+                    self.contradictions += 1
+                self.supersede(old, new.id)
+
+    def _switch_rule(self, f: ExtractedFact, new: _Cand) -> None:
+        """"switched from X to Y" supersedes older facts that mention X but not Y."""
+        term_tokens = f.switch_from.split()
+        first = term_tokens[0] if term_tokens else ""
+        pool = [self.stored(int(p)) for p in self.idx.postings.get(first, (np.zeros(0, np.int64), None))[0]]
+        pool += [b for b in self.batch if first in b.tokens or f.switch_from in b.entity_keys]
+        for old in pool:
+            if old.user == new.user and (mentions_term(old, f.switch_from) and not (f.switch_to and mentions_term(old, f.switch_to))
+                    and _older_or_same(old.occurred_at, f.occurred_at)):
+                self.supersede(old, new.id)
+
+    def _negation_rule(self, i: int, f: ExtractedFact, new: _Cand) -> None:
+        """The same statement with the opposite polarity contradicts and supersedes the older one."""
+        sims = self._sims(i)
+        neg_pool = [self.stored(int(p)) for p in np.flatnonzero(sims >= NEG_COSINE)
+                    if _features(self.store, self.idx.facts[int(p)])[2] != new.neg] + self.batch
         for old in neg_pool:
             if old.user == new.user and negation_conflict(old.tokens, old.neg, new.tokens, new.neg) and _older_or_same(
                     old.occurred_at, f.occurred_at):
-                add_edge(new.id, old.id, "CONTRADICTS", now)
-                contradictions += 1
-                supersede(old, new.id)
-        batch.append(new)
-    # The index delta: final state of this batch's facts and of every stored fact the rules touched.
-    for cand in batch:
-        delta.new_facts.append(dataclasses.replace(static[cand.id], superseded_by=cand.superseded_by,
-                                                   metadata=cand.metadata, confidence=cand.confidence))
-    if batch:
-        delta.new_emb = np.stack([cand.emb for cand in batch]).astype(np.float32)
-    if q_rows:
-        delta.new_q_emb = np.concatenate(q_rows).astype(np.float32)
-    for pos, cand in loaded.items():
-        old = idx.facts[pos]
-        if (cand.superseded_by, cand.confidence, cand.metadata) != (old.superseded_by, old.confidence, old.metadata):
-            delta.fact_updates[cand.id] = dataclasses.replace(old, superseded_by=cand.superseded_by,
-                                                              metadata=cand.metadata, confidence=cand.confidence)
-    return {
-        "nodes_created": nodes_created, "edges_created": edges_created, "duplicates_merged": merged,
-        "facts": out_facts, "entities": list(out_entities.values()),
-        "supersessions": supersessions, "contradictions": contradictions,
-        "emotions": [], "values": [], "beliefs": [], "insights": [],
-    }
+                self.add_edge(new.id, old.id, "CONTRADICTS", self.now)
+                self.contradictions += 1
+                self.supersede(old, new.id)
+
+    # ------------------------------------------------------------------ the batch's result
+    def finish(self) -> dict[str, Any]:
+        """The index delta: final state of this batch's facts and of every stored fact the rules touched; and the
+        IngestResponse dict."""
+        delta = self.delta
+        for cand in self.batch:
+            delta.new_facts.append(dataclasses.replace(self.static[cand.id], superseded_by=cand.superseded_by,
+                                                       metadata=cand.metadata, confidence=cand.confidence))
+        if self.batch:
+            delta.new_emb = np.stack([cand.emb for cand in self.batch]).astype(np.float32)
+        if self.q_rows:
+            delta.new_q_emb = np.concatenate(self.q_rows).astype(np.float32)
+        for pos, cand in self.loaded.items():
+            old = self.idx.facts[pos]
+            if (cand.superseded_by, cand.confidence, cand.metadata) != (old.superseded_by, old.confidence, old.metadata):
+                delta.fact_updates[cand.id] = dataclasses.replace(old, superseded_by=cand.superseded_by,
+                                                                  metadata=cand.metadata, confidence=cand.confidence)
+        return {
+            "nodes_created": self.nodes_created, "edges_created": self.edges_created,
+            "duplicates_merged": self.merged, "facts": self.out_facts, "entities": list(self.out_entities.values()),
+            "supersessions": self.supersessions, "contradictions": self.contradictions,
+            "emotions": [], "values": [], "beliefs": [], "insights": [],
+        }
