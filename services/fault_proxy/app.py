@@ -361,159 +361,191 @@ async def _send_partial(request: web.Request, status: int, headers: dict[str, st
 
 
 async def proxy_handler(request: web.Request) -> web.StreamResponse:
-    st = request.app[STATE]
-    eng = st.engine
-    seq = eng.next_seq()
-    body = await request.read()
-    info = RequestInfo(seq, request.method, request.path, body)
-    await eng.refresh()
-    entry: dict[str, Any] = {"seq": seq, "t": round(time.time(), 3), "method": request.method,
-                             "path": request.path, "faults": [], "upstream": False}
-    admitted = []
-    delayed = 0.0
-    outcome = "forwarded"
+    return await _ProxiedRequest(request).handle()
 
-    async def waited(spec, seconds):
-        nonlocal delayed
+
+class _ProxiedRequest:
+    """One request through the proxy: request-stage faults, the upstream call, response-stage faults; then the log
+    entry, the metrics, and the admission slots it held released. A stage that ends the request raises _Done."""
+
+    def __init__(self, request: web.Request):
+        self.request = request
+        self.st = request.app[STATE]
+        self.eng = self.st.engine
+        self.admitted: list[Any] = []
+        self.delayed = 0.0
+        self.outcome = "forwarded"
+        self.throttle: tuple[Any, Throttle] | None = None
+        self.entry: dict[str, Any] = {}
+
+    async def handle(self) -> web.StreamResponse:
+        request, eng = self.request, self.eng
+        seq = eng.next_seq()
+        body = await request.read()
+        info = RequestInfo(seq, request.method, request.path, body)
+        await eng.refresh()
+        self.entry = {"seq": seq, "t": round(time.time(), 3), "method": request.method, "path": request.path,
+                      "faults": [], "upstream": False}
+        try:
+            try:
+                await self._request_stage(info)
+                resp = await self._forward(body)
+                resp = await self._response_stage(info, resp)
+                raise _Done(await self._send(resp), self.outcome)
+            except _Done as d:
+                self.outcome = d.outcome
+                self.entry["status"] = None if self.outcome == "aborted" else d.response.status
+                return d.response
+        except asyncio.CancelledError:
+            self.outcome = "client_gone"
+            raise
+        finally:
+            for s in self.admitted:
+                s.release()
+            self.entry["outcome"] = self.outcome
+            if self.delayed:
+                self.entry["delay_s"] = round(self.delayed, 6)
+            eng.record(self.entry)
+            REQUESTS.labels(self.outcome).inc()
+
+    async def _waited(self, spec, seconds) -> bool:
         t0 = time.perf_counter()
-        released = await eng.wait(spec, seconds)
+        released = await self.eng.wait(spec, seconds)
         dt = time.perf_counter() - t0
-        delayed += dt
+        self.delayed += dt
         INJECTED_DELAY.observe(dt)
         return released
 
-    async def request_action(spec, act, drawn_log) -> None:
+    # -- request stage ----------------------------------------------------------------------------
+    async def _request_stage(self, info: RequestInfo) -> None:
+        if self.st.config.allow_header_faults:
+            actions, seen = header_faults(dict(self.request.headers))
+            if seen:
+                self.entry["header_faults"] = seen
+            for act in actions:
+                await self._request_action(None, act, None)
+        for spec in self.eng.matching(info, "request"):
+            dec, drawn, _ = self.eng.decide(spec, info)
+            dl = drawn.to_json()
+            self.entry["faults"].append(dl)
+            if isinstance(dec.action, Admit):
+                self.admitted.append(dec.action.state)
+            elif dec.action is not None:
+                FAULTS_INJECTED.labels(spec.name, spec.type).inc()
+                await self._request_action(spec, dec.action, dl)
+
+    async def _request_action(self, spec, act, drawn_log) -> None:
         """Carry out one request-stage action; raise _Done to end the request here."""
-        nonlocal outcome
         if isinstance(act, Delay):
-            if await waited(spec, act.seconds) and drawn_log is not None:
+            if await self._waited(spec, act.seconds) and drawn_log is not None:
                 drawn_log["note"] = "released"
-            outcome = "delayed"
+            self.outcome = "delayed"
         elif isinstance(act, Respond):
-            if act.after_s > 0 and await waited(spec, act.after_s):
+            if act.after_s > 0 and await self._waited(spec, act.after_s):
                 if drawn_log is not None:
                     drawn_log["note"] = "released"
                 return
             raise _Done(_respond(act), "injected")
         elif isinstance(act, Abort):
-            if request.transport is not None:
-                request.transport.abort()
+            if self.request.transport is not None:
+                self.request.transport.abort()
             raise _Done(web.Response(status=500), "aborted")
         elif isinstance(act, Hold):
-            await waited(spec, None)
+            await self._waited(spec, None)
             if drawn_log is not None:
                 drawn_log["note"] = "released"
 
-    try:
+    # -- forward ----------------------------------------------------------------------------------
+    async def _forward(self, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        """The upstream's (status, headers, body); a failed upstream ends the request with 502."""
+        request, cfg = self.request, self.st.config
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP
+                   and not (cfg.allow_header_faults and k.lower().startswith(HEADER_PREFIX))}
+        t0 = time.perf_counter()
+        self.entry["upstream"] = True
         try:
-            if st.config.allow_header_faults:
-                actions, seen = header_faults(dict(request.headers))
-                if seen:
-                    entry["header_faults"] = seen
-                for act in actions:
-                    await request_action(None, act, None)
-            for spec in eng.matching(info, "request"):
-                dec, drawn, _ = eng.decide(spec, info)
-                dl = drawn.to_json()
-                entry["faults"].append(dl)
-                if isinstance(dec.action, Admit):
-                    admitted.append(dec.action.state)
-                elif dec.action is not None:
-                    FAULTS_INJECTED.labels(spec.name, spec.type).inc()
-                    await request_action(spec, dec.action, dl)
-
-            # -- forward ------------------------------------------------------------------------
-            headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP
-                       and not (st.config.allow_header_faults and k.lower().startswith(HEADER_PREFIX))}
-            t0 = time.perf_counter()
-            entry["upstream"] = True
-            try:
-                async with st.session.request(request.method, st.config.upstream + request.path_qs,
-                                              data=body if body else None, headers=headers,
-                                              allow_redirects=False) as up:
-                    rbody = await up.read()
-                    rstatus = up.status
-                    rheaders = {k: v for k, v in up.headers.items() if k.lower() not in _HOP}
-            except (aiohttp.ClientError, TimeoutError) as e:
-                UPSTREAM_DURATION.observe(time.perf_counter() - t0)
-                raise _Done(web.json_response(
-                    {"detail": f"fault-proxy: upstream failed: {type(e).__name__}: {e}"}, status=502),
-                    "upstream_error") from None
+            async with self.st.session.request(request.method, cfg.upstream + request.path_qs,
+                                               data=body if body else None, headers=headers,
+                                               allow_redirects=False) as up:
+                rbody = await up.read()
+                rstatus = up.status
+                rheaders = {k: v for k, v in up.headers.items() if k.lower() not in _HOP}
+        except (aiohttp.ClientError, TimeoutError) as e:
             UPSTREAM_DURATION.observe(time.perf_counter() - t0)
-            entry["upstream_status"] = rstatus
+            raise _Done(web.json_response(
+                {"detail": f"fault-proxy: upstream failed: {type(e).__name__}: {e}"}, status=502),
+                "upstream_error") from None
+        UPSTREAM_DURATION.observe(time.perf_counter() - t0)
+        self.entry["upstream_status"] = rstatus
+        return rstatus, rheaders, rbody
 
-            # -- response stage -----------------------------------------------------------------
-            throttle: tuple[Any, Throttle] | None = None
-            for spec in eng.matching(info, "response"):
-                dec, drawn, rng = eng.decide(spec, info)
-                act = dec.action
-                dl = drawn.to_json()
-                entry["faults"].append(dl)
-                if act is None:
-                    continue
-                if isinstance(act, Admit):
-                    admitted.append(act.state)
-                    continue
-                FAULTS_INJECTED.labels(spec.name, spec.type).inc()
-                if isinstance(act, Delay):
-                    if await waited(spec, act.seconds):
-                        dl["note"] = "released"
-                    outcome = "delayed"
-                elif isinstance(act, Hold):
-                    await waited(spec, None)
-                    dl["note"] = "released"
-                elif isinstance(act, Respond):
-                    if act.after_s > 0 and await waited(spec, act.after_s):
-                        dl["note"] = "released"
-                        continue
-                    rstatus, rbody = act.status, act.body
-                    rheaders = {"Content-Type": "application/json", **dict(act.headers)}
-                    outcome = "injected"
-                elif isinstance(act, Abort):
-                    raise _Done(await _send_partial(request, rstatus, rheaders, rbody, act.after_bytes, True),
-                                "aborted")
-                elif isinstance(act, Truncate):
-                    raise _Done(await _send_partial(request, rstatus, rheaders, rbody, act.after_bytes, False),
-                                "aborted")
-                elif isinstance(act, ReplaceBody):
-                    rbody, extra = CorruptBody.corrupt(spec.attributes, rbody, rng)
-                    dl.setdefault("drawn", {}).update(extra)
-                    outcome = "modified"
-                elif isinstance(act, Throttle):
-                    throttle = (spec, act)
-                    outcome = "modified"
+    # -- response stage ---------------------------------------------------------------------------
+    async def _response_stage(self, info: RequestInfo, resp: tuple[int, dict[str, str], bytes]
+                              ) -> tuple[int, dict[str, str], bytes]:
+        for spec in self.eng.matching(info, "response"):
+            dec, drawn, rng = self.eng.decide(spec, info)
+            act = dec.action
+            dl = drawn.to_json()
+            self.entry["faults"].append(dl)
+            if act is None:
+                continue
+            if isinstance(act, Admit):
+                self.admitted.append(act.state)
+                continue
+            FAULTS_INJECTED.labels(spec.name, spec.type).inc()
+            resp = await self._response_action(spec, act, dl, rng, resp)
+        return resp
 
-            if throttle is None:
-                raise _Done(web.Response(status=rstatus, body=rbody, headers=rheaders), outcome)
-            spec, act = throttle
-            resp = web.StreamResponse(status=rstatus, headers=rheaders)
-            resp.content_length = len(rbody)
-            await resp.prepare(request)
-            pos = 0
-            while pos < len(rbody):
-                chunk = rbody[pos: pos + act.chunk_bytes]
-                await resp.write(chunk)
-                pos += len(chunk)
-                if pos < len(rbody) and await waited(spec, len(chunk) / act.bytes_per_s):
-                    await resp.write(rbody[pos:])  # removed mid-stream: flush the rest at once
-                    break
-            await resp.write_eof()
-            raise _Done(resp, outcome)
-        except _Done as d:
-            outcome = d.outcome
-            entry["status"] = None if outcome == "aborted" else d.response.status
-            return d.response
-    except asyncio.CancelledError:
-        outcome = "client_gone"
-        raise
-    finally:
-        for s in admitted:
-            s.release()
-        entry["outcome"] = outcome
-        if delayed:
-            entry["delay_s"] = round(delayed, 6)
-        eng.record(entry)
-        REQUESTS.labels(outcome).inc()
+    async def _response_action(self, spec, act, dl: dict[str, Any], rng, resp: tuple[int, dict[str, str], bytes]
+                               ) -> tuple[int, dict[str, str], bytes]:
+        """Carry out one response-stage action on the response so far; returns the response it leaves (a throttle
+        is kept for the send); raises _Done when the action ends the request (abort, truncate)."""
+        rstatus, rheaders, rbody = resp
+        if isinstance(act, Delay):
+            if await self._waited(spec, act.seconds):
+                dl["note"] = "released"
+            self.outcome = "delayed"
+        elif isinstance(act, Hold):
+            await self._waited(spec, None)
+            dl["note"] = "released"
+        elif isinstance(act, Respond):
+            if act.after_s > 0 and await self._waited(spec, act.after_s):
+                dl["note"] = "released"
+                return resp
+            self.outcome = "injected"
+            return act.status, {"Content-Type": "application/json", **dict(act.headers)}, act.body
+        elif isinstance(act, Abort | Truncate):
+            raise _Done(await _send_partial(self.request, rstatus, rheaders, rbody, act.after_bytes,
+                                            isinstance(act, Abort)), "aborted")
+        elif isinstance(act, ReplaceBody):
+            rbody, extra = CorruptBody.corrupt(spec.attributes, rbody, rng)
+            dl.setdefault("drawn", {}).update(extra)
+            self.outcome = "modified"
+            return rstatus, rheaders, rbody
+        elif isinstance(act, Throttle):
+            self.throttle = (spec, act)
+            self.outcome = "modified"
+        return resp
+
+    async def _send(self, resp: tuple[int, dict[str, str], bytes]) -> web.StreamResponse:
+        """The final response: whole, or written `chunk_bytes` at a time at the throttle's rate."""
+        rstatus, rheaders, rbody = resp
+        if self.throttle is None:
+            return web.Response(status=rstatus, body=rbody, headers=rheaders)
+        spec, act = self.throttle
+        out = web.StreamResponse(status=rstatus, headers=rheaders)
+        out.content_length = len(rbody)
+        await out.prepare(self.request)
+        pos = 0
+        while pos < len(rbody):
+            chunk = rbody[pos: pos + act.chunk_bytes]
+            await out.write(chunk)
+            pos += len(chunk)
+            if pos < len(rbody) and await self._waited(spec, len(chunk) / act.bytes_per_s):
+                await out.write(rbody[pos:])  # removed mid-stream: flush the rest at once
+                break
+        await out.write_eof()
+        return out
 
 
 async def not_found_admin(request: web.Request) -> web.Response:
