@@ -5,8 +5,9 @@
   question is its own haystack) a percentile bootstrap over questions. With clusters (LoCoMo: questions of one
   conversation share it) a cluster-robust t interval for the question-weighted mean with G - 1 degrees of
   freedom (`cluster_t_interval`); `cluster_bootstrap_ci` (whole clusters drawn with replacement) is kept for
-  comparison: with the 4-5 conversations a bench run affords it covers the all-conversation figure only ~83%
-  of the time, against ~95% for the t interval (measured on LoCoMo dev, README). Clusters and probes are taken
+  comparison: over 20 seeded 4-conversation samples of LoCoMo dev it contained the all-conversation figure 85%
+  of the time, against 97% for the t interval (`python -m services.studies.interval_study`; README, "IR
+  baselines and how sure the numbers are"). Clusters and probes are taken
   in sorted id order, so the order of samples.jsonl changes nothing. A rate whose every value is 0 (or every
   value 1) gets the Wilson score interval over the number of independent units instead of a width-0 interval.
 - `paired_permutation_test`: two-sided test on paired per-probe scores; the null is exchangeability within

@@ -1,21 +1,18 @@
 """Exact top-n inner-product search through an int8 copy of an embedding matrix.
 
 The semantic and question channels rank every stored float32 row by its dot product with the query. Reading the
-whole 10k x 384 float32 matrix (15 MB) per request is bound by memory bandwidth, and more so under load: in a
-`perf` profile of the mock at ~450 retrieve/s (session 23) the float32 matrix-vector product took 39% of all CPU
-samples. An int8 copy is a quarter of the bytes. Each row keeps its quantisation error, so the int8 product gives
-an interval that surely holds the row's exact score:
+whole 10k x 384 float32 matrix (15 MB) per request is bound by memory bandwidth, and more so under load, where
+that matrix-vector product is the retrieve path's main cost. An int8 copy is a quarter of the bytes. Each row keeps
+its quantisation error, so the int8 product gives an interval that surely holds the row's exact score:
 
     e . q - s_e s_q (c_e . c_q) = (e - s_e c_e) . q + s_e c_e . (q - s_q c_q)
     |...| <= max|e - s_e c_e| * ||q||_1 + s_e ||c_e||_1 * max|q - s_q c_q|
 
 (c = the int8 codes, s = the per-vector scale max|x| / 127). A row whose upper end lies below the n-th best
-lower end, or below the channel's minimum, cannot be in the top n; only the remaining rows (about 130-270 of 10k
-on the load-bench data) are scored exactly. Exact means numkong's float32 dot with a float64 accumulator, each row
-on its own: ~1e-14 from the real product, the same whatever other rows are scored with it, identical for
-identical rows. The returned list is the one scoring every row that way would give (tests/test_cortex_quantized.py
-checks both against each other; on the load-bench tenant, 1,032 queries x fast/full x user filters gave the same
-rankings as the float32 matrix product the channels used before).
+lower end, or below the channel's minimum, cannot be in the top n; only the remaining rows are scored exactly.
+Exact means numkong's float32 dot with a float64 accumulator, each row on its own: the same whatever other rows
+are scored with it, identical for identical rows. The returned list is the one scoring every row that way would
+give (tests/test_cortex_quantized.py checks both against each other).
 
 The int8 products run in numkong (the SIMD kernels usearch is built on); codes are per-row, so a snapshot that
 grows by appended rows extends its copy instead of re-quantising everything.

@@ -2,10 +2,9 @@
 
 With `--processes N` each server process builds its own snapshot of a tenant (store.TenantIndex). The largest
 part of a snapshot is the fact-embedding matrix (10k memories x 384 float32 = 15 MB), and a retrieve reads all
-of it once (the semantic channel's matrix-vector product), so the product is bound by memory bandwidth. Two
-private copies no longer fit a 32 MB L3 beside everything else, and each product then streams from DRAM: on the
-2-core machine of issue 14, two processes doing back-to-back products over a private copy each took 1.08 ms
-per product, over one mapped copy 0.45 ms (measured with `time.process_time`, see loadtests/README.md).
+of it once (the semantic channel's matrix-vector product), so the product is bound by memory bandwidth. Private
+copies, one a process, compete for the last-level cache, and each product then streams from DRAM; one mapped copy
+is the same physical pages for every process.
 
 `SharedArrays.share(kind, arr)` returns an array with the same bytes backed by a page-cache mapping of a file
 named by the content's hash, so every process holding the same content maps the same physical pages. The file

@@ -154,8 +154,8 @@ async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | Non
         # Load the cl100k tables before measuring: the first count blocks the loop for seconds (the event-loop
         # collector showed it), which is start-up cost, not per-turn cost.
         count_tokens("warm up")
-        # Same for the leak check's t quantile: importing scipy.stats mid-run stalled the loop for ~6 s and added
-        # ~85 MB of RSS to the phase it happened in (the event-loop and RSS collectors showed both).
+        # Same for the leak check's t quantile: importing scipy.stats mid-run stalls the loop and adds its RSS to
+        # the phase it happens in (the event-loop and RSS collectors show both).
         _t_quantile(0.975, 10)
         await loop_mon.start()
         await resources.start()

@@ -2,9 +2,9 @@
 `hybrid.mmr_rerank` (OpenClaw's greedy loop), in O(nnz) + O(n²) numpy work instead of n²/2 Python set
 intersections.
 
-Why: 2026.9.6 asks for 200 candidates per leg, so MMR runs over up to ~400 rows; the Python loop costs ~2 s a
-query there (profiled, 3k synthetic chunks). Token sets are integer ids computed at index time
-(`TokenVocab`, IndexStore), so a query tokenises nothing.
+Why: 2026.9.6 asks for 200 candidates per leg, so MMR runs over up to ~400 rows, where the Python loop's n²/2
+set intersections would dominate a query. Token sets are integer ids computed at index time (`TokenVocab`,
+IndexStore), so a query tokenises nothing.
 
 Exactness: relevance, the MMR value λ·rel − (1−λ)·maxSim and Jaccard = |A∩B| / (|A|+|B|−|A∩B|) are the same
 IEEE-754 float64 operations as the Python loop (integer counts below 2^53 divide exactly as Python's int/int),

@@ -1,8 +1,8 @@
 // memrig openclaw-real sidecar: one long-lived Node process that drives OpenClaw's own builtin memory search
 // through its public plugin SDK (`openclaw/plugin-sdk/config-runtime`, `openclaw/plugin-sdk/memory-host-search`).
 //
-// Why a sidecar: the OpenClaw CLI costs ~10 s a call (module loading); one process keeps the managers warm, so a
-// search costs what OpenClaw's search costs. The Python adapter (../backend.py) writes each namespace's workspace
+// Why a sidecar: each OpenClaw CLI call loads OpenClaw's modules anew; one process keeps the managers warm, so a
+// search costs what OpenClaw's search costs (`make bench-openclaw-real` measures both and the sidecar's overhead). The Python adapter (../backend.py) writes each namespace's workspace
 // (MEMORY.md + memory/YYYY-MM-DD.md, the same files the port indexes) and talks to this process over HTTP on a
 // Unix socket it owns. Nothing here re-implements OpenClaw: indexing, chunking, FTS, embeddings, merge, decay,
 // MMR and selection are OpenClaw's.
@@ -515,7 +515,7 @@ async function shutdown() {
 process.on("SIGTERM", shutdown);
 process.on("SIGINT", shutdown);
 
-// Warm-up: OpenClaw loads its search runtime lazily (~5 s on the first search here). Do that once now, on a
+// Warm-up: OpenClaw loads its search runtime lazily, on the first search. Do that once now, on a
 // throwaway agent, so no measured request pays for module loading.
 if (conf.warmup !== false) {
   const ws = path.join(conf.stateDir, "warmup-workspace");
