@@ -20,7 +20,7 @@ class SampleSink:
         self._fh = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            self._fh = open(self.path, "a", encoding="utf-8")  # closed in close()
 
     def write(self, kind: str, **fields: Any) -> dict[str, Any]:
         row = {"kind": kind, "t": round(time.time(), 6), **fields}

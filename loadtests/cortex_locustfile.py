@@ -62,7 +62,7 @@ class CortexUser(FastHttpUser):
                 return None
             try:
                 return r.json()
-            except Exception as e:  # noqa: BLE001 - a body the client cannot parse is a failure
+            except Exception as e:  # a body the client cannot parse is a failure
                 r.failure(f"bad JSON: {e}")
                 return None
 
@@ -99,7 +99,7 @@ class CortexUser(FastHttpUser):
                     return JobFailed(f"poll HTTP {r.status_code}")
                 try:
                     status = r.json().get("status")
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     r.failure(f"bad JSON: {e}")
                     return JobFailed("poll bad JSON")
             if status == "completed":

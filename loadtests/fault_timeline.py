@@ -202,7 +202,7 @@ def run_timeline(windows: list[FaultWindow], admin: Any, *, sleep: Callable[[flo
             else:
                 admin.remove(w.name)
                 live.pop(w.name, None)
-        except Exception as e:  # noqa: BLE001 - a failed switch is logged, the timeline goes on
+        except Exception as e:  # a failed switch is logged, the timeline goes on
             ev["ok"], ev["error"] = False, str(e)
         ev["wall_end"] = wall()
         events.append(ev)

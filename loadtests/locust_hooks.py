@@ -103,7 +103,7 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "fault_timeline.json").write_text(json.dumps(
             {"spec": opts.fault_timeline, "admin": admin_url, "windows": timeline_to_json(windows)}, indent=2))
-        ev_file = open(run_dir / "fault_events.jsonl", "a", buffering=1)  # noqa: SIM115 - closed on stop
+        ev_file = open(run_dir / "fault_events.jsonl", "a", buffering=1)  # closed on stop
 
     def on_event(ev: dict[str, Any]) -> None:
         log.info("fault %s %s at %.2fs ok=%s", ev["action"], ev["name"], ev["rel_start_s"], ev["ok"])

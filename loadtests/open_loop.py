@@ -385,7 +385,7 @@ async def drive(target: Target, offsets_s: np.ndarray, phase_idx: np.ndarray | N
                     rec.ok[i] = True
                 except asyncio.CancelledError:
                     raise
-                except BaseException as e:  # noqa: BLE001 - every failure is an outcome to count
+                except BaseException as e:  # every failure is an outcome to count
                     rec.errors[i] = error_kind(e)
                 rec.done[i] = clock()
         finally:

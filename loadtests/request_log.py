@@ -31,7 +31,7 @@ class RequestLogWriter:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / f"requests-{os.getpid()}.jsonl"
-        self._f: IO[str] | None = open(self.path, "a", buffering=1 << 16)  # noqa: SIM115 - closed in close()
+        self._f: IO[str] | None = open(self.path, "a", buffering=1 << 16)  # closed in close()
 
     def write(self, request_type: str, name: str, start: float, end: float, response_time_ms: float,
               exception: BaseException | None) -> None:

@@ -608,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"error: {e}", file=sys.stderr)
         code = 2
-    except Exception as e:  # noqa: BLE001 - turned into one line; only unknown errors keep a traceback
+    except Exception as e:  # turned into one line; only unknown errors keep a traceback
         msg = _friendly_error(e, args)
         if msg is None:
             raise

@@ -116,7 +116,7 @@ class Rig:
             return self.procs[key]
         log_path = self.run_dir / f"{key.replace('/', '_')}.log"
         argv = [sys.executable, "-m", module, *args]
-        logf = open(log_path, "w")  # noqa: SIM115 - handed to the child
+        logf = open(log_path, "w")  # handed to the child
         p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=self.env, cwd=os.getcwd(),
                              start_new_session=True)
         logf.close()

@@ -53,7 +53,7 @@ def _wait_http(url: str, timeout_s: float, proc: subprocess.Popen) -> bool:
         if proc.poll() is not None:
             return False
         try:
-            with urllib.request.urlopen(url, timeout=1) as r:  # noqa: S310 - loopback only
+            with urllib.request.urlopen(url, timeout=1) as r:  # loopback only
                 if r.status == 200:
                     return True
         except OSError:
@@ -70,7 +70,7 @@ def start_prometheus(run_dir: Path, port: int, config_text: str, binary: str | N
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = run_dir / "prometheus.yml"
     cfg.write_text(config_text)
-    log = open(run_dir / "prometheus.log", "w")  # noqa: SIM115 - handed to the child
+    log = open(run_dir / "prometheus.log", "w")  # handed to the child
     p = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={run_dir / 'data'}",
                           f"--web.listen-address=127.0.0.1:{port}", f"--storage.tsdb.retention.time={retention}"],
                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -100,7 +100,7 @@ def start_grafana(run_dir: Path, port: int, prometheus_url: str) -> subprocess.P
     home = next((d for d in ("/usr/share/grafana", "/usr/local/share/grafana") if Path(d).exists()), None)
     if home:
         cmd = [*cmd, f"--homepath={home}"]
-    log = open(run_dir / "grafana.log", "w")  # noqa: SIM115
+    log = open(run_dir / "grafana.log", "w")
     p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     log.close()
     return p

@@ -11,9 +11,9 @@ from services.adapters.cortex.backend import CortexBackend
 from services.adapters.http.backend import HttpBackend
 from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session
 from services.cortex_mock.app import make_app
-from services.cortex_mock.config import MockConfig  # noqa: E402
-from tests.fixtures_conformance import conformance_in_process  # noqa: E402
-from tests.fixtures_proxy import serve_app  # noqa: E402
+from services.cortex_mock.config import MockConfig
+from tests.fixtures_conformance import conformance_in_process
+from tests.fixtures_proxy import serve_app
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 

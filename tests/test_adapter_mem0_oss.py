@@ -14,12 +14,12 @@ from aiohttp import web
 if importlib.util.find_spec("mem0") is None:  # not importorskip: importing mem0 early would miss MEM0_TELEMETRY
     pytest.skip("[requires:mem0] mem0ai not installed (make setup installs mem0ai==2.2.1 --no-deps)", allow_module_level=True)
 
-from services.adapters.mem0_oss.backend import EVIDENCE_KEY, SESSION_KEY, Mem0OssBackend  # noqa: E402
-from services.adapters.mem0_oss.library import embedder_config, import_mem0  # noqa: E402
-from services.common.embeddings import get_embedder  # noqa: E402
-from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session  # noqa: E402
-from tests.fixtures_conformance import conformance_in_process  # noqa: E402
-from tests.fixtures_proxy import serve_app  # noqa: E402
+from services.adapters.mem0_oss.backend import EVIDENCE_KEY, SESSION_KEY, Mem0OssBackend
+from services.adapters.mem0_oss.library import embedder_config, import_mem0
+from services.common.embeddings import get_embedder
+from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session
+from tests.fixtures_conformance import conformance_in_process
+from tests.fixtures_proxy import serve_app
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 TEXTS = [

@@ -2,7 +2,7 @@
 in the quick set: the drills run on a simulated clock against a simulated proxy and adapter, so a whole drill
 takes milliseconds and nothing here depends on how fast the machine is.
 
-The simulated adapter follows the Cortex plugin's documented policy (reference/peers.md §2.5, §2.7, as
+The simulated adapter follows the Cortex plugin's documented policy (../shared/reference/peers.md §2.5, §2.7, as
 tests/test_drills.py's fake does over real HTTP): a recall budget (`recall_timeout_ms`), a cold-start gate that
 opens after `cold_start_failures` consecutive failures for `cold_start_cooldown_ms`, and a RetryQueue capped at
 `retry_queue_capacity` (0 = no cap). The simulated proxy applies the faults the drills switch on (reset,

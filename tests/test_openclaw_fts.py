@@ -1,4 +1,4 @@
-"""FTS query building, both BM25 rank mappings on real FTS5 ranks, keyword extraction (peers.md §1.4, §1.6)."""
+"""FTS query building, both BM25 rank mappings on real FTS5 ranks, keyword extraction (../shared/reference/peers.md §1.4, §1.6)."""
 
 import math
 import sqlite3

@@ -1,4 +1,4 @@
-"""Merge arithmetic, temporal decay, MMR order and the final cut, with hand-computed expectations (peers.md §1.6-§1.9,
+"""Merge arithmetic, temporal decay, MMR order and the final cut, with hand-computed expectations (../shared/reference/peers.md §1.6-§1.9,
 §1.12b)."""
 
 from datetime import UTC, datetime

@@ -183,7 +183,7 @@ def test_run_probe_with_pairwise():
             self.calls.append(("answer", blocks))
             return {"answer": "base only"}
 
-        class judge_llm:  # noqa: N801
+        class judge_llm:
             replies = []
 
             @staticmethod

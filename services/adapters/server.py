@@ -48,7 +48,7 @@ class MemoryBackendServicer(pb_grpc.MemoryBackendServiceServicer):
             return await call()
         except asyncio.CancelledError:
             raise
-        except Exception as e:  # noqa: BLE001 - mapped to a status, never leaked as UNKNOWN
+        except Exception as e:  # mapped to a status, never leaked as UNKNOWN
             code, message = status_for(e, self.host.name)
             await context.abort(code, message)
 

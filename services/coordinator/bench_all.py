@@ -68,7 +68,7 @@ async def run_bench_all(args) -> int:
             except SuiteUnavailable as e:
                 index["suites"][name] = {"state": "skipped", "reason": str(e)}
                 print(f"[bench-all] {name} skipped: {e}", flush=True)
-            except Exception as e:  # noqa: BLE001 - one suite failing must not sink the others
+            except Exception as e:  # one suite failing must not sink the others
                 index["suites"][name] = {"state": "failed", "reason": f"{type(e).__name__}: {e}",
                                          "traceback": traceback.format_exc()[-2000:]}
                 print(f"[bench-all] {name} failed: {e}", flush=True)
@@ -92,7 +92,7 @@ async def _run_costs(out: Path) -> dict[str, Any]:
     try:
         res = await run_costs(out, quick=True, metrics_port=0)  # /metrics + a file_sd target while it runs
         return {"state": "ok", "dir": "costs", "results": res}
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return {"state": "failed", "reason": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]}
 
 
@@ -102,7 +102,7 @@ def _local_llm_note() -> str:
         from services.local_llm.setup import local_llm_status
 
         ok, reason = local_llm_status()
-    except Exception as e:  # noqa: BLE001 - a note must never sink the run
+    except Exception as e:  # a note must never sink the run
         ok, reason = False, f"{type(e).__name__}: {e}"
     return (f"not part of bench-all; the local model is set up ({reason}): run `make bench-local`" if ok
             else f"not part of bench-all, and the local model is not set up ({reason})")

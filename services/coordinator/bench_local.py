@@ -104,7 +104,7 @@ async def run_bench_local(args: argparse.Namespace) -> int:
                 entry.update(state="skipped", reason=str(e))
                 entry.pop("dir")
                 print(f"[bench-local] {name} skipped: {e}", flush=True)
-            except Exception as e:  # noqa: BLE001 - one suite failing must not sink the others
+            except Exception as e:  # one suite failing must not sink the others
                 entry.update(state="failed", reason=f"{type(e).__name__}: {e}", traceback=traceback.format_exc()[-2000:])
                 print(f"[bench-local] {name} failed: {e}", flush=True)
             entry["duration_s"] = time.monotonic() - ts

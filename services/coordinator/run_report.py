@@ -122,7 +122,7 @@ def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
             # Plots live in costs/; the section's headings move up one level beside the suites'.
             md = re.sub(r"!\[([^\]]*)\]\((?!https?:|/)([^)]+)\)", r"![\1](costs/\2)", md)
             lines.append(re.sub(r"^#(#+) ", r"\1 ", md, flags=re.M))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             lines += ["# Latency and resources", f"(could not render costs: {e})"]
     elif costs:
         lines += ["# Latency and resources", f"{costs.get('state')}: {costs.get('reason')}"]

@@ -181,7 +181,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                     proc = await rig.start_backend(name, embedder=cfg.embedder)
                     clients[name] = GrpcBackendClient(proc.url, name=name)
                 describes[name] = await clients[name].describe()
-            except Exception as e:  # noqa: BLE001 - any start failure is reported, others go on
+            except Exception as e:  # any start failure is reported, others go on
                 failures[name] = f"start failed: {type(e).__name__}: {e}"
                 clients.pop(name, None)
         run["backends"] = {n: {"describe": describes.get(n), "status": "failed" if n in failures else "ok",
@@ -209,7 +209,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                                                 {"run_id": run_id, "phase": "ingest", "message": f"{n} {m}"}))
                 info["duration_s"] = time.perf_counter() - t0
                 ingest_info[name] = info
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 failures[name] = f"ingest failed: {type(e).__name__}: {e}"
         run["ingest"] = {**prev.get("ingest", {}), **ingest_info}
         run["backends"] = {n: {"describe": describes.get(n), "status": "failed" if n in failures else "ok",
@@ -252,7 +252,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         for c in clients.values():
             try:
                 await c.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         if own_rig:
             rig.stop_all()

@@ -74,7 +74,7 @@ class CoordinatorServicer(cpb_grpc.CoordinatorServiceServicer):
                     outcome = await run_suite(cfg, queue.put_nowait, rig=self.rig)
                     queue.put_nowait({"phase": "done", "state": outcome.state, "message": str(outcome.run_dir),
                                       "out_dir": str(outcome.run_dir)})
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     queue.put_nowait({"phase": "failed", "state": "failed", "message": f"{type(e).__name__}: {e}"})
                 queue.put_nowait(None)
 

@@ -248,7 +248,7 @@ class CortexEngine:
         for i, body in enumerate(items):
             try:
                 results.append(await self.ingest_text(tenant_id, body))
-            except Exception as e:  # noqa: BLE001 - reported per item, as the API's batch response does
+            except Exception as e:  # reported per item, as the API's batch response does
                 log.warning("batch item %d failed: %s", i, e)
                 errors.append(f"items[{i}]: {type(e).__name__}: {e}")
         return {"results": results, "total_nodes_created": sum(r["nodes_created"] for r in results),

@@ -1,5 +1,5 @@
 """`make bench-perf` / `memrig bench-perf`: how each memory system's cost grows with its memory, and what the
-rig itself costs, measured side by side in one run (DESIGN.md "Measurement rules"; README.md here).
+rig itself costs, measured side by side in one run (../shared/DESIGN.md "Measurement rules"; README.md here).
 
     memrig bench-perf [--out DIR] [--sizes 1000,10000,100000] [--million] [--backends a,b,...]
                       [--embedder hash|minilm|wordllama] [--queries 100] [--seed 0] [--max-step-s 300]
@@ -194,7 +194,7 @@ class Bench:
                 try:
                     self.res["backends"].append(await bk.run_local(name, rig, texts, a.size_list, qsets, floors,
                                                                    opts, self.log))
-                except Exception as e:  # noqa: BLE001 - one backend failing never stops the others
+                except Exception as e:  # one backend failing never stops the others
                     self.log(f"{name} failed: {type(e).__name__}: {e}")
                     self.res["backends"].append({"backend": name, "status": "error",
                                                  "reason": f"{type(e).__name__}: {e}"[:500], "sizes": []})
@@ -214,7 +214,7 @@ class Bench:
                         if pp:
                             self.res["overhead"]["proxy_passthrough"] = pp
                     self.res["backends"].extend(outs)
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     self.log(f"cortex failed: {type(e).__name__}: {e}")
                     for n in cortex:
                         self.res["backends"].append({"backend": n, "status": "error",
@@ -266,7 +266,7 @@ class Bench:
                 r["status"] = "ok"
                 r["vectors"] = floors.source.get(n, "")
                 out["sizes"].append(r)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 out["sizes"].append({"n": n, "status": "error", "reason": f"{type(e).__name__}: {e}"[:300]})
             self.save()
         ok = [s for s in out["sizes"] if s.get("status") == "ok" and s.get("best")]

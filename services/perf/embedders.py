@@ -15,7 +15,7 @@ def embedder_throughput(name: str, batch_n: int = 512, single_n: int = 100, seed
     t0 = time.perf_counter()
     try:
         e = get_embedder(name, use_cache=False)
-    except Exception as ex:  # noqa: BLE001 - a missing model is reported, not fatal
+    except Exception as ex:  # a missing model is reported, not fatal
         return {"embedder": name, "status": "error", "reason": f"{type(ex).__name__}: {ex}"}
     load_s = time.perf_counter() - t0
     texts = synth.memories(max(batch_n, single_n) + 1000, seed)

@@ -1,4 +1,4 @@
-"""The `<cortex_memories>` envelope the plugin prepends to the prompt (reference/peers.md §2.6, v0.3.x–v1.1).
+"""The `<cortex_memories>` envelope the plugin prepends to the prompt (../shared/reference/peers.md §2.6, v0.3.x–v1.1).
 
 Used for every backend that does not format its own context, so tokens injected compare like for like:
 

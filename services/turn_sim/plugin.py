@@ -1,6 +1,6 @@
 """The memory plugin as the agent host sees it, driven through the memrig backend API.
 
-OpenClaw calls a memory plugin at two points of a turn (reference/peers.md §2.5, §2.7):
+OpenClaw calls a memory plugin at two points of a turn (../shared/reference/peers.md §2.5, §2.7):
 - `before_agent_start(prompt)` → `{prependContext}`: recall (skipped when autoRecall is off or the prompt is
   shorter than 5 characters), formatted as the `<cortex_memories>` envelope unless the backend formats its own;
   any failure degrades silently to no context.

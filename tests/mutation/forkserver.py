@@ -83,7 +83,7 @@ def _run_pytest_in_child(args: list[str]) -> None:
         import pytest
 
         code = int(pytest.main(args))
-    except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into the server loop
+    except BaseException:  # whatever happens, the child must not return into the server loop
         code = 3
     finally:
         os._exit(code)
@@ -127,7 +127,7 @@ def preload(names: list[str]) -> int:
         try:
             __import__(name)
             n += 1
-        except BaseException:  # noqa: BLE001 - a module that won't import here is simply not preloaded
+        except BaseException:  # a module that won't import here is simply not preloaded
             pass
     return n
 

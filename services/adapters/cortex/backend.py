@@ -2,7 +2,7 @@
 fault proxy) that behaves like the `@ubundi/openclaw-cortex` plugin's client, so the rig measures what an
 agent using the plugin would see, failures included.
 
-Defaults are the plugin's v0.3.x era (commit 22cc320, 2026-02-20; reference/peers.md §2.4–§2.7), where the
+Defaults are the plugin's v0.3.x era (commit 22cc320, 2026-02-20; ../shared/reference/peers.md §2.4–§2.7), where the
 recall hook still called `POST /v1/retrieve` with `recallTopK`, `recallMode`, `recallTimeoutMs` 2000 and
 `recallQueryType` "combined". Two later behaviours are knobs: the full → fast retry on 5xx/timeout
 (HEAD, on by default because the issue asks for it) and HEAD's rule that timeouts do not trip the gate
@@ -339,7 +339,7 @@ class CortexBackend(MemoryBackend):
                 break
             await asyncio.sleep(poll)
         if not self._queued_items(namespace) and not self.jobs[namespace]:
-            # Jobs report "completed" before every edge is committed (peers.md §2.3): wait for the
+            # Jobs report "completed" before every edge is committed (../shared/reference/peers.md §2.3): wait for the
             # knowledge totals to hold still for a few polls.
             last, stable = None, 0
             while time.monotonic() < deadline:

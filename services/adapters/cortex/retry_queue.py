@@ -1,4 +1,4 @@
-"""The plugin's capture RetryQueue (reference/peers.md §2.7; `src/internal/retry-queue.ts`, unchanged since v0.3).
+"""The plugin's capture RetryQueue (../shared/reference/peers.md §2.7; `src/internal/retry-queue.ts`, unchanged since v0.3).
 
 Behaviour reproduced: tasks keyed by label, kept in arrival order; enqueueing a label already queued
 replaces its work in place (retries back to 0, due now); enqueueing past `capacity` (100) drops the oldest
@@ -112,7 +112,7 @@ class RetryQueue:
                     continue
                 try:
                     await task.execute()
-                except Exception as e:  # noqa: BLE001 - any failure is a retry
+                except Exception as e:  # any failure is a retry
                     self.stats["failed_attempts"] += 1
                     task.retries += 1
                     if task.retries >= self.max_retries:

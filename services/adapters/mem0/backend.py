@@ -1,4 +1,4 @@
-"""`mem0`: Mem0 OSS v3's `Memory` API as a memrig reference backend (reference/peers.md §5.1; mem0ai/mem0 @ 8d5b786,
+"""`mem0`: Mem0 OSS v3's `Memory` API as a memrig reference backend (../shared/reference/peers.md §5.1; mem0ai/mem0 @ 8d5b786,
 `mem0/memory/main.py`).
 
 - Ingest = `Memory.add(messages, user_id=namespace, infer=True, metadata=...)` once per session with the

@@ -102,7 +102,7 @@ class Mem0OssBackend(StoreBackedBackend):
     def _mem0_version() -> str:
         try:
             return dist_version("mem0ai")
-        except Exception:  # noqa: BLE001 - not installed: Describe still works, start() explains
+        except Exception:  # not installed: Describe still works, start() explains
             return "not installed"
 
     def mem0_config_dict(self) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def import_mem0(home: Path):
     if PROVIDER not in EmbedderFactory.provider_to_class:
         global RigEmbedding
 
-        class RigEmbedding(EmbeddingBase):  # noqa: F811 - defined once, on first import of mem0
+        class RigEmbedding(EmbeddingBase):  # defined once, on first import of mem0
             """`config.model` is the rig's Embedder; vectors are its unit-norm float32 rows as lists."""
 
             def embed(self, text, memory_action=None):

@@ -1,4 +1,4 @@
-"""`memory-hook`: co11y's memory-hook as a memrig reference backend (reference/peers.md §4.2; the hook itself is not
+"""`memory-hook`: co11y's memory-hook as a memrig reference backend (../shared/reference/peers.md §4.2; the hook itself is not
 public: the facts come from `gbasin/memory-hook-bench`, SPEC.md and `src/bench/configs/memory-hook.ts`).
 
 Memories have the upstream schema `{id, trigger (embedded), rule (injected), source, section}` (the optional

@@ -1,6 +1,6 @@
 """Benchmark of the OpenClaw baseline's index and search (not a test): index build throughput and search latency at
-several index sizes, with a numpy brute-force cosine floor measured in the same run (DESIGN.md: performance claims
-are ratios measured side by side).
+several index sizes, with a numpy brute-force cosine floor measured in the same run (a performance claim is a ratio
+measured side by side).
 
     python -m services.adapters.openclaw.bench --out DIR [--sizes 1000,10000,100000] [--preset openclaw]
                                                [--embedder hash|minilm|wordllama] [--queries 50] [--seed 0]

@@ -1,6 +1,6 @@
 """The constants of OpenClaw's builtin memory search, by era, as named presets.
 
-Every number here is a fact of OpenClaw's source (reference/peers.md §1, with the corrections of §1.12b):
+Every number here is a fact of OpenClaw's source (../shared/reference/peers.md §1, with the corrections of §1.12b):
 - `openclaw-2026-02` — upstream as of February 2026 (`src/memory/*`): ASCII FTS tokens, the early
   `bm25RankToScore` that clamps FTS5's negative ranks to 0 and so scores every keyword hit 1.0 (bug #5767),
   the plain weighted sum `vw*v + tw*t`, MMR and temporal decay off (opt-in), ASCII MMR tokens, strict final

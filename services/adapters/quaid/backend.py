@@ -1,4 +1,4 @@
-"""`quaid`: Quaid's recall pipeline as a memrig reference backend (reference/peers.md §3; Quaid-Labs/quaid @
+"""`quaid`: Quaid's recall pipeline as a memrig reference backend (../shared/reference/peers.md §3; Quaid-Labs/quaid @
 9262e69, `modules/quaid/datastore/memorydb/memory_graph.py`: `search_hybrid`, `_get_fusion_weights`,
 `_compute_composite_score`, `recall`). Scoring lives in scoring.py as pure functions; this module owns storage,
 ingestion and the orchestration.

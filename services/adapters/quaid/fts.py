@@ -1,7 +1,7 @@
 """Quaid's keyword side: an SQLite FTS5 table of facts per namespace (its own tables; BM25 statistics per
 namespace, as one Quaid database per agent). Thread-safe: callers run it off the event loop.
 
-Query construction is the rig's choice (peers.md does not record Quaid's): the query's word tokens, lower-cased,
+Query construction is the rig's choice (../shared/reference/peers.md does not record Quaid's): the query's word tokens, lower-cased,
 stop words removed, each quoted, OR-joined, so a multi-word question still matches facts sharing any term;
 the tokenizer is `porter unicode61` so "rotate" matches "rotates". Results are in FTS5 `rank` (BM25) order.
 """

@@ -1,4 +1,4 @@
-"""Quaid's recall scoring as small pure functions (reference/peers.md §3; Quaid-Labs/quaid @ 9262e69,
+"""Quaid's recall scoring as small pure functions (../shared/reference/peers.md §3; Quaid-Labs/quaid @ 9262e69,
 `modules/quaid/datastore/memorydb/memory_graph.py`).
 
 - `classify_intent` — the rig's deterministic stand-in for Quaid's intent classification (question words and

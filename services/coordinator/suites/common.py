@@ -140,7 +140,7 @@ def load_info(suite: Any) -> dict[str, Any] | None:
     if info is None:
         try:
             info = suite.load().info
-        except Exception:  # noqa: BLE001 - data moved since the run: the report just omits these counts
+        except Exception:  # data moved since the run: the report just omits these counts
             return None
     return info
 
