@@ -81,7 +81,11 @@ def test_four_raters_on_crafted_answers():
     assert (s["model_mean"], s["rubric_mean"]) == (2.25, 1.75)
     for p in ag["pairs"]:
         assert p["ci"] is None or p["ci"][0] <= p["ci"][1]
+    assert ag["by_condition"] == {"c": {"n": 4, "correct": {"model judge": 0.75, "rubric judge": 0.5, "EM": 0.25,
+                                                            "F1 ≥ 0.5": 0.5}, "model_mean": 2.25, "rubric_mean": 1.75}}
     md = J.render(ag, "qwen (Q4_K_M, sha256 cc324af070c2)")
+    assert "| c | 4 | 75.0% | 50.0% | 25.0% | 50.0% | 2.25 | 1.75 |" in md
+    assert "| **all** | 4 | 75.0% | 50.0% | 25.0% | 50.0% | 2.25 | 1.75 |" in md
     assert "## Judge agreement" in md and "- **model judge**: qwen (Q4_K_M, sha256 cc324af070c2) (0-3 rubric prompt)" in md
     assert "| model judge vs EM | 4 | 50.0% | 0.200" in md
     assert "| EM | 1 | 2 | 0 | 1 |" in md
@@ -92,6 +96,7 @@ def test_binary_judge_runs_and_nothing_without_a_model_judgement():
                    for s in SAMPLES[:4]]
     ag = J.compute(bin_samples, "longmemeval")
     assert ag["scale"] == "binary" and "scores" not in ag
+    assert "| **all** | 4 | 75.0% | 75.0% | 25.0% | 50.0% |" in J.render(ag, "qwen")
     # rubric binary label (llm-mock): p1 F1 1 -> CORRECT; p2 abstains -> WRONG; p3 F1 1/2 -> CORRECT; p4 F1 0.4 but
     # the gold's stems are all in the answer -> CORRECT
     assert ag["positive_rate"]["rubric judge"] == 0.75

@@ -148,7 +148,25 @@ def compute(samples: Iterable[dict[str, Any]], suite: str, seed: int = 0) -> dic
             pairs.append({"a": a, "b": b, "n": len(rows), "agreement": sum(x == y for x, y in zip(xa, xb, strict=True))
                           / len(rows), "kappa": cohen_kappa(xa, xb, (0, 1)), "ci": ci,
                           "undefined_resamples": undefined, "confusion": confusion(xa, xb, (1, 0))})
+    by_cond: dict[str, dict[str, Any]] = {}
+    for i, r in enumerate(rows):
+        c = by_cond.setdefault(str(r["condition"]), {"n": 0, **{k: 0.0 for k in binary}, "model_sum": 0.0,
+                                                     "rubric_sum": 0.0})
+        c["n"] += 1
+        for k, v in binary.items():
+            c[k] += v[i]
+        if scale == "0-3":
+            c["model_sum"] += r["model_0_3"]
+            c["rubric_sum"] += r["rubric_0_3"]
+    conditions = {}
+    for name in sorted(by_cond):
+        c = by_cond[name]
+        conditions[name] = {"n": c["n"], "correct": {k: c[k] / c["n"] for k in binary}}
+        if scale == "0-3":
+            conditions[name]["model_mean"] = c["model_sum"] / c["n"]
+            conditions[name]["rubric_mean"] = c["rubric_sum"] / c["n"]
     out: dict[str, Any] = {
+        "by_condition": conditions,
         "scale": scale, "n": len(rows), "questions": len(set(clusters)),
         "conditions": len({r["condition"] for r in rows}),
         "positive_rate": {k: sum(v) / len(v) for k, v in binary.items()},
@@ -187,8 +205,19 @@ def render(ag: Mapping[str, Any], judge_name: str) -> str:
     lines += [f"- **model judge**: {judge_name}" + (" (0-3 rubric prompt)" if ag["scale"] == "0-3"
                                                     else " (binary CORRECT/WRONG prompt)")]
     lines += [f"- **{k}**: {v}" for k, v in RATER_NOTES.items() if k != "model judge"]
-    lines += ["", "| rater | rated correct |", "|---|---|"]
-    lines += [f"| {k} | {v * 100:.1f}% |" for k, v in ag["positive_rate"].items()]
+    raters = list(ag["positive_rate"])
+    scores = ag["scale"] == "0-3"
+    lines += ["", "Rated correct, by condition and rater" + (" (and the mean 0-3 score of each judge)" if scores else "")
+              + ":", "",
+              "| condition | n | " + " | ".join(raters) + (" | mean (model) | mean (rubric) |" if scores else " |"),
+              "|---|---|" + "---|" * (len(raters) + (2 if scores else 0))]
+    for cond, c in (ag.get("by_condition") or {}).items():
+        cells = [f"{c['correct'][k] * 100:.1f}%" for k in raters]
+        if scores:
+            cells += [f"{c['model_mean']:.2f}", f"{c['rubric_mean']:.2f}"]
+        lines.append(f"| {cond} | {c['n']} | " + " | ".join(cells) + " |")
+    lines.append(f"| **all** | {ag['n']} | " + " | ".join(f"{ag['positive_rate'][k] * 100:.1f}%" for k in raters)
+                 + (f" | {ag['scores']['model_mean']:.2f} | {ag['scores']['rubric_mean']:.2f} |" if scores else " |"))
     if ag.get("scores"):
         s = ag["scores"]
         lines += ["", f"0-3 scores, model judge vs rubric judge: exact agreement {s['agreement'] * 100:.1f}%, kappa "
