@@ -50,7 +50,7 @@
 
 import { createServer } from "node:http";
 import { readFileSync, writeFileSync, rmSync, mkdirSync, existsSync, readdirSync } from "node:fs";
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -247,6 +247,14 @@ function loadPinned(name) {
 }
 
 const mainSessionKey = (id) => `agent:${id}:main`;
+// A session id derived from the agent and the session's first message time instead of a random one: the
+// session-memory hook writes it into memory/*.md, which reaches the answerer's prompt, so a rerun of the same
+// benchmark sends the same prompts (and the rig's LLM response cache answers them). Shaped as a v4 UUID.
+function stableSessionId(agent, t0) {
+  const h = createHash("sha256").update(`memrig-session\0${agent}\0${t0}`).digest("hex");
+  const variant = ((parseInt(h[16], 16) & 3) | 8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
 const storePathOf = (id) => sessionStore.resolveStorePath(cfg.session?.store, { agentId: id });
 
 function finiteMs(value, field) {
@@ -366,7 +374,7 @@ const routes = {
     let entry = sessionStore.getSessionEntry({ agentId: id, sessionKey });
     if (!entry?.sessionId) {
       const t0 = messages[0].ms;
-      entry = { sessionId: randomUUID(), sessionStartedAt: t0, updatedAt: t0, chatType: "direct" };
+      entry = { sessionId: stableSessionId(id, t0), sessionStartedAt: t0, updatedAt: t0, chatType: "direct" };
       await withFullClock(t0, () => sessionStore.upsertSessionEntry({ agentId: id, sessionKey, entry }));
     }
     const { sessionId } = entry;
