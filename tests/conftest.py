@@ -46,6 +46,9 @@ def _isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMRIG_DATA_ROOT", str(tmp_path / "data"))
     monkeypatch.setenv("MEMRIG_EMBEDDER", os.environ.get("MEMRIG_TEST_EMBEDDER", "hash"))
     monkeypatch.delenv("MEMRIG_LLM_BASE_URL", raising=False)
+    # "on" is the unset default; setting it through monkeypatch means a command under test that writes the variable
+    # itself (--no-llm-cache sets "refresh") cannot leak that into later tests.
+    monkeypatch.setenv("MEMRIG_LLM_CACHE", "on")
     yield
 
 
