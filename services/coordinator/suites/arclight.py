@@ -130,19 +130,7 @@ class ArclightSuite(Suite):
         """Per condition: the judge's score and its grounded/hallucinated indicators, the context tokens, and the
         keyword hit and latency of the condition's own backend (the last context block: X in "native + X")."""
         backend_of = condition_backends(samples)
-        values: dict[str, dict[str, dict[str, float | None]]] = {}
-        for cond, rows in C.by_condition(samples).items():
-            scores = {r["probe_id"]: r["judge"]["score"] for r in rows if r.get("judge")}
-            recs = {r["probe_id"]: (r.get("retrievals") or {}).get(backend_of.get(cond, "")) for r in rows}
-            values[cond] = {
-                "judge_mean": {p: float(s) for p, s in scores.items()},
-                "grounded_rate": {p: 1.0 if s == 3 else 0.0 for p, s in scores.items()},
-                "hallucination_rate": {p: 1.0 if s == 0 else 0.0 for p, s in scores.items()},
-                "context_tokens": {r["probe_id"]: float(r.get("context_tokens", 0)) for r in rows},
-                "hit": {p: None if not rec or rec.get("hit") is None else float(bool(rec["hit"]))
-                        for p, rec in recs.items()},
-                "latency_ms": {p: (rec or {}).get("latency_ms") for p, rec in recs.items()},
-            }
+        values = C.judged_probe_values(samples, backend_of, "judge_mean")
         return ProbeValues(values, specs={"judge_mean": (True, "score"), "hit": (True, "rate")},
                              tokens="context_tokens", backend_of=backend_of)
 

@@ -66,6 +66,27 @@ def per_probe(rows: Iterable[dict[str, Any]], fn: Callable[[dict[str, Any]], flo
     return {r["probe_id"]: fn(r) for r in rows}
 
 
+def judged_probe_values(samples: list[dict[str, Any]], backend_of: Mapping[str, str], score_key: str
+                        ) -> dict[str, dict[str, dict[str, float | None]]]:
+    """Per condition of a judged suite (Cortex V1, Arclight): the judge's 0-3 score under `score_key` and its
+    grounded/hallucinated indicators, the context tokens, and the keyword hit and latency of the condition's own
+    backend (`backend_of[condition]`; none when the condition has no backend)."""
+    values: dict[str, dict[str, dict[str, float | None]]] = {}
+    for cond, rows in by_condition(samples).items():
+        scores = {r["probe_id"]: r["judge"]["score"] for r in rows if r.get("judge")}
+        recs = {r["probe_id"]: (r.get("retrievals") or {}).get(backend_of.get(cond, "")) for r in rows}
+        values[cond] = {
+            score_key: {p: float(s) for p, s in scores.items()},
+            "grounded_rate": {p: 1.0 if s == 3 else 0.0 for p, s in scores.items()},
+            "hallucination_rate": {p: 1.0 if s == 0 else 0.0 for p, s in scores.items()},
+            "context_tokens": {r["probe_id"]: float(r.get("context_tokens", 0)) for r in rows},
+            "hit": {p: None if not rec or rec.get("hit") is None else float(bool(rec["hit"]))
+                    for p, rec in recs.items()},
+            "latency_ms": {p: (rec or {}).get("latency_ms") for p, rec in recs.items()},
+        }
+    return values
+
+
 def summary(values: Mapping[str, float | None] | Iterable[float | None], seed: int = 0, unit: str | None = None,
             clusters: Mapping[str, str] | None = None, cluster_unit: str = "conversation") -> dict[str, Any]:
     """{n, units, mean, ci: [lo, hi], method} by stats.interval: probe-keyed values are resampled in probe-id
