@@ -101,5 +101,5 @@ def test_installed_part_reads_a_distribution_without_importing_it():
 @pytest.mark.needs_llm
 def test_the_real_model_file_has_the_published_digest():
     if not REAL_MODEL.exists():
-        pytest.skip(f"local model not set up ({M.SETUP_HINT})")
+        pytest.skip(f"[requires:local-llm] local model not set up ({M.SETUP_HINT})")
     assert M.verify(REAL_MODEL, full=True) == M.DEFAULT_MODEL.sha256

@@ -96,7 +96,7 @@ async def test_the_rig_says_why_local_llm_cannot_start(tmp_path, monkeypatch):
 
 @pytest.mark.needs_llm
 @pytest.mark.slow
-@pytest.mark.skipif(not READY, reason=f"local model not set up: {WHY}")
+@pytest.mark.skipif(not READY, reason=f"[requires:local-llm] local model not set up: {WHY}")
 async def test_real_server_starts_answers_caches_and_stops_by_pid(tmp_path, monkeypatch):
     from services.common.llm_client import LLMClient
 

@@ -15,9 +15,11 @@ from services.common.tokens import count_tokens
 from services.coordinator.runner import RunConfig, run_suite
 from services.coordinator.suites.base import SuiteUnavailable
 from services.coordinator.suites.data.nextjs_docs_tasks import TASKS
-from services.coordinator.suites.nextjs_docs import api_coverage, doc_in_context, doc_rank
+from services.coordinator.suites.nextjs_docs import NextjsDocsSuite, api_coverage, doc_in_context, doc_rank
 from services.coordinator.suites.nextjs_docs_corpus import agents_md_index, fetch_docs, load_docs
 
+# Read before the autouse fixture points MEMRIG_CACHE_DIR at a temporary directory.
+REAL_CACHE_DIR = os.environ.get("MEMRIG_CACHE_DIR")
 FN = "01-app/03-api-reference/04-functions/"
 TINY = {
     "01-app/01-getting-started/intro.md": "# Intro\nNext.js is a React framework.",
@@ -107,7 +109,12 @@ def test_tasks_match_the_real_docs():
     """Every task's answering docs exist in the real bundled docs and carry the APIs it expects."""
     root = os.environ.get("MEMRIG_NEXTJS_DOCS_DIR")
     if not root or not Path(root).is_dir():
-        pytest.skip("set MEMRIG_NEXTJS_DOCS_DIR to an unpacked next/dist/docs (e.g. the suite's npm cache)")
+        # the suite's own fetch (`npm pack next@16.4.6`, cached under the real cache dir, not the test's tmp one)
+        cache = Path(REAL_CACHE_DIR or Path.home() / ".cache" / "memrig") / "nextjs-docs"
+        try:
+            root = str(fetch_docs(NextjsDocsSuite.defaults["version"], root=cache))
+        except SuiteUnavailable as e:
+            pytest.skip(f"[requires:nextjs-docs] {e} (or set MEMRIG_NEXTJS_DOCS_DIR to an unpacked next/dist/docs)")
     for tid, _prompt, docs, apis in TASKS:
         text = "\n".join((Path(root) / d).read_text() for d in docs)
         assert all(a in text for a in apis), tid

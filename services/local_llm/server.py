@@ -135,11 +135,11 @@ def make_app(path: Path, spec: M.ModelSpec, args: argparse.Namespace):
 
 
 async def serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     spec = M.DEFAULT_MODEL
     path = Path(args.model_path) if args.model_path else M.model_path(spec)
-    M.verify(path, spec)
+    M.verify(path, spec)  # a missing model is named before any missing package
+    import uvicorn
+
     app, _ident = make_app(path, spec, args)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
