@@ -216,6 +216,9 @@ def make_app(config: EmbeddingsConfig | None = None, registry: CollectorRegistry
     app.router.add_post("/v1/embeddings", svc.handle)
     app.router.add_get("/v1/models", svc.list_models)
     app.router.add_get("/health", svc.health)
+    from services.embeddings_api.ollama import add_ollama_routes
+
+    add_ollama_routes(app, svc)  # Ollama's /api/embed, /api/embeddings, /api/tags (quaid-real)
     app.router.add_get("/metrics", make_aiohttp_handler(REGISTRY if registry is None else registry))
     return app
 
