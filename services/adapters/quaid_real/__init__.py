@@ -1,0 +1,1 @@
+"""quaid-real: Quaid itself, driven through its own Python code (see backend.py)."""

@@ -1,0 +1,99 @@
+"""Where Quaid's source is, which Python packages it needs, whether it can run here, and how to install them.
+
+Quaid's code is read, unmodified, from `../shared/third_party/quaid/` relative to the project root (Quaid-Labs/quaid at
+commit 9262e690a25b14345445c03ad822c7535e043138, Apache-2.0; see that directory's README), or from
+`$MEMRIG_QUAID_SOURCE`. Nothing of it is copied into this repository.
+
+Its Python dependencies beyond the standard library and numpy (an import scan of `modules/quaid`, tests excluded):
+`sqlite-vec` (the vector index Quaid loads into SQLite; without it Quaid falls back to a brute-force scan of the 200
+most recently accessed nodes). This venv's Python was built without `sqlite3.enable_load_extension`, so
+`pysqlite3-binary` (the same DB-API module over a newer SQLite that can load extensions) stands in for `sqlite3` in
+the sidecar. Both are pinned here and installed by `make setup-quaid` (`python -m services.adapters.quaid_real.install`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+QUAID_COMMIT = "9262e690a25b14345445c03ad822c7535e043138"
+QUAID_REPO = "Quaid-Labs/quaid"
+# The packages setup-quaid installs, pinned; pysqlite3-binary only where the stdlib sqlite3 cannot load extensions.
+PINS = {"sqlite-vec": "0.1.9", "pysqlite3-binary": "0.5.4.post2"}
+# Files the sidecar imports (a partial or wrong directory fails here, with the path named).
+REQUIRED_FILES = ("modules/quaid/datastore/memorydb/memory_graph.py", "modules/quaid/datastore/memorydb/schema.sql",
+                  "modules/quaid/lib/providers.py", "modules/quaid/ingest/extract.py", "modules/quaid/config.py",
+                  "modules/quaid/VERSION")
+
+
+def source_dir() -> Path:
+    env = os.environ.get("MEMRIG_QUAID_SOURCE")
+    return Path(env).expanduser() if env else REPO.parent / "shared" / "third_party" / "quaid"
+
+
+def modules_dir() -> Path:
+    return source_dir() / "modules" / "quaid"
+
+
+def quaid_version() -> str:
+    try:
+        return (modules_dir() / "VERSION").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def stdlib_sqlite_loads_extensions() -> bool:
+    import sqlite3
+
+    return hasattr(sqlite3.Connection, "enable_load_extension")
+
+
+def needed_pins() -> dict[str, str]:
+    return {k: v for k, v in PINS.items() if k != "pysqlite3-binary" or not stdlib_sqlite_loads_extensions()}
+
+
+def installed(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class Availability:
+    ok: bool
+    reason: str  # why not, in one sentence that says how to fix it ("" when ok)
+    source: str = ""
+    version: str = ""
+
+
+def availability() -> Availability:
+    src = source_dir()
+    missing = [f for f in REQUIRED_FILES if not (src / f).is_file()]
+    if missing:
+        return Availability(False, f"Quaid's source is not at {src} (missing {missing[0]}); put Quaid-Labs/quaid @ "
+                            f"{QUAID_COMMIT[:7]} there or set MEMRIG_QUAID_SOURCE", str(src))
+    for dist, pin in needed_pins().items():
+        have = installed(dist)
+        if have != pin:
+            what = "not installed" if have is None else f"{have} installed"
+            return Availability(False, f"{dist}=={pin} is {what} (run `make setup-quaid`)", str(src), quaid_version())
+    return Availability(True, "", str(src), quaid_version())
+
+
+def install(quiet: bool = False) -> Availability:
+    """pip-install the pinned packages that are missing (from the package index), then re-check."""
+    todo = [f"{d}=={v}" for d, v in needed_pins().items() if installed(d) != v]
+    if todo:
+        cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", *todo]
+        r = subprocess.run(cmd, capture_output=quiet, text=True)
+        if r.returncode != 0:
+            tail = (r.stderr or "")[-800:] if quiet else ""
+            return Availability(False, f"pip install {' '.join(todo)} failed with exit {r.returncode}"
+                                f"{': ' + tail if tail else ''}")
+    return availability()
