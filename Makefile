@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation mutation-listed
+.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation mutation-listed
 
 setup: $(STAMP)
 
@@ -46,6 +46,12 @@ setup-openclaw: setup
 # The same, but a machine that cannot install it goes on: openclaw-real is then skipped with the reason.
 openclaw-optional: setup
 	-@$(BIN)/python -m services.adapters.openclaw_real.install
+
+# quaid-real's Python side: Quaid's own code is read from ../shared/third_party/quaid (or $$MEMRIG_QUAID_SOURCE);
+# this installs its pinned packages from PyPI (sqlite-vec 0.1.9; pysqlite3-binary 0.5.4.post2 where the stdlib sqlite3
+# cannot load extensions), a few seconds once. Idempotent.
+setup-quaid: setup
+	$(BIN)/python -m services.adapters.quaid_real.install
 
 test: setup openclaw-optional
 	$(BIN)/python -m pytest $(PYTEST_FLAGS)
