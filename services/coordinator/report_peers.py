@@ -1,5 +1,5 @@
 """Report sections about the backends themselves: each one's full Describe config, and the real peers beside
-their re-implementations (`mem0-oss` beside `mem0`, `http:cortex-mock` beside `cortex`) with the per-metric
+their re-implementations (`mem0-oss` beside `mem0`, `quaid-real` beside `quaid`, `http:cortex-mock` beside `cortex`) with the per-metric
 difference, whatever the suite.
 
 Pairs are found by condition name: a condition naming the re-implementation (`mem0`, `compacted + mem0`) pairs
@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 # (re-implementation or plugin client, the real thing / generic client) pairs the report sets side by side
-PEER_PAIRS = (("mem0", "mem0-oss"), ("cortex", "http:cortex-mock"))
+PEER_PAIRS = (("mem0", "mem0-oss"), ("quaid", "quaid-real"), ("cortex", "http:cortex-mock"))
 
 
 def _md_table(header: list[str], rows: list[list[Any]]) -> str:

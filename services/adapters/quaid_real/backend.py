@@ -129,7 +129,8 @@ class QuaidRealBackend(StoreBackedBackend):
         self.extraction = (self.config["extraction"] if self.config["extraction"] != "auto"
                            else ("quaid" if real_model else "rig"))
         self.llm_stages = (self.config["llm_stages"] == "on") or (self.config["llm_stages"] == "auto" and real_model)
-        self.root = Path(self.context.data_dir) / "quaid-real" / uuid.uuid4().hex[:12]
+        self.version = f"quaid {quaid_version()} @ {QUAID_COMMIT[:7]}"
+        self.root = (Path(self.context.data_dir) / "quaid-real" / uuid.uuid4().hex[:12]).resolve()  # QUAID_HOME: absolute
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
         self._embed_runner = None
