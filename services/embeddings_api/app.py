@@ -219,6 +219,9 @@ def make_app(config: EmbeddingsConfig | None = None, registry: CollectorRegistry
     from services.embeddings_api.ollama import add_ollama_routes
 
     add_ollama_routes(app, svc)  # Ollama's /api/embed, /api/embeddings, /api/tags (quaid-real)
+    from services.embeddings_api.voyage import add_voyage_routes
+
+    add_voyage_routes(app, svc)  # Voyage's /v1/embeddings at /voyage/v1/embeddings (octybot-real)
     app.router.add_get("/metrics", make_aiohttp_handler(REGISTRY if registry is None else registry))
     return app
 

@@ -17,6 +17,7 @@ from services.llm_mock import (
     flush,
     judge,
     memory_hook,
+    octybot,
     pairwise,
 )
 
@@ -36,7 +37,7 @@ _MARKER_NAMES = (
 MARKERS: tuple[tuple[str, str], ...] = tuple(
     (getattr(prompts, const), name) for const, name in _MARKER_NAMES if getattr(prompts, const, None)
 )
-TASKS = tuple(name for _, name in MARKERS) + ("default",)
+TASKS = tuple(name for _, name in MARKERS) + octybot.TASKS + ("default",)
 
 
 def detect_task(messages: list[dict[str, str]]) -> str:
@@ -47,7 +48,7 @@ def detect_task(messages: list[dict[str, str]]) -> str:
             for marker, name in MARKERS:
                 if first.startswith(marker):
                     return name
-            return "default"
+            return octybot.detect(m["content"]) or "default"  # Octybot's prompts: by the schema they ask for
     return "default"
 
 
@@ -78,4 +79,6 @@ def respond(task: str, messages: list[dict[str, str]]) -> str:
         return memory_hook.extract(messages)
     if task == "memory_hook_rerank":
         return memory_hook.rerank(last_user_text(messages))
+    if task in octybot.TASKS:
+        return octybot.respond(task, messages)
     return answerer.respond(last_user_text(messages))

@@ -12,6 +12,14 @@ Modelled:
 - Octybot's assembly caps (src/memory/constants.ts: MAX_ENTITIES 15, MAX_FACTS 30, MAX_INSTRUCTIONS 15,
   MAX_EVENTS 15) and a `<memory>` context block with one section per node type, as the UserPromptSubmit hook
   injects.
+Two retrieval plans (`plan`): `fixed` (default) is the fixed tool plan above, standing for the L2 loop of a model
+that calls tools; `safety-nets` is what Octybot 9d0d070 itself does deterministically on every prompt
+(src/memory/retrieve.ts, and all it does when the L2 model calls no tool, as offline): an instruction pre-fetch
+(cosine over instructions, top 150, at most 2 per capitalisation template, 15 kept), a broad cosine search over all
+live nodes (top 20), global instructions (scope >= 0.8, cosine > 0.15, floored at 0.6); each node's best score as the
+assembly reads it back (`toFixed(3)` parsed by a pattern without a minus sign: negative -> 0.5, 0 -> left out), then
+src/memory/assemble.ts's caps and order (facts before opinions within MAX_FACTS). `memrig fidelity octybot` holds
+this plan to the real code on the real code's own store (`adopt_nodes`).
 Not modelled: the LLMs (L1 classification and extraction are cue-word rules here; the L2 agentic tool loop is
 the fixed plan above; no L1.5 search plan, no per-section LLM curation, no follow-up pipeline), Voyage
 embeddings (the rig's embedder instead), salience/scope, and SQLite persistence (the graph lives in memory).
@@ -20,6 +28,7 @@ embeddings (the rig's embedder instead), salience/scope, and SQLite persistence 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 from typing import Any
@@ -37,6 +46,9 @@ from services.adapters.octybot.graph import (
 )
 from services.common.types import ChannelDiagnostics, IngestBatch, Memory, RetrieveQuery, RetrieveResult
 
+SAFETY_NET_INSTR_POOL = 150  # retrieve.ts: searchSimilar(..., MAX_INSTRUCTIONS * 10, {nodeType: "instruction"})
+SAFETY_NET_TEMPLATE_MAX = 2  # constants.ts SAFETY_NET.templateMaxPerPattern
+SAFETY_NET_BROAD_TOP_K = 20  # constants.ts SAFETY_NET.broadSearchTopK
 SECTION_TITLES = {"instruction": "Instructions", "fact": "Facts", "opinion": "Opinions", "event": "Events"}
 _INSTRUCTION_QUERY = re.compile(r"\b(how (?:do|should|to|can)|what should|rules?|policy|process|procedure|"
                                 r"steps?|instructions?|allowed|supposed to|need to)\b", re.I)
@@ -62,6 +74,7 @@ class OctybotBackend(StoreBackedBackend):
         "store_roles": "user,assistant",  # Octybot's Stop hook stores the turn; which roles feed extraction
         "min_sentence_words": 3,  # acknowledgements ("Noted.") carry nothing to store
         "max_related_shown": 5,  # related entities listed per entity in the <memory> block
+        "plan": "fixed",  # "fixed" (the tool plan) | "safety-nets" (Octybot's deterministic retrieval)
     }
 
     def __init__(self, config=None, context=None):
@@ -220,6 +233,83 @@ class OctybotBackend(StoreBackedBackend):
             out.append((n, s))
         return out, ents
 
+    # -- Octybot's safety nets (src/memory/retrieve.ts, assemble.ts, constants.ts) ------------------------------
+    @staticmethod
+    def assembly_score(score: float) -> float:
+        printed = f"{score:.3f}"  # JS toFixed(3); the assembly's /\[score:\s*([\d.]+)\]/ misses a minus sign
+        return 0.5 if printed.startswith("-") else float(printed)
+
+    @staticmethod
+    def template_key(content: str) -> str:
+        words = ["_" if re.match(r"[A-Z]", w) else w.lower() for w in content.split()][:15]
+        return re.sub(r"_(\s_)*", "_", " ".join(words))
+
+    def rank_safety_nets(self, g: Graph, qv: np.ndarray) -> list[tuple[Node, float]]:
+        live = [n for n in g.nodes.values() if not n.superseded_by]
+        if not live:
+            return []
+        m = g.vectors[[n.row for n in live]]
+        norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(qv))
+        cos = np.divide(m @ qv, norms, out=np.zeros(len(live)), where=norms > 0)
+        order = sorted(range(len(live)), key=lambda i: -cos[i])  # stable: ties keep store order, as Octybot's sort
+        best: dict[str, float] = {}
+
+        def offer(i: int, score: float) -> None:
+            s = self.assembly_score(score)
+            if s > best.get(live[i].id, 0.0):
+                best[live[i].id] = s
+
+        seen: dict[str, int] = {}
+        kept = 0
+        for i in [i for i in order if live[i].type == "instruction"][: SAFETY_NET_INSTR_POOL]:
+            key = self.template_key(live[i].content)
+            if seen.get(key, 0) >= SAFETY_NET_TEMPLATE_MAX:
+                continue
+            seen[key] = seen.get(key, 0) + 1
+            offer(i, float(cos[i]))
+            kept += 1
+            if kept >= self.config["max_instructions"]:
+                break
+        for i in order[:SAFETY_NET_BROAD_TOP_K]:
+            offer(i, float(cos[i]))
+        for i in order:
+            n = live[i]
+            if n.type == "instruction" and n.scope is not None and n.scope >= 0.8 and cos[i] > 0.15:
+                offer(i, max(float(cos[i]), 0.6))
+        ranked = sorted(((g.nodes[k], v) for k, v in best.items()), key=lambda t: -t[1])
+        groups: dict[str, list[tuple[Node, float]]] = {}
+        for n, sc in ranked:
+            groups.setdefault(n.type, []).append((n, sc))
+        instr = groups.get("instruction", [])
+        # assemble.ts: score first; within 0.05, the broader scope first (JS sort with that comparator)
+        def cmp(a, b):
+            d = b[1] - a[1]
+            if abs(d) > 0.05:
+                return 1 if d > 0 else -1
+            sa, sb = a[0].scope if a[0].scope is not None else 0.5, b[0].scope if b[0].scope is not None else 0.5
+            return (sb > sa) - (sb < sa)
+
+        instr = sorted(instr, key=functools.cmp_to_key(cmp))[: self.config["max_instructions"]]
+        facts = (groups.get("fact", []) + groups.get("opinion", []))[: self.config["max_facts"]]
+        picked = (groups.get("entity", [])[: self.config["max_entities"]] + instr + facts
+                  + groups.get("event", [])[: self.config["max_events"]])
+        return sorted(picked, key=lambda t: -t[1])
+
+    def adopt_nodes(self, namespace: str, rows: list[tuple[str, str, str, Any, float | None, np.ndarray]],
+                    evidence: dict[str, list[str]]) -> None:
+        """Take over another store's live nodes as they are: (id, type, content, created_at, scope, vector) in
+        store order, the vectors cut to the embedder's dimension (Octybot's are zero-padded to 1024)."""
+        g = Graph(dim=self.context.embedder.dim)
+        vecs = np.zeros((len(rows), g.dim), dtype=np.float32)
+        for i, (nid, type_, content, created, scope, vec) in enumerate(rows):
+            g.nodes[nid] = Node(nid, type_, content, created, list(evidence.get(nid, [])), i, scope=scope)
+            if type_ == "entity":
+                g.entity_by_name[content.lower()] = nid
+            v = np.asarray(vec, dtype=np.float32)[: g.dim]
+            vecs[i, : len(v)] = v
+        g.vectors = vecs
+        self.graphs[namespace] = g
+
     def render(self, g: Graph, picked: list[tuple[Node, float]], ents: dict[str, float]) -> str:
         if not picked:
             return ""
@@ -246,7 +336,10 @@ class OctybotBackend(StoreBackedBackend):
             return RetrieveResult()
         t0 = time.perf_counter_ns()
         qv = (await asyncio.to_thread(self.context.embedder.encode, [query.query]))[0]
-        ranked, ents = self.rank(g, query.query, qv)
+        if self.config["plan"] == "safety-nets":
+            ranked, ents = self.rank_safety_nets(g, qv), {}
+        else:
+            ranked, ents = self.rank(g, query.query, qv)
         picked = ranked[: query.top_k]
         memories = [Memory(id=n.id, text=n.content, score=float(s), kind=n.type, created_at=n.created_at,
                            source="octybot-graph", evidence_ids=list(n.evidence_ids),

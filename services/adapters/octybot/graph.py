@@ -86,6 +86,7 @@ class Node:
     evidence_ids: list[str]
     row: int  # row in the namespace's embedding matrix
     superseded_by: str = ""
+    scope: float | None = None  # an instruction's breadth (Octybot's `scope`; 1.0 universal), when known
 
 
 @dataclass
