@@ -71,7 +71,8 @@ def _optional_specs() -> None:
                 "services.adapters.quaid.registry_entry", "services.adapters.mem0.registry_entry",
                 "services.adapters.memory_hook.registry_entry",
                 "services.adapters.http.registry_entry", "services.adapters.mem0_oss.registry_entry",
-                "services.adapters.octybot.registry_entry", "services.adapters.quaid_real.registry_entry"):
+                "services.adapters.octybot.registry_entry", "services.adapters.quaid_real.registry_entry",
+                "services.adapters.octybot_real.registry_entry"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:
