@@ -530,6 +530,31 @@ class OctybotRealBackend(StoreBackedBackend):
                 m.score = 0.0
         return out
 
+    def store_rows(self, namespace: str) -> list[tuple[str, str, str, datetime | None, float | None, np.ndarray]]:
+        """The namespace's live nodes in the order Octybot scans its embeddings (ties in its stable sort keep it):
+        (id, type, content, created_at, scope, vector), for a re-implementation to adopt (`memrig fidelity
+        octybot`)."""
+        db = self.db_path(namespace)
+        if not db.exists():
+            return []
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            rows = con.execute("SELECT n.id, n.node_type, n.content, n.created_at, n.scope, e.vector FROM nodes n "
+                               "JOIN embeddings e ON e.node_id = n.id WHERE n.superseded_by IS NULL "
+                               "ORDER BY e.rowid").fetchall()  # searchSimilar's scan order (ties)
+        finally:
+            con.close()
+        out = []
+        for nid, type_, content, created, scope, vec in rows:
+            when = None
+            with contextlib.suppress(TypeError, ValueError):
+                when = datetime.fromisoformat(created).replace(tzinfo=UTC)
+            out.append((nid, type_, content, when, scope, np.frombuffer(vec, dtype="<f4")))
+        return out
+
+    def evidence_of(self, namespace: str) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self._evidence.get(namespace, {}).items()}
+
     def disk_bytes(self) -> int:
         if self._root is None or not self._root.exists():
             return 0
