@@ -53,7 +53,16 @@ openclaw-optional: setup
 setup-quaid: setup
 	$(BIN)/python -m services.adapters.quaid_real.install
 
-test: setup openclaw-optional
+# octybot-real's runtime: Bun 1.4.5 from npm (services/adapters/octybot_real/runtime/package-lock.json), ~5 s once;
+# Octybot's own code is read from ../shared/third_party/octybot (checked against commit 9d0d070).
+setup-octybot: setup
+	$(BIN)/python -m services.adapters.octybot_real.install
+
+# The same, but a machine that cannot install it goes on: octybot-real is then skipped with the reason.
+octybot-optional: setup
+	-@$(BIN)/python -m services.adapters.octybot_real.install
+
+test: setup openclaw-optional octybot-optional
 	$(BIN)/python -m pytest $(PYTEST_FLAGS)
 
 # The quick subset for developers (< 2 min here): everything not marked slow (slow = starts a Node sidecar, a locust

@@ -366,10 +366,13 @@ class OctybotRealBackend(StoreBackedBackend):
         script = Path(self._avail.source) / (HOOKS[0] if hook == "stop" else HOOKS[1])
         db.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        proc = await asyncio.create_subprocess_exec(
-            self._avail.bun, "--preload", str(RUNTIME_DIR / "redirect.ts"), str(script),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            cwd=str(self._root / "cwd"), env=self._env(agent, db), start_new_session=True)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self._avail.bun, "--preload", str(RUNTIME_DIR / "redirect.ts"), str(script),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                cwd=str(self._root / "cwd"), env=self._env(agent, db), start_new_session=True)
+        except OSError as e:
+            raise OctybotError(f"octybot-real: cannot start Bun for the {hook} hook: {e}") from e
         try:
             out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()),
                                               float(self.config["hook_timeout_s"]))
