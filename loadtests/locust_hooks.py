@@ -8,6 +8,7 @@ Options (each also settable by the env var shown; custom options reach workers f
     --fault-admin URL      MEMRIG_FAULT_ADMIN_URL     fault proxy (or its admin listener) URL (default: --host)
     --fault-admin-token T  MEMRIG_FAULT_ADMIN_TOKEN
     --metrics-port P       MEMRIG_LOCUST_METRICS_PORT Prometheus exporter on the master/local runner (-1 = off, 0 = any)
+    --metrics-host H       MEMRIG_LOCUST_METRICS_HOST its bind address (default 127.0.0.1; 0.0.0.0 in a pod)
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ def _options(parser: Any) -> None:
     g.add_argument("--fault-admin-token", env_var="MEMRIG_FAULT_ADMIN_TOKEN", default="", help="admin bearer token")
     g.add_argument("--metrics-port", env_var="MEMRIG_LOCUST_METRICS_PORT", type=int, default=-1,
                    help="serve Prometheus metrics from the master/local runner on this port (-1 off, 0 any)")
+    g.add_argument("--metrics-host", env_var="MEMRIG_LOCUST_METRICS_HOST", default="127.0.0.1",
+                   help="bind address of the metrics exporter (default 127.0.0.1; a pod scraped by Prometheus "
+                        "needs 0.0.0.0)")
 
 
 def _run_dir(environment: Any) -> Path | None:
@@ -78,7 +82,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
     if opts.metrics_port >= 0:
-        _server, port = start_exporter(environment, opts.metrics_port)
+        _server, port = start_exporter(environment, opts.metrics_port, opts.metrics_host)
         _state["metrics_port"] = port
         # A file_sd target so Prometheus finds the exporter on any port (services/common/prom_targets.py).
         _state["target"] = prom_targets.write_target("locust", "locust", port)

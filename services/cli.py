@@ -128,22 +128,27 @@ def running_backend(name: str) -> str | None:
 def _bench_config(args, suite: str, backends: list[str], out: str | None):
     from services.coordinator.runner import RunConfig
 
-    targets = {}
-    for t in args.target or []:
-        name, _, addr = t.partition("=")
-        if not addr:
-            raise ValidationError("--target", f"expected backend=HOST:PORT, got {t!r}")
-        targets[name] = addr
     return RunConfig(suite=suite, backends=backends, out_dir=out, seed=args.seed, options=_options(args.option),
                      resume=not args.fresh, concurrency=args.concurrency, judge_passes=args.judge_passes,
-                     embedder=args.embedder, targets=targets, in_process=args.in_process,
+                     embedder=args.embedder, targets=parse_targets(args.target), in_process=args.in_process,
                      llm_roles=_llm_choices(args))
+
+
+def parse_targets(values: list[str] | None) -> dict[str, str]:
+    """`--target backend=HOST:PORT` (repeatable) as {backend: address}."""
+    targets = {}
+    for t in values or []:
+        name, _, addr = t.partition("=")
+        if not name or not addr:
+            raise ValidationError("--target", f"expected backend=HOST:PORT, got {t!r}")
+        targets[name] = addr
+    return targets
 
 
 def cmd_bench(args) -> int:
     from services.coordinator.runner import TerminalProgress, run_suite
 
-    backends = split_names(args.backends) or default_backends()
+    backends = split_names(args.backends) or list(parse_targets(args.target)) or default_backends()
     for b in backends:
         get_spec(b)
     cfg = _bench_config(args, args.suite, backends, args.out)
@@ -506,7 +511,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--concurrency", type=int, default=4)
         p.add_argument("--judge-passes", type=int, default=1)
         p.add_argument("--embedder", default=None, help="minilm (default), wordllama, remote (MEMRIG_EMBED_BASE_URL), hash (tests only)")
-        p.add_argument("--target", action="append", default=[], help="backend=HOST:PORT of a running backend")
+        p.add_argument("--target", action="append", default=[],
+                       help="backend=HOST:PORT of a running backend (repeatable; without --backends, the targets "
+                            "are the backends)")
         p.add_argument("--in-process", action="store_true", help="run backends inside this process")
         p.add_argument("--fresh", action="store_true", help="discard existing samples in --out instead of resuming")
         llm_flags(p)
@@ -521,6 +528,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backends", default="")
     p.add_argument("--suites", default="", help="comma-separated suites (default: all default suites)")
     p.add_argument("--no-costs", action="store_true", help="skip the latency/resources/drills section")
+    p.add_argument("--target-wait-s", type=float, default=0.0,
+                   help="wait up to this long for each --target to report SERVING before the suites start")
     bench_flags(p)
     p.set_defaults(fn=cmd_bench_all)
 

@@ -141,7 +141,8 @@ async def serve_backend(
         await bh.close()
 
 
-def adapter_main(backend_cls: type[MemoryBackend], argv: Sequence[str] | None = None) -> None:
+def adapter_parser(backend_cls: type[MemoryBackend]) -> argparse.ArgumentParser:
+    """The command line every adapter process takes (also parsed by services/k8s_check against the manifests)."""
     ap = argparse.ArgumentParser(prog=f"python -m services.adapters.{backend_cls.__module__.split('.')[-2]}",
                                  description=backend_cls.description or backend_cls.__doc__)
     ap.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -149,7 +150,11 @@ def adapter_main(backend_cls: type[MemoryBackend], argv: Sequence[str] | None = 
     ap.add_argument("--metrics-port", type=int, default=0, help="/metrics port (0 = pick; -1 = off)")
     ap.add_argument("--config", default="{}", help="JSON object of config overrides")
     ap.add_argument("--embedder", default=None, help="embedder name (minilm, wordllama, hash)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def adapter_main(backend_cls: type[MemoryBackend], argv: Sequence[str] | None = None) -> None:
+    args = adapter_parser(backend_cls).parse_args(argv)
     try:
         cfg = json.loads(args.config)
         if not isinstance(cfg, dict):

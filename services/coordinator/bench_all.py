@@ -34,10 +34,15 @@ def _csv(s: str) -> list[str]:
 async def run_bench_all(args) -> int:
     out = Path(args.out) if args.out else RESULTS_ROOT / new_run_id("bench-all")
     top = RunDir(out)
-    backends = split_names(args.backends) or default_backends()
+    from services.cli import parse_targets
+
+    targets = parse_targets(getattr(args, "target", None))
+    backends = split_names(args.backends) or list(targets) or default_backends()
     unavailable: dict[str, str] = {}
     for b in backends:
         spec = get_spec(b)
+        if b in targets:  # running elsewhere (e.g. a Kubernetes Service): its own host decides what it needs
+            continue
         if spec.available is not None:
             ok, reason = spec.available()
             if not ok:
@@ -49,6 +54,7 @@ async def run_bench_all(args) -> int:
     index: dict[str, Any] = {"run_id": top.run_id, "backends": backends, "skipped_backends": unavailable,
                              "local_llm": _local_llm_note(),
                              "suites": {}, **provenance()}
+    await _wait_for_targets(targets, float(getattr(args, "target_wait_s", 0) or 0))
     rig = Rig(out / "procs")
     progress = TerminalProgress()
     t0 = time.monotonic()
@@ -59,7 +65,7 @@ async def run_bench_all(args) -> int:
             opts = {k.split(".", 1)[1]: v for k, v in opts.items()}
             cfg = RunConfig(suite=name, backends=backends, out_dir=str(out / name), seed=args.seed, options=opts,
                             resume=not args.fresh, concurrency=args.concurrency, judge_passes=args.judge_passes,
-                            embedder=args.embedder, in_process=args.in_process,
+                            embedder=args.embedder, targets=targets, in_process=args.in_process,
                             llm_roles=dict(getattr(args, "llm_roles", None) or {}))
             try:
                 outcome = await run_suite(cfg, progress, rig=None if args.in_process else rig)
@@ -82,6 +88,21 @@ async def run_bench_all(args) -> int:
     print(f"\nbench-all: {out / 'report.md'}")
     bad = [n for n, s in index["suites"].items() if s["state"] == "failed"]
     return 1 if bad else 0
+
+
+async def _wait_for_targets(targets: dict[str, str], timeout_s: float) -> None:
+    """Wait (up to timeout_s each) until every --target answers SERVING on the gRPC health service: a bench Job
+    started with its adapters (deploy/k8s) must not mark them failed while they are still starting. A target that
+    stays down is left to the suites, which report it as that backend's start failure."""
+    if timeout_s <= 0:
+        return
+    from services.common.grpc_util import wait_healthy
+
+    for name, addr in targets.items():
+        try:
+            await wait_healthy(addr, timeout=timeout_s)
+        except TimeoutError as e:
+            print(f"[bench-all] target {name}: {e}", flush=True)
 
 
 async def _run_costs(out: Path) -> dict[str, Any]:

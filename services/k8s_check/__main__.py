@@ -1,0 +1,64 @@
+"""python -m services.k8s_check [--overlays DIR] [--k8s-version 1.33.0]: render, validate, check; exit 1 on any
+finding, 2 when kubectl cannot be had (the reason says what to install)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from services.k8s_check import checks
+from services.k8s_check.argv import argv_findings
+from services.k8s_check.kubectl import REPO, KubectlUnavailable, render
+
+OVERLAYS = REPO / "deploy" / "k8s" / "overlays"
+
+
+def check_objects(objs: list[dict], k8s_version: str = checks.K8S_VERSION) -> list[str]:
+    """Every finding for one rendered overlay (empty = it passes)."""
+    return (checks.schema_findings(objs, k8s_version) + checks.workload_findings(objs)
+            + checks.service_findings(objs) + checks.secret_findings(objs) + checks.locust_findings(objs)
+            + checks.prometheus_findings(objs) + argv_findings(objs))
+
+
+def check_overlay(path: Path, k8s_version: str = checks.K8S_VERSION) -> tuple[list[dict], list[str]]:
+    objs = render(path)
+    return objs, check_objects(objs, k8s_version)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m services.k8s_check", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--overlays", default=str(OVERLAYS), help="directory whose subdirectories are overlays")
+    ap.add_argument("--k8s-version", default=checks.K8S_VERSION, help="Kubernetes API schemas to validate against")
+    a = ap.parse_args(argv)
+    dirs = sorted(p for p in Path(a.overlays).iterdir() if (p / "kustomization.yaml").exists())
+    if not dirs:
+        print(f"k8s-check: no overlay under {a.overlays}", file=sys.stderr)
+        return 1
+    bad = 0
+    for d in dirs:
+        t0 = time.monotonic()
+        try:
+            objs, findings = check_overlay(d, a.k8s_version)
+        except KubectlUnavailable as e:
+            print(f"k8s-check: kubectl unavailable: {e}", file=sys.stderr)
+            return 2
+        except RuntimeError as e:
+            print(f"k8s-check: {d.name}: {e}", file=sys.stderr)
+            bad += 1
+            continue
+        kinds = Counter(o["kind"] for o in objs)
+        print(f"k8s-check: overlay {d.name}: {len(objs)} objects "
+              f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}), "
+              f"{len(findings)} finding(s), {time.monotonic() - t0:.1f}s")
+        for f in findings:
+            print(f"  {d.name}: {f}")
+        bad += bool(findings)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
