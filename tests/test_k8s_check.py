@@ -287,3 +287,16 @@ def test_readme_creates_exactly_the_secret_keys_the_manifests_read():
     m = re.search(r"kubectl -n memrig create secret generic memrig-secrets((?:.*\\\n)*.*)", text)
     assert m, "README: no `kubectl -n memrig create secret generic memrig-secrets` command"
     assert sorted(re.findall(r"--from-literal=([\w-]+)=", m.group(1))) == sorted(checks.SECRET_KEYS)
+
+
+@needs_kubectl
+def test_rig_pods_run_as_the_images_user(rendered):
+    users = re.findall(r"^USER (\d+)$", (REPO / "deploy" / "Dockerfile").read_text(), re.M)
+    assert users == ["10001"], "deploy/Dockerfile: one numeric USER, last"
+    assert "useradd --uid 10001" in (REPO / "deploy" / "Dockerfile").read_text()
+    for objs in rendered.values():
+        rig = [(w, tpl) for w, tpl in checks.workloads(objs)
+               if tpl["spec"]["containers"][0]["image"].split("/")[-1].startswith("memrig:")]
+        assert len(rig) >= 10
+        for w, tpl in rig:
+            assert tpl["spec"]["securityContext"]["runAsUser"] == 10001, checks.ref(w)
