@@ -111,3 +111,18 @@ def test_synthetic_rules_by_hand(corpus):
     sup = {f["superseded_by"] for f in synth_facts if f["superseded_by"]}
     assert sup == {f["id"] for f in never}
     assert sum(r["duplicates_merged"] for r in out["responses"][:400 + exact + near + negated]) == exact + near
+
+
+def test_embed_cache_only_for_embedders_slower_than_it(tmp_path, monkeypatch):
+    from services.cortex_mock.config import MockConfig
+    from services.cortex_mock.engine import CortexEngine
+
+    def uses(**kw):
+        return CortexEngine(MockConfig(data_dir=str(tmp_path), **kw)).uses_embed_cache()
+
+    monkeypatch.delenv("MEMRIG_EMBEDDER", raising=False)
+    assert (uses(embedder="wordllama"), uses(embedder="hash"), uses(embedder="minilm"), uses()) == \
+        (False, False, True, True)  # unset: minilm (or a remote endpoint), both slower than a cache lookup
+    assert uses(embedder="wordllama", embed_cache=True) and not uses(embedder="minilm", embed_cache=False)
+    monkeypatch.setenv("MEMRIG_EMBEDDER", "WordLlama")
+    assert not uses()

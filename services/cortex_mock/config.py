@@ -27,7 +27,9 @@ class MockConfig:
     settle_delay_ms: float = 0.0  # MENTIONS edges become visible this long after an ingest commits
     workers: int = 2  # in-process: asyncio job workers; with Redis: worker processes to spawn
     embedder: str | None = None  # minilm | wordllama | hash (None -> MEMRIG_EMBEDDER or minilm)
-    embed_cache: bool = True
+    # the shared SQLite embedding cache (services/common/embeddings.py). None: only for embedders slower than
+    # its lookup and commit (minilm, remote); wordllama and hash embed a fact faster than the cache stores it
+    embed_cache: bool | None = None
     extractor: str = "deterministic"  # deterministic | llm
     latency_fast_ms: float = 0.0  # added server-side delay on fast retrieves (and recall)
     latency_full_ms: float = 0.0

@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import random
 import tempfile
 import threading
@@ -36,6 +37,7 @@ from services.cortex_mock.validation import PROVENANCE_FIELDS
 log = logging.getLogger("cortex_mock")
 
 QUERY_CACHE_SIZE = 4096
+CHEAP_EMBEDDERS = frozenset({"wordllama", "hash"})  # faster than the embedding cache (CortexEngine.uses_embed_cache)
 MATURITY = (("cold", 20), ("warming", 200))  # total FACT nodes below the bound -> label
 
 
@@ -84,8 +86,16 @@ class CortexEngine:
     @property
     def embedder(self):
         if self._embedder is None:
-            self._embedder = get_embedder(self.config.embedder, use_cache=self.config.embed_cache)
+            self._embedder = get_embedder(self.config.embedder, use_cache=self.uses_embed_cache())
         return self._embedder
+
+    def uses_embed_cache(self) -> bool:
+        """`embed_cache`, or when unset, whether the embedder is slower than the cache: a wordllama or hash vector
+        costs less than the SQLite lookup and commit the cache adds to every ingest (the same vectors either way)."""
+        if self.config.embed_cache is not None:
+            return self.config.embed_cache
+        name = (self.config.embedder or os.environ.get("MEMRIG_EMBEDDER") or "").lower()
+        return name not in CHEAP_EMBEDDERS
 
     def llm(self):
         if self._llm is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -129,6 +130,99 @@ def _cand_from_index(store: TenantStore, idx: TenantIndex, pos: int) -> _Cand:
                  user=f.metadata.get("user_id"))
 
 
+def _put(d: dict, key: Any, pos: int) -> None:
+    """d[key]: one position (an int) or several (a list, ascending)."""
+    v = d.get(key)
+    if v is None:
+        d[key] = pos
+    elif isinstance(v, int):
+        d[key] = [v, pos]
+    else:
+        v.append(pos)
+
+
+def _positions(d: dict, key: Any) -> list[int]:
+    v = d.get(key)
+    return [] if v is None else [v] if isinstance(v, int) else v
+
+
+def _negation_key(tokens: frozenset[str]) -> int | None:
+    """What `negation_conflict` compares (the tokens without negators), hashed; None when it needs no lookup
+    (fewer than 2 such tokens never conflict). Equal hashes are candidates only: the rule compares the sets."""
+    core = tokens - _NEG_WORDS
+    return hash(core) if len(core) >= 2 else None
+
+
+class RuleIndex:
+    """What the rules look stored facts up by, for the facts of one snapshot (`n` of them), so that a new fact
+    reaches its candidates without a pass over every stored fact:
+    - norms: normalised text -> positions (a stored fact with the same text is a duplicate candidate whatever
+      its embedding);
+    - neg_keys: hash of the content tokens without negators -> positions (`negation_conflict` needs them equal);
+    - heads: head word of the attribute -> positions of the facts that have one (`attributes_match`);
+    - no_tokens: positions of facts without a content token (Jaccard 1.0 only with each other).
+    Near duplicates by Jaccard come from the snapshot's BM25 postings (`dup_candidates`). Built once per
+    snapshot chain (a pass over the facts), then grown by the writer with each batch it installs (`absorb`)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.norms: dict[str, int | list[int]] = {}
+        self.neg_keys: dict[int, int | list[int]] = {}
+        self.heads: dict[str, int | list[int]] = {}
+        self.no_tokens: list[int] = []
+
+    @classmethod
+    def of(cls, idx: TenantIndex) -> RuleIndex:
+        """The snapshot's own (attached by the writer that installed it), or one built from its facts."""
+        r = idx.writer_aux
+        if isinstance(r, RuleIndex) and r.n == len(idx.facts):
+            return r
+        r = cls()
+        for pos, f in enumerate(idx.facts):
+            r.add(pos, f.norm, frozenset(content_tokens(f.content)), f.attr_key)
+        r.n = len(idx.facts)
+        idx.writer_aux = r
+        return r
+
+    def add(self, pos: int, norm: str, tokens: frozenset[str], attr_key: str) -> None:
+        _put(self.norms, norm, pos)
+        key = _negation_key(tokens)
+        if key is not None:
+            _put(self.neg_keys, key, pos)
+        if attr_key:
+            _put(self.heads, attr_key.split()[-1], pos)
+        if not tokens:
+            self.no_tokens.append(pos)
+
+    def absorb(self, batch: list[_Cand]) -> None:
+        """The facts a batch appended to the snapshot, in order (positions n, n + 1, ...)."""
+        for c in batch:
+            self.add(self.n, c.norm, c.tokens, c.attr_key)
+            self.n += 1
+
+    def dup_candidates(self, idx: TenantIndex, new: _Cand) -> np.ndarray:
+        """Positions (ascending) holding every stored fact `is_near_duplicate` can accept for `new`: the same
+        normalised text, or token Jaccard >= DUP_JACCARD. The latter shares at least `need` = ceil(0.8 |A|) of the
+        new fact's tokens A (|A & B| >= 0.8 |A | B| >= 0.8 |A|), so it holds at least one of any |A| - need + 1
+        of them: the rarest, looked up in the BM25 postings (each fact's content tokens are among its indexed
+        tokens, so the postings are a superset)."""
+        parts = [np.asarray(_positions(self.norms, new.norm), np.int64)]
+        toks = new.tokens
+        if not toks:
+            parts.append(np.asarray(self.no_tokens, np.int64))
+        else:
+            # the 1e-9 keeps the bound safe against the rounding of the quotient jaccard() computes
+            need = max(1, math.ceil(DUP_JACCARD * len(toks) - 1e-9))
+            lists = []
+            for t in toks:
+                p = idx.postings.get(t)
+                lists.append(p[0] if p is not None else np.zeros(0, np.int64))
+            lists.sort(key=len)
+            parts += lists[:len(toks) - need + 1]
+        cand = np.unique(np.concatenate(parts))
+        return cand[cand < len(idx.facts)]
+
+
 def apply_ingest(store: TenantStore, embedder, facts: list[ExtractedFact], ctx: IngestContext,
                  settle_delay_s: float = 0.0, now: float | None = None) -> dict[str, Any]:
     """Blocking: run in a thread. Returns the IngestResponse dict."""
@@ -148,24 +242,16 @@ def apply_ingest(store: TenantStore, embedder, facts: list[ExtractedFact], ctx: 
                 return prior
             idx = store.index(embedder)  # the snapshot at the locked rev (rebuilt if another process wrote)
             delta = IndexDelta()
-            res = _apply_locked(store, c, idx, facts, emb, q_emb, ctx, settle_delay_s, now, embedder.name,
-                                delta)
+            w = _BatchWriter(store, c, idx, emb, ctx, settle_delay_s, now, embedder.name, delta)
+            res = w.run(facts, q_emb)
             if ctx.job_id:
                 c.execute("INSERT OR REPLACE INTO applied_jobs(job_id, result, applied_at) VALUES (?,?,?)",
                           (ctx.job_id, json.dumps(res), now))
-        store.install(idx, delta)
+        grown = store.install(idx, delta)
+        if grown is not None:  # the rules' lookups follow the snapshot: this batch's facts are its last ones
+            w.rules.absorb(w.batch)
+            grown.writer_aux = w.rules
     return res
-
-
-def _apply_locked(store: TenantStore, c, idx: TenantIndex, facts: list[ExtractedFact], emb: np.ndarray, q_emb: np.ndarray,
-                  ctx: IngestContext, settle_delay_s: float, now: float, model: str,
-                  delta: IndexDelta) -> dict[str, Any]:
-    w = _BatchWriter(store, c, idx, emb, ctx, settle_delay_s, now, model, delta)
-    q_off = 0
-    for i, f in enumerate(facts):
-        w.add(i, f, q_emb[q_off:q_off + len(f.questions)])
-        q_off += len(f.questions)
-    return w.finish()
 
 
 class _BatchWriter:
@@ -182,18 +268,21 @@ class _BatchWriter:
         self.out_facts: list[dict] = []
         self.out_entities: dict[str, dict] = {}
         self.batch: list[_Cand] = []
-        self.entity_ids: dict[str, str] = {e.key: e.id for e in idx.entities}
-        self.entity_aliases: dict[str, list[str]] = {e.key: list(e.aliases) for e in idx.entities}
-        self.entity_types: dict[str, str] = {e.key: e.etype for e in idx.entities}
-        n_facts = emb.shape[0]
-        self.sims_all = idx.emb @ emb.T if idx.emb.shape[0] and n_facts else np.zeros((idx.emb.shape[0], n_facts))
-        self.by_head: dict[str, list[int]] = {}
-        for pos, f in enumerate(idx.facts):
-            if f.attr_key:
-                self.by_head.setdefault(f.attr_key.split()[-1], []).append(pos)
+        # entities this batch created or touched, by key (the stored ones are read on first use: `_known_entity`)
+        self.entity_ids: dict[str, str] = {}
+        self.entity_aliases: dict[str, list[str]] = {}
+        self.entity_types: dict[str, str] = {}
+        self.rules = RuleIndex.of(idx)
         self.loaded: dict[int, _Cand] = {}
         self.static: dict[str, Fact] = {}  # new facts' fixed fields, for the index delta
         self.q_rows: list[np.ndarray] = []
+
+    def run(self, facts: list[ExtractedFact], q_emb: np.ndarray) -> dict[str, Any]:
+        q_off = 0
+        for i, f in enumerate(facts):
+            self.add(i, f, q_emb[q_off:q_off + len(f.questions)])
+            q_off += len(f.questions)
+        return self.finish()
 
     # ------------------------------------------------------------------ helpers
     def stored(self, pos: int) -> _Cand:
@@ -214,8 +303,23 @@ class _BatchWriter:
         self.add_edge(new_id, old.id, "SUPERSEDES", self.now)
         self.supersessions += 1
 
-    def _sims(self, i: int) -> np.ndarray:
-        return self.sims_all[:, i] if self.sims_all.shape[0] else np.zeros(0)
+    def _sims(self, i: int, pos: np.ndarray) -> np.ndarray:
+        """Cosine of the batch's fact i with the stored facts at `pos` (unit vectors: dot products)."""
+        if pos.size == 0:
+            return np.zeros(0, np.float32)
+        return self.idx.emb[pos] @ self.emb[i]
+
+    def _known_entity(self, key: str) -> bool:
+        """Whether the entity exists (stored, or created by this batch); a stored one is read into the batch's
+        maps on first use."""
+        if key in self.entity_ids:
+            return True
+        pos = self.idx.entity_by_key.get(key)
+        if pos is None:
+            return False
+        e = self.idx.entities[pos]
+        self.entity_ids[key], self.entity_aliases[key], self.entity_types[key] = e.id, list(e.aliases), e.etype
+        return True
 
     # ------------------------------------------------------------------ one fact
     def add(self, i: int, f: ExtractedFact, q_slice: np.ndarray) -> None:
@@ -251,10 +355,11 @@ class _BatchWriter:
         idx = self.idx
         if new.norm in idx.norm_pos and self.stored(idx.norm_pos[new.norm]).user == new.user:
             return self.stored(idx.norm_pos[new.norm])
-        sims = self._sims(i)
-        for pos in np.flatnonzero(sims >= DUP_COSINE):
-            cand = self.stored(int(pos))
-            if cand.user == new.user and is_near_duplicate(cand, new, float(sims[pos])):
+        pos = self.rules.dup_candidates(idx, new)
+        sims = self._sims(i, pos)
+        for p, sim in zip(pos[sims >= DUP_COSINE].tolist(), sims[sims >= DUP_COSINE].tolist(), strict=True):
+            cand = self.stored(p)
+            if cand.user == new.user and is_near_duplicate(cand, new, sim):
                 return cand
         for cand in self.batch:
             if is_near_duplicate(cand, new, float(cand.emb @ new.emb)):
@@ -314,7 +419,7 @@ class _BatchWriter:
                             for j, q in enumerate(f.questions)])
 
     def _link_entity(self, fact_id: str, e: Entity, occurred: str) -> None:
-        if e.key not in self.entity_ids:
+        if not self._known_entity(e.key):
             self._new_entity(e, occurred)
         else:
             self._extend_aliases(e)
@@ -354,7 +459,7 @@ class _BatchWriter:
         """A newer value of the same attribute supersedes the older (and contradicts it when the values are
         antonyms)."""
         idx = self.idx
-        olders = [self.stored(p) for p in self.by_head.get(f.attr_key.split()[-1], [])
+        olders = [self.stored(p) for p in _positions(self.rules.heads, f.attr_key.split()[-1])
                   if idx.facts[p].superseded_by is None and idx.facts[p].attr_value != f.attr_value
                   and attributes_match(idx.facts[p].attr_key, f.attr_key)]
         olders += [b for b in self.batch if b.attr_key]
@@ -379,9 +484,11 @@ class _BatchWriter:
 
     def _negation_rule(self, i: int, f: ExtractedFact, new: _Cand) -> None:
         """The same statement with the opposite polarity contradicts and supersedes the older one."""
-        sims = self._sims(i)
-        neg_pool = [self.stored(int(p)) for p in np.flatnonzero(sims >= NEG_COSINE)
-                    if _features(self.store, self.idx.facts[int(p)])[2] != new.neg] + self.batch
+        key = _negation_key(new.tokens)
+        pos = np.asarray(_positions(self.rules.neg_keys, key) if key is not None else [], np.int64)
+        pos = pos[self._sims(i, pos) >= NEG_COSINE]
+        neg_pool = [self.stored(p) for p in pos.tolist()
+                    if _features(self.store, self.idx.facts[p])[2] != new.neg] + self.batch
         for old in neg_pool:
             if old.user == new.user and negation_conflict(old.tokens, old.neg, new.tokens, new.neg) and _older_or_same(
                     old.occurred_at, f.occurred_at):

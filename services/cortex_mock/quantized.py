@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numkong
 import numpy as np
 
+from services.cortex_mock.growth import GrowBuf
 from services.cortex_mock.ranking import top_ranked
 
 LEVELS = 127.0  # int8 codes in [-127, 127]: symmetric, so -128 is never produced
@@ -42,6 +43,10 @@ def quantise(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     scale = np.where(amax > 0, amax / LEVELS, 1.0)
     codes = np.rint(m64 / scale[:, None]).astype(np.int8)
     return codes, scale, np.abs(m64 - codes * scale[:, None]).max(axis=1, initial=0.0)
+
+
+def _code_l1(codes: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    return np.abs(codes.astype(np.int64)).sum(axis=1) * scale
 
 
 def exact_scores(m: np.ndarray, rows: np.ndarray, q32: np.ndarray) -> np.ndarray:
@@ -78,9 +83,12 @@ class QuantizedRows:
     The float32 matrix itself is not kept: the snapshot may swap it for a shared file-mapped copy with the same
     bytes (shared_arrays.py), so the exact scores read whichever the caller passes."""
 
-    def __init__(self, codes: np.ndarray, scale: np.ndarray, err: np.ndarray):
+    def __init__(self, codes: np.ndarray, scale: np.ndarray, err: np.ndarray, code_l1: np.ndarray | None = None,
+                 bufs: tuple[GrowBuf, ...] | None = None):
         self.codes, self.scale, self.err = codes, scale, err
-        self.code_l1 = np.abs(codes.astype(np.int64)).sum(axis=1) * scale  # ||s_e c_e||_1 (and + d * err >= ||e||_1)
+        # ||s_e c_e||_1 (and + d * err >= ||e||_1); row by row, so the rows appended later add theirs
+        self.code_l1 = _code_l1(codes, scale) if code_l1 is None else code_l1
+        self._bufs = bufs  # the growth buffers the four arrays are views of, once rows were appended
 
     @classmethod
     def of(cls, m: np.ndarray) -> QuantizedRows:
@@ -90,11 +98,14 @@ class QuantizedRows:
         return int(self.codes.shape[0])
 
     def appended(self, m: np.ndarray) -> QuantizedRows:
-        """The copy for `m` = the rows this copy coded, then more rows (rows are coded independently)."""
+        """The copy for `m` = the rows this copy coded, then more rows (rows are coded independently). The new
+        rows go past the end of shared growth buffers (growth.py): the cost is theirs, not the matrix's."""
         n = len(self)
         codes, scale, err = quantise(m[n:])
-        return QuantizedRows(np.concatenate([self.codes.reshape(n, m.shape[1]), codes]),
-                             np.concatenate([self.scale, scale]), np.concatenate([self.err, err]))
+        bufs = self._bufs or (GrowBuf(self.codes.reshape(n, m.shape[1])), GrowBuf(self.scale), GrowBuf(self.err),
+                              GrowBuf(self.code_l1))
+        bufs = tuple(b.append(n, x) for b, x in zip(bufs, (codes, scale, err, _code_l1(codes, scale)), strict=True))
+        return QuantizedRows(*(b.view() for b in bufs), bufs=bufs)
 
     def bounds(self, qc: QueryCodes) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) float64 per row: the exact score of row i lies in [lower[i], upper[i]]."""

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from services.cortex_mock.growth import CowList, GrowBuf, Postings, PrefixMap
 from services.cortex_mock.quantized import QuantizedRows, QuestionRows
 from services.cortex_mock.shared_arrays import SharedArrays
 from services.cortex_mock.temporal import micros, parse_datetime
@@ -132,6 +133,11 @@ class TenantIndex:
     _emb_codes: QuantizedRows | None = field(default=None, repr=False)
     _avgdl: float | None = field(default=None, repr=False)
     _q_rows: QuestionRows | None = field(default=None, repr=False)
+    # The growth buffers the arrays above are views of (growth.py), once the snapshot has been extended.
+    _grow: dict[str, GrowBuf] | None = field(default=None, repr=False)
+    # What the writer's rules look facts up by (ingest.RuleIndex), for this snapshot's facts: the writer attaches
+    # it to each snapshot it installs; never shared by `extended` (the writer grows it itself).
+    writer_aux: Any = field(default=None, repr=False)
 
     def avg_doc_len(self) -> float:
         """Mean BM25 document length (tokens per fact), computed once per snapshot."""
@@ -193,9 +199,9 @@ class TenantIndex:
         """Each fact's position in (content, user, id) order: equal scores are ranked by this, so the same data
         gives the same ranking whatever order concurrent ingests committed it in."""
         if self._tie_rank is None:
-            order = sorted(range(len(self.facts)), key=lambda i: (self.facts[i].norm, self.facts[i].content,
-                                                                   str(self.facts[i].metadata.get("user_id")),
-                                                                   self.facts[i].id))
+            facts = list(self.facts)
+            order = sorted(range(len(facts)), key=lambda i: (facts[i].norm, facts[i].content,
+                                                             str(facts[i].metadata.get("user_id")), facts[i].id))
             rank = np.empty(len(self.facts), dtype=np.int64)
             rank[order] = np.arange(len(self.facts))
             self._tie_rank = rank
@@ -224,59 +230,69 @@ class TenantIndex:
         ok = self.m_visible <= now
         return self.m_fact[ok], self.m_ent[ok]
 
+    def _growth(self) -> dict[str, GrowBuf]:
+        """The growth buffers behind this snapshot's arrays (made on the first extension of a built snapshot)."""
+        if self._grow is None:
+            self._grow = {"emb": GrowBuf(self.emb), "doc_len": GrowBuf(self.doc_len), "q_emb": GrowBuf(self.q_emb),
+                          "q_owner": GrowBuf(self.q_owner), "m_fact": GrowBuf(self.m_fact),
+                          "m_ent": GrowBuf(self.m_ent), "m_visible": GrowBuf(self.m_visible)}
+        return self._grow
+
     def extended(self, delta: IndexDelta, rev: int) -> TenantIndex:
-        """A new snapshot = this one + a writer's own committed delta (no reload from SQLite). Copies the
-        containers it changes, so readers holding this snapshot are unaffected."""
+        """A new snapshot = this one + a writer's own committed delta (no reload from SQLite). Readers holding
+        this snapshot are unaffected: the successor shares this one's containers and adds past their ends
+        (growth.py), so the cost is the delta's size, not the tenant's."""
+        n0, e0 = len(self.facts), len(self.entities)
         new = dataclasses.replace(self, rev=rev, built_at=time.time(), _user_masks={}, _tie_rank=None,
                                   _token_counts=None, _q_groups=None, _shared=False,
                                   _occurred_us=None, _emb_codes=None, _q_rows=None,
-                                  _avgdl=None)
-        new.facts = list(self.facts)
-        new.fact_pos = dict(self.fact_pos)
-        new.norm_pos = dict(self.norm_pos)
-        for fid, fact in delta.fact_updates.items():
-            new.facts[new.fact_pos[fid]] = fact
-        base = len(new.facts)
-        for f in delta.new_facts:
-            new.fact_pos[f.id] = len(new.facts)
-            new.norm_pos.setdefault(f.norm, len(new.facts))
-            new.facts.append(f)
+                                  _avgdl=None, _grow=None, writer_aux=None)
+        grow = dict(self._growth())
+        fact_pos = PrefixMap.of(self.fact_pos, n0)
+        updates = {fact_pos[fid]: fact for fid, fact in delta.fact_updates.items()}
+        new.facts = CowList.of(self.facts).evolved(updates, delta.new_facts)
+        n1 = len(new.facts)
+        new.fact_pos = fact_pos.evolved(((f.id, n0 + i) for i, f in enumerate(delta.new_facts)), n1)
+        new.norm_pos = PrefixMap.of(self.norm_pos, n0).evolved(
+            ((f.norm, n0 + i) for i, f in enumerate(delta.new_facts)), n1, first_wins=True)
         if delta.new_facts:
-            new.emb = np.concatenate([self.emb.reshape(-1, delta.new_emb.shape[1]), delta.new_emb])
-            new.postings = dict(self.postings)
+            grow["emb"] = grow["emb"].append(n0, delta.new_emb)
             add: dict[str, dict[int, int]] = {}
             for i, f in enumerate(delta.new_facts):
                 for t in f.tokens:
                     d = add.setdefault(t, {})
-                    d[base + i] = d.get(base + i, 0) + 1
-            for t, d in add.items():
-                idx = np.fromiter(d.keys(), np.int64, len(d))
-                tf = np.fromiter(d.values(), np.float64, len(d))
-                old = new.postings.get(t)
-                new.postings[t] = (idx, tf) if old is None else (np.concatenate([old[0], idx]),
-                                                                  np.concatenate([old[1], tf]))
-            new.doc_len = np.concatenate([self.doc_len, [float(len(f.tokens)) for f in delta.new_facts]])
+                    d[n0 + i] = d.get(n0 + i, 0) + 1
+            new.postings = Postings.of(self.postings, n0).evolved(add, n1)
+            grow["doc_len"] = grow["doc_len"].append(n0, [float(len(f.tokens)) for f in delta.new_facts])
         if delta.new_questions:
-            new.q_text = self.q_text + [t for _, t in delta.new_questions]
-            new.q_owner = np.concatenate([self.q_owner, [new.fact_pos[fid] for fid, _ in delta.new_questions]]
-                                         ).astype(np.int64)
-            new.q_emb = np.concatenate([self.q_emb.reshape(-1, delta.new_q_emb.shape[1]), delta.new_q_emb])
+            nq = int(self.q_owner.shape[0])
+            new.q_text = CowList.of(self.q_text).evolved({}, [t for _, t in delta.new_questions])
+            grow["q_owner"] = grow["q_owner"].append(nq, np.asarray([new.fact_pos[fid] for fid, _ in
+                                                                     delta.new_questions], np.int64))
+            grow["q_emb"] = grow["q_emb"].append(nq, delta.new_q_emb)
         if delta.new_entities or delta.entity_updates:
-            new.entities = list(self.entities)
-            new.entity_by_key = dict(self.entity_by_key)
-            new.entity_by_id = dict(self.entity_by_id)
-            for e in delta.new_entities:
-                new.entity_by_key[e.key] = len(new.entities)
-                new.entity_by_id[e.id] = len(new.entities)
-                new.entities.append(e)
-            for key, e in delta.entity_updates.items():
-                new.entities[new.entity_by_key[key]] = e
+            by_key = PrefixMap.of(self.entity_by_key, e0)
+            e_updates = {by_key[key]: e for key, e in delta.entity_updates.items() if key in by_key}
+            # an update of an entity created in this delta (not in this snapshot) lands after its creation
+            late = {key: e for key, e in delta.entity_updates.items() if key not in by_key}
+            added = [late.get(e.key, e) for e in delta.new_entities]
+            new.entities = CowList.of(self.entities).evolved(e_updates, added)
+            e1 = len(new.entities)
+            new.entity_by_key = by_key.evolved(((e.key, e0 + i) for i, e in enumerate(added)), e1)
+            new.entity_by_id = PrefixMap.of(self.entity_by_id, e0).evolved(
+                ((e.id, e0 + i) for i, e in enumerate(added)), e1)
         if delta.new_mentions:
-            new.m_fact = np.concatenate([self.m_fact, [new.fact_pos[f] for f, _, _ in delta.new_mentions]]
-                                        ).astype(np.int64)
-            new.m_ent = np.concatenate([self.m_ent, [new.entity_by_id[e] for _, e, _ in delta.new_mentions]]
-                                       ).astype(np.int64)
-            new.m_visible = np.concatenate([self.m_visible, [v for _, _, v in delta.new_mentions]]).astype(np.float64)
+            nm = int(self.m_fact.shape[0])
+            grow["m_fact"] = grow["m_fact"].append(nm, np.asarray([new.fact_pos[f] for f, _, _ in delta.new_mentions],
+                                                                  np.int64))
+            grow["m_ent"] = grow["m_ent"].append(nm, np.asarray([new.entity_by_id[e] for _, e, _ in
+                                                                delta.new_mentions], np.int64))
+            grow["m_visible"] = grow["m_visible"].append(nm, np.asarray([v for _, _, v in delta.new_mentions],
+                                                                        np.float64))
+        for name, g in grow.items():
+            if g is not self._grow[name] or g.n != getattr(self, name).shape[0]:
+                setattr(new, name, g.view())
+        new._grow = grow
         if self._emb_codes is not None:  # rows are only ever appended: code the new ones
             new._emb_codes = self._emb_codes.appended(new.emb)
         return new
@@ -371,11 +387,19 @@ class TenantStore:
     def warm(self) -> bool:
         return self._index is not None
 
-    def install(self, base: TenantIndex, delta: IndexDelta) -> None:
-        """After a commit of our own on top of `base` (rev base.rev + 1): extend instead of rebuilding."""
+    def install(self, base: TenantIndex, delta: IndexDelta) -> TenantIndex | None:
+        """After a commit of our own on top of `base` (rev base.rev + 1): extend instead of rebuilding. Returns
+        the new snapshot, or None when the next read rebuilds from SQLite (another writer came between, or the
+        extension failed half-way: the shared containers may hold part of it, so the chain is dropped)."""
         with self.lock:
             if self._index is base and self.rev() == base.rev + 1:
-                self._index = base.extended(delta, base.rev + 1)
+                try:
+                    self._index = base.extended(delta, base.rev + 1)
+                except BaseException:
+                    self._index = None
+                    raise
+                return self._index
+            return None
 
     # -- index ------------------------------------------------------------------------------------------
     def index(self, embedder) -> TenantIndex:

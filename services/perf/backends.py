@@ -316,7 +316,9 @@ async def run_cortex(names: list[str], rig: Rig, texts: list[str], sizes: list[i
     outs = {n: {"backend": n, "reference": False, "unit": UNIT["documents"], "config": {**CORTEX_CONFIG,
                 "mode": CORTEX_MODE[n]}, "paths": {"grpc": "gRPC via proxy", "in_process": "in-process direct"},
                 "sizes": []} for n in names}
-    writer = InProcessBackendClient(CortexBackend({"base_url": mock.url, "mode": "fast", **CORTEX_CONFIG}))
+    # the writer's settle waits as long as the step may take (the adapter's own default gives up after 180 s)
+    writer = InProcessBackendClient(CortexBackend({"base_url": mock.url, "mode": "fast", **CORTEX_CONFIG,
+                                                   "settle_timeout_s": opts["settle_timeout_s"]}))
     clients: dict[str, dict[str, Any]] = {}
     grpcs = []
     try:

@@ -306,11 +306,17 @@ class CortexBackend(MemoryBackend):
     def _queued_items(self, namespace: str) -> int:
         return sum(t.items for t in self.queue.tasks() if t.meta.get("namespace") == namespace)
 
-    async def _poll_jobs(self, namespace: str) -> None:
+    async def _poll_jobs(self, namespace: str, sweep: bool = True) -> None:
+        """One GET per pending job, oldest first. Without `sweep`, stop at the first job still pending: the
+        service runs its queue in about submission order, so the younger ones are pending too, and a GET per
+        pending job per round (thousands after a large batch) would load the service under measurement with
+        about five status requests per ingested item."""
         for job_id, items in list(self.jobs[namespace].items()):
             try:
                 res = await self.client.get_job(job_id, self.config["job_poll_timeout_ms"], self.key_for(namespace))
             except CortexError:
+                if not sweep:
+                    break
                 continue  # still pending as far as we know; try again next round
             status = res.get("status") if isinstance(res, dict) else None
             if status == "completed":
@@ -320,6 +326,8 @@ class CortexBackend(MemoryBackend):
                 self.failed_jobs[namespace] += items
                 self.jobs[namespace].pop(job_id, None)
                 log.warning("cortex ingest job %s failed: %s", job_id, res.get("error"))
+            elif not sweep:
+                break
 
     async def settle(self, namespace: str, timeout_s: float) -> SettleResult:
         if timeout_s != timeout_s or timeout_s < 0:  # NaN made the deadline unreachable: settle never ended
@@ -332,10 +340,16 @@ class CortexBackend(MemoryBackend):
         while True:
             if self._queued_items(namespace):
                 await self.queue.flush()
-            await self._poll_jobs(namespace)
+            # The last round before the deadline asks about every job: what the result reports as pending must not
+            # include jobs finished behind one that is not (requeued after a worker died, say). Before that, a
+            # job is found done at the latest in the round after every older one is.
+            swept = time.monotonic() + poll >= deadline
+            await self._poll_jobs(namespace, sweep=swept)
             if not self._queued_items(namespace) and not self.jobs[namespace]:
                 break
             if time.monotonic() >= deadline:
+                if not swept:  # the deadline passed during a round that stopped early
+                    await self._poll_jobs(namespace)
                 break
             await asyncio.sleep(poll)
         if not self._queued_items(namespace) and not self.jobs[namespace]:

@@ -1,0 +1,65 @@
+"""The cortex adapter's settle asks about pending jobs oldest first and stops at the first one still pending
+(the service runs its queue in about submission order), except in the last round before the deadline, which
+asks about every job so the pending count it reports is exact."""
+
+from __future__ import annotations
+
+from services.adapters.cortex.backend import CortexBackend
+
+
+class Jobs:
+    """get_job from a status table; records the ids asked about."""
+
+    def __init__(self, status: dict[str, str]):
+        self.status = status
+        self.asked: list[str] = []
+
+    async def get_job(self, job_id, timeout_ms, key):
+        self.asked.append(job_id)
+        return {"job_id": job_id, "status": self.status[job_id]}
+
+    async def knowledge(self, user_id, timeout_ms, key):
+        return {"total_memories": 7, "total_sessions": 1}
+
+    async def close(self):
+        return None
+
+
+def backend(status: dict[str, str], items: dict[str, int]) -> tuple[CortexBackend, Jobs]:
+    b = CortexBackend({"base_url": "http://127.0.0.1:9", "settle_poll_ms": 1})
+    fake = Jobs(status)
+    b.client = fake  # type: ignore[assignment]
+    b.jobs["ns"] = dict(items)
+    return b, fake
+
+
+async def test_a_round_stops_at_the_first_pending_job():
+    status = {"j1": "completed", "j2": "running", "j3": "completed", "j4": "failed"}
+    b, fake = backend(status, {"j1": 1, "j2": 2, "j3": 3, "j4": 4})
+    await b._poll_jobs("ns", sweep=False)
+    assert fake.asked == ["j1", "j2"]  # j3 and j4 not asked: j2 is still running
+    assert b.indexed["ns"] == 1 and list(b.jobs["ns"]) == ["j2", "j3", "j4"]
+    await b._poll_jobs("ns", sweep=True)
+    assert fake.asked[2:] == ["j2", "j3", "j4"]
+    assert b.indexed["ns"] == 1 + 3 and b.failed_jobs["ns"] == 4 and list(b.jobs["ns"]) == ["j2"]
+
+
+async def test_jobs_behind_a_stuck_one_are_counted_at_the_deadline():
+    status = {"j1": "completed", "j2": "pending", "j3": "completed", "j4": "completed"}
+    b, fake = backend(status, {"j1": 1, "j2": 2, "j3": 3, "j4": 4})
+    st = await b.settle("ns", 0.05)
+    assert not st.settled and st.items_pending == 2 and st.items_indexed == 1 + 3 + 4
+    # every non-final round asked about j2 once and stopped; j3 and j4 were asked about by the final sweep only
+    assert fake.asked.count("j3") == 1 and fake.asked.count("j4") == 1 and fake.asked.count("j1") == 1
+    assert fake.asked.count("j2") >= 2
+
+
+async def test_settles_once_every_job_is_done():
+    status = {"j1": "pending", "j2": "pending"}
+    b, fake = backend(status, {"j1": 5, "j2": 2})
+    await b._poll_jobs("ns", sweep=False)
+    assert fake.asked == ["j1"]
+    status.update(j1="completed", j2="completed")
+    st = await b.settle("ns", 30)
+    assert st.settled and st.items_indexed == 7 and st.items_pending == 0 and st.counts["total_memories"] == 7
+    assert fake.asked == ["j1", "j1", "j2"]
