@@ -327,8 +327,8 @@ class OctybotRealBackend(StoreBackedBackend):
             "read_path": "src/memory/hooks/on-prompt.ts per query (UserPromptSubmit input, fresh session)",
             "embedder": f"{emb_name} ({emb_dim}-d) through the rig's Voyage stand-in (/voyage/v1/embeddings; Octybot "
                         "asks output_dimension 1024: zero-padded, cosines unchanged)",
-            "extraction_model": (f"{self._llm_cfg.model} at {self._llm_cfg.base_url} (Octybot's LAYER1/LAYER2, "
-                                 "OpenRouter redirected)") if self._llm_cfg else "",
+            "extraction_model": (f"{self._llm_cfg.model} (the rig's memory-writer endpoint as Octybot's LAYER1/"
+                                 "LAYER2; OpenRouter redirected)") if self._llm_cfg else "",
             "evidence": "node ids created by each Stop hook run -> that exchange's user message id",
             "ranking": "records of the <memory> block by Octybot's assembly score (cosine; global instructions "
                        ">= 0.6)",
