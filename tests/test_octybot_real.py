@@ -319,3 +319,23 @@ async def test_port_safety_nets_agree_with_the_real_hook_on_its_store(rig):
             assert [m.evidence_ids for m in mine] == [m.evidence_ids for m in real]
     finally:
         await b.close()
+
+
+def test_fidelity_compare_topk_agreement_top1_score_diff_and_cause():
+    from services.studies.fidelity_octybot import compare, summarise
+
+    port = [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.2)]
+    real = [("a", 0.9), ("c", 0.75), ("e", 0.6)]
+    r = compare("s", "p1", "q", port, real, 2)
+    assert r.agreement_top_k == 0.5  # {a,b} vs {a,c}
+    assert r.agreement_all == 0.5  # {a,b,c,d} vs {a,c,e}: 2 shared of 4
+    assert r.same_top1 and r.max_score_diff == pytest.approx(0.05) and r.cause == "score"
+    same = compare("s", "p2", "q", [("a", 0.5), ("b", 0.4)], [("a", 0.5), ("b", 0.4)], 6)
+    assert (same.agreement_top_k, same.cause) == (1.0, None)
+    order = compare("s", "p3", "q", [("a", 0.5), ("b", 0.5)], [("b", 0.5), ("a", 0.5)], 1)
+    assert (order.agreement_top_k, order.same_top1, order.cause) == (0.0, False, "order")
+    empty = compare("s", "p4", "q", [], [("a", 0.1)], 3)
+    assert (empty.agreement_top_k, empty.cause) == (0.0, "selection")
+    s = summarise("s", [r, same, order, empty], 9)
+    assert s.agreement_top_k == pytest.approx((0.5 + 1 + 0 + 0) / 4) and s.same_top1 == 0.5
+    assert s.causes == {"score": 1, "order": 1, "selection": 1} and not s.passes and s.empty_port == 0.25
