@@ -277,14 +277,23 @@ class Postings(Mapping):
                     d[t] = _Posting(GrowBuf(np.array(v[0]), _NO_POS), GrowBuf(np.array(v[1])))
             s = _SharedDict(d, self._n)
         for t, entries in add.items():
+            p = s.d.get(t)
+            if p is not None and len(entries) == 1 and p.pos.n < p.pos.buf.shape[0] \
+                    and p.tf.n < p.tf.buf.shape[0]:
+                # the common case (a token of one new fact, room left): two element writes, not two appends;
+                # tf first, so a reader finds a position only once its frequency is in place
+                ((fact, count),) = entries.items()
+                k = p.pos.n
+                p.tf.buf[k] = count
+                p.pos.buf[k] = fact
+                p.tf.n = p.pos.n = k + 1
+                continue
             idx = np.fromiter(entries.keys(), np.int64, len(entries))
             tf = np.fromiter(entries.values(), np.float64, len(entries))
-            p = s.d.get(t)
             if p is None:
                 s.d[t] = _Posting(GrowBuf(np.zeros(0, np.int64), _NO_POS).append(0, idx),
                                   GrowBuf(np.zeros(0, np.float64)).append(0, tf))
             else:
-                # tf first: a reader finds a position only once its frequency is in place
                 p.tf = p.tf.append(p.tf.n, tf)
                 p.pos = p.pos.append(p.pos.n, idx)
         s.n = n
