@@ -1,4 +1,7 @@
-"""`memrig fidelity openclaw`: how closely the Python port reproduces OpenClaw 2026.9.6, query by query.
+"""`memrig fidelity openclaw|quaid|octybot`: how closely a re-implementation reproduces the real system, query by query.
+
+This module holds the OpenClaw study; `quaid` and `octybot` dispatch to services/studies/fidelity_quaid.py and
+fidelity_octybot.py (the same measures: top-k overlap, same top-1, score differences on one shared store).
 
 Both run on the same workspaces (services/studies/paired.py): each suite's corpora are ingested once into
 `openclaw-real` (the flush notes come from the rig's LLM client), and the port adopts the workspace that produced
@@ -237,7 +240,8 @@ async def _run_profile(suites, preset, embedder, out, options, seed, profile, jf
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="memrig fidelity", description=__doc__.split("\n\n")[0])
-    ap.add_argument("system", choices=["openclaw"], help="which port to hold to its real system")
+    ap.add_argument("system", choices=["openclaw", "quaid", "octybot"],
+                    help="which re-implementation to hold to its real system")
     ap.add_argument("--suites", default=",".join(DEFAULT_SUITES), help="workspaces: the corpora of these suites")
     ap.add_argument("--preset", default="openclaw", help="the port preset to compare (default: openclaw)")
     ap.add_argument("--embedder", default=os.environ.get("MEMRIG_EMBEDDER", "minilm"),
@@ -252,14 +256,36 @@ def main(argv: list[str] | None = None) -> int:
         options = parse_options(args.option)
     except ValueError as e:
         ap.error(str(e))
+    out = Path(args.out or f"results/fidelity-{time.strftime('%Y%m%d-%H%M%S')}")
+    suites = [s.strip() for s in args.suites.split(",") if s.strip()]
+    if args.system == "quaid":  # services/studies/fidelity_quaid.py
+        from services.adapters.quaid_real.source import availability as quaid_availability
+        from services.studies import fidelity_quaid
+
+        qa = quaid_availability()
+        if not qa.ok:
+            print(f"fidelity: quaid-real unavailable: {qa.reason}", file=sys.stderr)
+            return 2
+        qs = asyncio.run(fidelity_quaid.run(suites, args.embedder, out, options, args.seed))
+        print((out / "fidelity.md").read_text())
+        return 0 if qs and all(s.passes for s in qs) else 1
+    if args.system == "octybot":  # services/studies/fidelity_octybot.py
+        from services.adapters.octybot_real.runtime import availability as octybot_availability
+        from services.studies import fidelity_octybot
+
+        oa = octybot_availability()
+        if not oa.ok:
+            print(f"fidelity: octybot-real unavailable: {oa.reason}", file=sys.stderr)
+            return 2
+        osum = asyncio.run(fidelity_octybot.run(suites, args.embedder, out, options, args.seed))
+        print((out / "fidelity.md").read_text())
+        return 0 if osum and all(s.passes for s in osum) else 1
     from services.adapters.openclaw_real.node import availability
 
     a = availability()
     if not a.ok:
         print(f"fidelity: openclaw-real unavailable: {a.reason}", file=sys.stderr)
         return 2
-    out = Path(args.out or f"results/fidelity-{time.strftime('%Y%m%d-%H%M%S')}")
-    suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     profiles = tuple(p.strip() for p in args.profiles.split(",") if p.strip())
     bad = [p for p in profiles if p not in PROFILES or not PROFILES[p].port]
     if bad:
