@@ -5,6 +5,7 @@ beside the load generator's own ceiling on this machine, the engine's single-thr
     python -m loadtests.bench --out DIR [--memories 10000] [--embedder minilm] [--slo-p99-ms 250]
                               [--start-rate 10] [--factor 1.5] [--step-s 10] [--refine 2] [--proxy-rounds 3]
                               [--processes 1,2,4] [--scale-step-s 5] [--gen-start-rate 200]
+                              [--locust-workers 1,2,4] [--locust-users 32] [--locust-step-s 15]
 
 1. Start cortex-mock and the fault proxy in front of it (services/launcher.py; stopped by PID at the end).
 2. Seed N distinct one-sentence memories through the mock's ingest API (`/v1/ingest/conversation`, 250
@@ -25,6 +26,10 @@ beside the load generator's own ceiling on this machine, the engine's single-thr
 7. Generator ceiling: the same driver and climb against a trivial aiohttp server (loadtests/trivial_target.py,
    its own process): the most this generator can drive here. The headline is the best sustained mock rate
    and its ratio to that ceiling.
+8. Generator scaling: locust in its distributed mode, one master and W workers for each W of
+   --locust-workers (1,2,4), against the trivial target with the same closed-loop users
+   (loadtests/locust_scaling.py): requests/s, p50/p99 and the ratio to 1 worker, the generator's curve beside
+   the server processes' of step 6.
 Every climb says which rule ended it: schedule lag (the generator fell behind: the run is invalid), dropped
 or unfinished arrivals, failed requests, the p99 SLO, or --max-rate.
 
@@ -51,6 +56,7 @@ import aiohttp
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from loadtests import locust_scaling
 from loadtests.cpu_meter import StepCpu, cores_needed
 from loadtests.open_loop import (
     DriverConfig,
@@ -485,6 +491,36 @@ def _strip_blobs(obj: Any) -> Any:
     return obj
 
 
+def scaling_curves(r: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Both scaling curves of the run as rows with the ratio to one: server processes (max sustained req/s of
+    each rate search) and locust workers (req/s achieved against the trivial target)."""
+    server = {int(k): v.get("max_sustained_rps") for k, v in (r.get("scaling") or {}).items()}
+    one = server.get(1)
+    srows = [{"processes": k, "rps": v, "ratio_to_1": round(v / one, 2) if one and v is not None else None}
+             for k, v in sorted(server.items())]
+    return {"server_processes": srows, "locust_workers": (r.get("generator_scaling") or {}).get("runs", [])}
+
+
+def render_generator_scaling(r: dict[str, Any]) -> list[str]:
+    gs = r.get("generator_scaling")
+    if not gs:
+        return []
+    curves = scaling_curves(r)
+    lines = ["", "### Generator scaling: locust workers (distributed mode) against the trivial target", "",
+             f"One locust master and W worker processes on this host ({gs['cpu_count']} cores, shared with the "
+             f"target), {gs['users']} users sending back to back, {gs['duration_s']} s each ({gs['label']}).", "",
+             "| locust workers | req/s | ratio to 1 worker | per-worker efficiency | p50 ms | p99 ms | failed | "
+             "load avg (1 min) start → end |", "|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for x in curves["locust_workers"]:
+        la = x.get("load_avg_1m") or ["?", "?"]
+        lines.append(f"| {x['workers']} | {x['rps']} | {x['ratio_to_1']} | {x['per_worker_efficiency']} | "
+                     f"{x['p50_ms']} | {x['p99_ms']} | {x['failures']} | {la[0]} → {la[1]} |")
+    lines += ["", "Beside it, the server side of the same run (max sustained retrieve rate per cortex-mock process "
+              "count):", "", "| server processes | max sustained req/s | ratio to 1 process |", "|---:|---:|---:|"]
+    lines += [f"| {x['processes']} | {x['rps']} | {x['ratio_to_1']} |" for x in curves["server_processes"]]
+    return lines
+
+
 def render_markdown(r: dict[str, Any]) -> str:
     c = r["config"]
     s = r["rate_search"]
@@ -556,6 +592,7 @@ def render_markdown(r: dict[str, Any]) -> str:
             lines.append(f"| {procs} | {sc['max_sustained_rps']} | {sc['first_failing_rps']} | "
                          f"{sc['ended_by']}: {sc['ended_by_detail']} | {c.get('server_ms_per_req')} + "
                          f"{c.get('generator_ms_per_req')} |")
+    lines += render_generator_scaling(r)
     po = r.get("proxy_overhead")
     if po:
         pd, pp = po["pooled"]["direct"], po["pooled"]["proxied"]
@@ -661,6 +698,10 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
             a.blas_threads)
         print(f"  {result['engine_cost_end']}", flush=True)
         result["generator_ceiling"] = await generator_ceiling(a, cfg, out / "rig")
+        if a.locust_workers:
+            print("generator scaling (locust master + workers against the trivial target):", flush=True)
+            result["generator_scaling"] = await asyncio.to_thread(
+                locust_scaling.measure, a.locust_workers, a.locust_users, a.locust_step_s, out / "rig" / "locust")
         result["headline"] = headline(result)
     finally:
         rig.stop_all()
@@ -695,6 +736,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--scale-step-s", type=float, default=5.0, help="step length of the scaling and ceiling climbs")
     ap.add_argument("--gen-start-rate", type=float, default=200.0, help="first rate of the generator-ceiling climb")
     ap.add_argument("--gen-max-rate", type=float, default=50_000.0)
+    ap.add_argument("--locust-workers", type=lambda v: [int(x) for x in v.split(",") if x.strip()], default=[1, 2, 4],
+                    help="locust worker counts of the generator-scaling runs ('' = skip them)")
+    ap.add_argument("--locust-users", type=int, default=32, help="locust users of each generator-scaling run")
+    ap.add_argument("--locust-step-s", type=int, default=15, help="seconds of each generator-scaling run")
     ap.add_argument("--engine-calls", type=int, default=500, help="retrieves timed for the engine's cost")
     ap.add_argument("--blas-threads", type=int, default=0,
                     help="OPENBLAS/OMP/MKL_NUM_THREADS for the started services (0 = the launcher's default: "
@@ -712,6 +757,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     h = result.get("headline") or {}
     print(f"load-bench: best {h.get('best_rps')} req/s = {h.get('ratio_to_generator')} of the generator's ceiling "
           f"({h.get('generator_ceiling_rps')} req/s); engine one core {h.get('engine_one_core_rps')} req/s", flush=True)
+    runs = (result.get("generator_scaling") or {}).get("runs") or []
+    if runs:
+        print("load-bench: locust workers " + ", ".join(f"{x['workers']}: {x['rps']} req/s (x{x['ratio_to_1']})"
+                                                        for x in runs), flush=True)
     return 0
 
 
