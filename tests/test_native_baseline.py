@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from services.coordinator.suites.common import baseline_note
 from services.coordinator.suites.cortex_v1 import strongest_native
-from services.coordinator.suites.locomo import _baseline, strongest
+from services.coordinator.suites.locomo import _baseline, baseline_rule, strongest
 
 PER = {
     "bm25": {"turn_recall@5": {"q1": 0.9, "q2": 0.9}},
@@ -51,3 +51,12 @@ def test_baseline_note_names_it():
     assert baseline_note({"baseline": "openclaw-real[profile=sessions]", "baseline_rule": "the strongest"}) == \
         ["", "Every scorecard below is against **openclaw-real[profile=sessions]**: the strongest."]
     assert baseline_note({}) == []
+
+
+def test_the_baseline_rule_says_when_no_native_profile_ran():
+    native = baseline_rule("recall@5", "openclaw-real[profile=sessions]")
+    assert native.startswith("the strongest OpenClaw native profile on recall@5")
+    assert baseline_rule("recall@5", "openclaw") == native == baseline_rule("recall@5")
+    conds = ["octybot", "octybot-real"]
+    assert _baseline(conds) == "octybot"
+    assert baseline_rule("recall@5", _baseline(conds)).startswith("no OpenClaw native profile ran")

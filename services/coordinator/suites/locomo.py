@@ -68,7 +68,11 @@ HELD_OUT_METRICS = ("turn_recall_any@10", "turn_recall@5", "f1_cats_1_4")
 BASELINE_METRIC = "turn_recall@5"
 
 
-def baseline_rule(metric: str) -> str:
+def baseline_rule(metric: str, baseline: str | None = None) -> str:
+    """Why `baseline` (what `_baseline` chose) is the condition compared with, in words for the report."""
+    if baseline is not None and parse_variant(baseline)[0] not in ("openclaw-real", "openclaw"):
+        return ("no OpenClaw native profile ran, so the first control that ran (full-context, then compacted), "
+                "else the first condition by name")
     return (f"the strongest OpenClaw native profile on {metric} (mean over the probes) among those that ran; "
             "OpenClaw itself (openclaw-real) before the port")
 _DIA = re.compile(r"^D:?(\d+):0*(\d+)$")
@@ -336,7 +340,7 @@ class LocomoSuite(Suite):
         out["held_out"] = held_out_check(per_cond, clusters, HELD_OUT_METRICS, self.seed)
         baseline = _baseline(list(per_cond), per_cond, BASELINE_METRIC)
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule(BASELINE_METRIC)
+        out["baseline_rule"] = baseline_rule(BASELINE_METRIC, baseline)
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             ("f1_cats_1_4", True, "rate"), ("f1", True, "rate"), ("turn_recall@5", True, "rate"),
             ("session_recall@5", True, "rate"), ("binary_j", True, "rate"),

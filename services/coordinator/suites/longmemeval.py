@@ -216,7 +216,7 @@ class LongMemEvalSuite(Suite):
 
         baseline = _baseline(list(per_cond), per_cond, "session_recall_all@5")
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule("session_recall_all@5")
+        out["baseline_rule"] = baseline_rule("session_recall_all@5", baseline)
         out["statistics"] = {"unit": "question", "method": "percentile bootstrap over questions (each question is "
                              "its own haystack), 1,000 resamples; Wilson interval for a rate at 0 or 1"}
         out["comparisons"] = C.compare_all(per_cond, baseline, [

@@ -156,7 +156,7 @@ class MadialSuite(Suite):
                                        "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()}}
         baseline = _baseline(list(per_cond), per_cond, "recall@5")
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule("recall@5")
+        out["baseline_rule"] = baseline_rule("recall@5", baseline)
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             ("mrr", True, "rate"), ("recall@5", True, "rate"), ("primary_hit@5", True, "rate"),
             ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}

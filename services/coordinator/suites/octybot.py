@@ -139,7 +139,7 @@ class OctybotSuite(Suite):
 
         baseline = _baseline(list(per_cond), per_cond, "pass")
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule("pass")
+        out["baseline_rule"] = baseline_rule("pass", baseline)
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             ("pass", True, "rate"), ("retrieval_pass", True, "rate"), ("store_pass", True, "rate"),
             ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}

@@ -327,7 +327,7 @@ class QuaidWeeksSuite(Suite):
         acc = {c: {"accuracy": {"all": out["conditions"][c]["accuracy"]}} for c in per_cond}
         baseline = _baseline(list(per_cond), acc, "accuracy")
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule("the composite accuracy")
+        out["baseline_rule"] = baseline_rule("the composite accuracy", baseline)
         if baseline:
             base_tok = out["conditions"][baseline]["metrics"].get("token_spend", {}).get("mean")
             for co in out["conditions"].values():
