@@ -63,3 +63,33 @@ async def test_settles_once_every_job_is_done():
     st = await b.settle("ns", 30)
     assert st.settled and st.items_indexed == 7 and st.items_pending == 0 and st.counts["total_memories"] == 7
     assert fake.asked == ["j1", "j1", "j2"]
+
+
+class Expired(Jobs):
+    """404 for the ids in `gone` (a job table that forgot them), else the status table."""
+
+    def __init__(self, status, gone):
+        super().__init__(status)
+        self.gone = gone
+
+    async def get_job(self, job_id, timeout_ms, key):
+        from services.adapters.cortex.client import CortexHTTPError
+
+        self.asked.append(job_id)
+        if job_id in self.gone:
+            raise CortexHTTPError("job status", 404, '{"detail": "unknown job"}')
+        return {"job_id": job_id, "status": self.status[job_id]}
+
+
+async def test_a_job_the_service_forgot_is_not_waited_for():
+    """404: the record expired; waiting would never end. It is counted apart, and the round goes on."""
+    b = CortexBackend({"base_url": "http://127.0.0.1:9", "settle_poll_ms": 1})
+    fake = Expired({"j2": "completed", "j3": "pending"}, gone={"j1"})
+    b.client = fake  # type: ignore[assignment]
+    b.jobs["ns"] = {"j1": 4, "j2": 2, "j3": 1}
+    await b._poll_jobs("ns", sweep=False)
+    assert fake.asked == ["j1", "j2", "j3"] and list(b.jobs["ns"]) == ["j3"]
+    assert b.unknown_jobs["ns"] == 4 and b.indexed["ns"] == 2
+    fake.status["j3"] = "completed"
+    st = await b.settle("ns", 30)
+    assert st.settled and st.items_indexed == 3 and st.counts["items_job_unknown"] == 4

@@ -24,7 +24,7 @@ import os
 import socket
 import time
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +32,9 @@ log = logging.getLogger("cortex_mock.jobs")
 
 STATUSES = ("pending", "running", "completed", "failed")
 JOB_TTL_S = 7 * 86400
-MAX_INPROCESS_JOBS = 50_000
+# Finished job records kept for GET /v1/jobs/{id} (about 1 KB each: status and result); enough for a 100k-memory
+# bench-perf step submitted before its first poll. Unfinished jobs are never evicted.
+MAX_INPROCESS_JOBS = 200_000
 
 
 def new_job_id() -> str:
@@ -109,6 +111,9 @@ class InProcessJobs:
         self.n_workers = max(1, workers)
         self.queue: asyncio.Queue[str] = asyncio.Queue()
         self.jobs: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        # finished job ids, oldest first: only these records are ever evicted (a pending job's record is its
+        # only copy: evicting it made the worker skip the job, and the ingest was lost)
+        self._finished: deque[str] = deque()
         self.counts = JobCounts()
         self._tasks: list[asyncio.Task] = []
         self.shared = shared
@@ -133,12 +138,21 @@ class InProcessJobs:
         rec = {"job_id": new_job_id(), "tenant_id": tenant_id, "kind": kind, "payload": payload,
                "status": "pending", "attempts": 0, "created_at": self.clock()}
         self.jobs[rec["job_id"]] = rec
-        while len(self.jobs) > MAX_INPROCESS_JOBS:
-            self.jobs.popitem(last=False)
+        self._evict()
         self.counts.inc("pending")
         await self._publish(rec)
         await self.queue.put(rec["job_id"])
         return rec
+
+    def _evict(self) -> None:
+        """Past MAX_INPROCESS_JOBS records, forget the oldest finished jobs (never a pending or running one)."""
+        while len(self.jobs) > MAX_INPROCESS_JOBS and self._finished:
+            self.jobs.pop(self._finished.popleft(), None)
+
+    def _finish(self, rec: dict[str, Any]) -> None:
+        rec.pop("payload", None)  # done: its status and result are what is asked for
+        self._finished.append(rec["job_id"])
+        self._evict()
 
     async def get(self, job_id: str) -> dict[str, Any] | None:
         rec = self.jobs.get(job_id)
@@ -174,6 +188,7 @@ class InProcessJobs:
                 log.exception("job %s failed", job_id)
                 rec.update(status="failed", error=f"{type(e).__name__}: {e}", finished_at=self.clock())
                 self.counts.inc("failed")
+            self._finish(rec)
             await self._publish(rec)
 
 

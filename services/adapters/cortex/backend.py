@@ -192,6 +192,7 @@ class CortexBackend(MemoryBackend):
         self.jobs: dict[str, dict[str, int]] = defaultdict(dict)  # namespace -> job id -> items
         self.indexed: dict[str, int] = defaultdict(int)
         self.failed_jobs: dict[str, int] = defaultdict(int)
+        self.unknown_jobs: dict[str, int] = defaultdict(int)  # items of jobs the service answered 404 for
         # cortex session id of a document -> its evidence ids, to map a result back when it has no message_ids
         # (a session's falls back to its own id, taken from the cortex session id)
         self.evidence_of: dict[str, dict[str, list[str]]] = defaultdict(dict)
@@ -314,7 +315,14 @@ class CortexBackend(MemoryBackend):
         for job_id, items in list(self.jobs[namespace].items()):
             try:
                 res = await self.client.get_job(job_id, self.config["job_poll_timeout_ms"], self.key_for(namespace))
-            except CortexError:
+            except CortexError as e:
+                if e.status == 404:  # the service no longer knows the job (its record expired): stop waiting
+                    if not self.unknown_jobs[namespace]:
+                        log.warning("cortex ingest job %s: unknown to the service (404); not waited for (counted "
+                                    "in items_job_unknown)", job_id)
+                    self.unknown_jobs[namespace] += items
+                    self.jobs[namespace].pop(job_id, None)
+                    continue
                 if not sweep:
                     break
                 continue  # still pending as far as we know; try again next round
@@ -374,6 +382,7 @@ class CortexBackend(MemoryBackend):
         counts = {
             "jobs_pending": len(self.jobs[namespace]),
             "items_failed": self.failed_jobs[namespace],
+            "items_job_unknown": self.unknown_jobs[namespace],
             "queue_pending_tasks": self.queue.pending,
             "queue_dropped_capacity": qs["dropped_capacity"],
             "queue_dropped_retries": qs["dropped_retries"],
@@ -497,6 +506,7 @@ class CortexBackend(MemoryBackend):
         self.jobs.pop(namespace, None)
         self.indexed.pop(namespace, None)
         self.failed_jobs.pop(namespace, None)
+        self.unknown_jobs.pop(namespace, None)
         self.evidence_of.pop(namespace, None)
         n = (await self.namespace_stats(namespace)).items
         self.sent_sessions.pop(namespace, None)
