@@ -1,7 +1,8 @@
 """The generator side of `make load-bench`'s scaling: locust in its own distributed mode (one master, W worker
 processes on this host) against loadtests/trivial_target.py, for each W of --locust-workers, with the same
 closed-loop users (loadtests/trivial_locustfile.py: no think time) and the same duration. Per W: the requests/s
-achieved, p50/p99 (locust's, rounded to about 2 significant digits; closed model, service time), failures, and
+achieved, p50/p99 (from locust's response-time histogram, whole ms below 100 ms; closed model, service time),
+failures, and
 the rate as a ratio to 1 worker. The target does no work, so the rate is what W locust workers can send on this
 machine, which is what sizes the worker pods of a distributed run (README "Beyond one machine").
 
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtests.run import _kill, free_port
-from loadtests.summary import load_locust_run
+from loadtests.summary import load_locust_run, read_locust_json
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCUSTFILE = ROOT / "loadtests" / "trivial_locustfile.py"
@@ -82,18 +83,39 @@ def run_once(host: str, workers: int, users: int, duration_s: int, out: Path) ->
         for w in procs:
             _kill(w)
     run = load_locust_run(out)
-    total = run.get("total") or {}
-    return summarise_run(workers, users, total, run.get("duration_s"), code, (load0, os.getloadavg()[0]))
+    counts: dict[float, int] = {}
+    for e in read_locust_json(out / "locust.json"):
+        for k, c in (e.get("response_times") or {}).items():
+            counts[float(k)] = counts.get(float(k), 0) + int(c)
+    return summarise_run(workers, users, run.get("total") or {}, run.get("duration_s"), counts, code,
+                         (load0, os.getloadavg()[0]))
 
 
-def summarise_run(workers: int, users: int, total: dict[str, Any], duration_s: float | None, exit_code: int,
-                  load: tuple[float, float]) -> dict[str, Any]:
-    """One worker count's figures from the master's Aggregated row: requests over the run's own span (first
-    request to last) give the achieved rate."""
+def percentile_ms(counts: dict[float, int], q: float) -> float | None:
+    """Nearest-rank percentile q (0-100) of locust's response-time histogram {rounded ms: requests}: the
+    smallest time with at least q% of the requests at or below it. Both p50 and p99 come from this one
+    histogram (locust's own median column is clamped to the exact minimum when the rounded one is below it,
+    so beside its rounded 99% column the two could disagree)."""
+    total = sum(counts.values())
+    if total == 0:
+        return None
+    need = math.ceil(q / 100.0 * total - 1e-9)
+    seen = 0
+    for t in sorted(counts):
+        seen += counts[t]
+        if seen >= need:
+            return t
+    return max(counts)
+
+
+def summarise_run(workers: int, users: int, total: dict[str, Any], duration_s: float | None,
+                  counts: dict[float, int], exit_code: int, load: tuple[float, float]) -> dict[str, Any]:
+    """One worker count's figures: requests (the master's Aggregated row) over the run's own span (first
+    request to last) give the achieved rate; p50/p99 from the merged response-time histogram."""
     n = int(total.get("requests") or 0)
     return {"workers": workers, "users": users, "requests": n, "failures": int(total.get("failures") or 0),
             "duration_s": duration_s, "rps": round(n / duration_s, 1) if n and duration_s else None,
-            "p50_ms": total.get("median_ms"), "p99_ms": total.get("p99_ms"), "exit_code": exit_code,
+            "p50_ms": percentile_ms(counts, 50), "p99_ms": percentile_ms(counts, 99), "exit_code": exit_code,
             "load_avg_1m": [round(x, 2) for x in load]}
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from loadtests.bench import render_generator_scaling, scaling_curves
-from loadtests.locust_scaling import measure, processes_for, summarise_run, with_ratios
+from loadtests.locust_scaling import measure, percentile_ms, processes_for, summarise_run, with_ratios
 
 
 def run(workers: int, rps: float) -> dict:
@@ -22,11 +22,15 @@ def test_ratios_to_one_worker_and_per_worker_efficiency():
     assert with_ratios([run(2, 10.0)])[0]["ratio_to_1"] is None  # no 1-worker run to divide by
 
 
-def test_rate_over_the_runs_own_span():
-    r = summarise_run(2, 32, {"requests": 900, "failures": 3, "median_ms": 2.0, "p99_ms": 9.0}, 4.5, 0, (0.5, 1.25))
-    assert r["rps"] == 200.0 and r["failures"] == 3 and r["p50_ms"] == 2.0 and r["p99_ms"] == 9.0
-    assert r["load_avg_1m"] == [0.5, 1.25]
-    assert summarise_run(1, 32, {}, None, 1, (0, 0))["rps"] is None
+def test_rate_over_the_runs_own_span_and_percentiles_from_the_histogram():
+    counts = {1.0: 500, 2.0: 400, 9.0: 95, 40.0: 5}  # 1,000 requests
+    r = summarise_run(2, 32, {"requests": 900, "failures": 3}, 4.5, counts, 0, (0.5, 1.25))
+    assert r["rps"] == 200.0 and r["failures"] == 3 and r["load_avg_1m"] == [0.5, 1.25]
+    # nearest rank: the 500th request is at 1 ms, the 990th at 9 ms (900 at or below 2 ms, 995 at or below 9)
+    assert r["p50_ms"] == 1.0 and r["p99_ms"] == 9.0
+    assert percentile_ms(counts, 50.1) == 2.0 and percentile_ms(counts, 99.6) == 40.0
+    assert percentile_ms({}, 50) is None
+    assert summarise_run(1, 32, {}, None, {}, 1, (0, 0))["rps"] is None
 
 
 def test_processes_for_a_rate():
