@@ -6,7 +6,9 @@ order, E<n> for entities): the stored facts (content's first 80 characters, supe
 order, the entities and aliases, each call's IngestResponse counters, and the top-k of a fixed query set in fast
 and full mode, per user. The golden file `cortex_ingest_golden.json` was written by this function from the code
 as it was before ingest was made to scale (commit 2fcda59), so a rule that finds different candidates, or a
-snapshot that indexes them differently, changes it.
+snapshot that indexes them differently, changes it. Rewritten once since, for one intended change: the switch rule
+tokenizes its term like the facts ("migrated from Redis" found no stored "Redis" fact, the postings hold the stem
+"redi"): the two "We use Redis ..." facts are now superseded by their user's switch, and nothing else moved.
 
 Corpus: 400 synthetic notes (services/perf/synth.py, the bench-perf memories) shared by two users, every 7th
 repeated verbatim (an exact duplicate), every 11th repeated with one word added (a near duplicate: cosine >= 0.9,

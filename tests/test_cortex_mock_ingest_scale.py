@@ -85,6 +85,15 @@ def test_crafted_outcomes_by_hand(corpus):
     moved = one["We moved from MySQL to Postgres for orders."]
     assert one["Orders live in MySQL."]["superseded_by"] == moved["id"]
     assert one["The search index lives in MySQL and Elastic."]["superseded_by"] == moved["id"]
+    # ... and a term the tokenizer stems ("Redis" is the token "redi"): each user's switch to Valkey supersedes that
+    # user's own "We use Redis ..." (alice's, stated twice, goes before her later "We don't use Redis ...", which
+    # still contradicts it)
+    redis = {f["metadata"]["user_id"]: f for f in by["We use Redis for sessions on k8s."]}
+    switch = {f["metadata"]["user_id"]: f for f in by["We migrated from Redis to Valkey for sessions."]}
+    assert redis["bob"]["superseded_by"] == switch["bob"]["id"]
+    assert redis["alice"]["superseded_by"] == switch["alice"]["id"]
+    no_redis = one["We don't use Redis for sessions on k8s."]
+    assert ("CONTRADICTS", no_redis["id"], redis["alice"]["id"]) in edges
     # the conversation: 45 minutes replaces 30
     assert one["The build timeout is 30 minutes."]["superseded_by"] == \
         one["Actually the build timeout is 45 minutes."]["id"]

@@ -102,7 +102,9 @@ def antonym_values(a: str, b: str) -> bool:
 
 
 def mentions_term(c: _Cand, term: str) -> bool:
-    t = term.split()
+    """The term is one of the fact's entities, or all its content tokens are among the fact's (both stemmed alike:
+    "Redis" is the token "redi" in a fact, so the term's words go through the same tokenizer)."""
+    t = content_tokens(term)
     return term in c.entity_keys or (bool(t) and set(t) <= c.tokens)
 
 
@@ -473,7 +475,7 @@ class _BatchWriter:
 
     def _switch_rule(self, f: ExtractedFact, new: _Cand) -> None:
         """"switched from X to Y" supersedes older facts that mention X but not Y."""
-        term_tokens = f.switch_from.split()
+        term_tokens = content_tokens(f.switch_from)  # stemmed like the index's postings and the facts' tokens
         first = term_tokens[0] if term_tokens else ""
         pool = [self.stored(int(p)) for p in self.idx.postings.get(first, (np.zeros(0, np.int64), None))[0]]
         pool += [b for b in self.batch if first in b.tokens or f.switch_from in b.entity_keys]
