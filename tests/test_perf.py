@@ -131,6 +131,10 @@ def test_table_rendering():
     assert rows[2] == ("| openclaw | 1,000 | 1,234 | 2.50 / 5.00 | 3.00 / 6.00 | 0.500 | 6.0× | 0.500 "
                        "| 2.0 KB | 512 B |")
     assert rows[3].startswith("| openclaw | 100,000 | not run: too slow |")
+    unsettled = render.backend_rows([{**backends[0], "sizes": [{**_step(1000, 3.0, 2.5, 0.5), "settled": False}]}])
+    assert unsettled[2].startswith("| openclaw | 1,000 | 1,234 (not settled) | 2.50 / 5.00 |")
+    settled = render.backend_rows([{**backends[0], "sizes": [{**_step(1000, 3.0, 2.5, 0.5), "settled": True}]}])
+    assert settled[2] == rows[2]
     assert "error: boom" in rows[4]
     assert render.fmt(None) == "—" and render.fmt(12345.6) == "12,346" and render.fmt_bytes(3 * 1024 * 1024) == "3.0 MB"
 
@@ -212,6 +216,18 @@ def test_project_step_linear_and_growing():
 
 
 @pytest.mark.slow
+def test_openclaw_real_step_runs_by_default_only_beside_the_port():
+    from argparse import Namespace
+
+    from services.perf.bench import openclaw_real_step, parse_args
+
+    a = parse_args(["--backends", "cortex"])
+    assert openclaw_real_step(None, a) == {  # type: ignore[arg-type]
+        "status": "skipped", "reason": "--backends has no openclaw (give --openclaw-real-sizes to run it)"}
+    assert openclaw_real_step(None, Namespace(openclaw_real_sizes="", backend_list=["openclaw"])) == {  # type: ignore[arg-type]
+        "status": "skipped", "reason": "--openclaw-real-sizes ''"}
+
+
 def test_openclaw_real_step_beside_the_port(tmp_path):
     from services.adapters.openclaw_real.node import availability
     from services.perf.bench import main

@@ -248,6 +248,7 @@ async def run_local(name: str, rig: Rig, texts: list[str], sizes: list[int], qse
                 "status": "ok", "load": load.stop(),
                 "ingest": {"grpc": ig, "in_process": ii},
                 "ingest_items_per_s_grpc": ig["items_per_s"], "ingest_items_per_s_in_process": ii["items_per_s"],
+                "settled": bool(ig["settled"] and ii["settled"]),
                 "rss_bytes": st["rss_bytes"], "rss_per_memory_bytes": per_item(st["rss_bytes"], rss0, n),
                 "disk_bytes": st["disk_bytes"], "disk_per_memory_bytes": st["disk_bytes"] / n if n else None,
                 "nonempty_results": nonempty, "degraded": degraded, "queries": len(qs),
@@ -368,6 +369,7 @@ async def run_cortex(names: list[str], rig: Rig, texts: list[str], sizes: list[i
                 step.update({
                     "status": "ok", "load": load.stop(), "ingest": {"in_process_direct": ing},
                     "ingest_items_per_s_grpc": None, "ingest_items_per_s_in_process": ing["items_per_s"],
+                    "settled": bool(ing["settled"]),
                     "facts": ing["counts"].get("total_memories"),
                     "rss_bytes": rss, "rss_per_memory_bytes": per_item(rss, rss0, n),
                     "disk_bytes": disk, "disk_per_memory_bytes": disk / n if n else None,

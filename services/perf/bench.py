@@ -69,9 +69,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--coordinator-samples", type=int, default=500)
     ap.add_argument("--proxy-rounds", type=int, default=200)
     ap.add_argument("--keep-data", action="store_true", help="keep the backends' data directories")
-    ap.add_argument("--openclaw-real-sizes", default="1000,10000",
-                    help="chunk counts for openclaw-real vs the port through gRPC ('' = skip; skipped with the "
-                         "reason when OpenClaw is not installed)")
+    ap.add_argument("--openclaw-real-sizes", default=None,
+                    help="chunk counts for openclaw-real vs the port through gRPC (default 1000,10000 when --backends "
+                         "has the openclaw port, else skipped; '' = skip; skipped with the reason when OpenClaw is "
+                         "not installed)")
     a = ap.parse_args(argv)
     a.size_list = sorted({int(s) for s in a.sizes.split(",") if s.strip()} | ({1_000_000} if a.million else set()))
     if not a.size_list or any(n < 10 or n % 10 for n in a.size_list):
@@ -294,7 +295,10 @@ class Bench:
 
 def openclaw_real_step(bench: Bench, args: argparse.Namespace) -> dict:
     """openclaw-real vs the port through gRPC (services/studies/bench_openclaw_real.py), same run, same machine."""
-    sizes = [int(x) for x in args.openclaw_real_sizes.split(",") if x.strip()]
+    if args.openclaw_real_sizes is None and "openclaw" not in args.backend_list:
+        return {"status": "skipped", "reason": "--backends has no openclaw (give --openclaw-real-sizes to run it)"}
+    raw = "1000,10000" if args.openclaw_real_sizes is None else args.openclaw_real_sizes
+    sizes = [int(x) for x in raw.split(",") if x.strip()]
     if not sizes:
         return {"status": "skipped", "reason": "--openclaw-real-sizes ''"}
     from services.adapters.openclaw_real.node import availability

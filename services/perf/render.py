@@ -50,8 +50,10 @@ def backend_rows(backends: list[dict[str, Any]]) -> list[str]:
                 continue
             g, i = s["retrieve"].get(gname, {}), s["retrieve"].get(iname, {})
             ing = s.get("ingest_items_per_s_grpc") or s.get("ingest_items_per_s_in_process")
+            # a step whose ingest did not settle in time: its rate counts only what was done, not a real rate
+            unsettled = " (not settled)" if s.get("settled") is False else ""
             lines.append(
-                f"| {name} | {s['n']:,} | {fmt(ing, 0)} | {fmt(i.get('p50'))} / {fmt(i.get('p99'))} "
+                f"| {name} | {s['n']:,} | {fmt(ing, 0)}{unsettled} | {fmt(i.get('p50'))} / {fmt(i.get('p99'))} "
                 f"| {fmt(g.get('p50'))} / {fmt(g.get('p99'))} | {fmt(s.get('floor_p50_ms'), 3)} "
                 f"| {fmt_ratio(s.get('ratio_grpc_to_floor_p50'))} | {fmt(s.get('grpc_hop_p50_ms'), 3)} "
                 f"| {fmt_bytes(s.get('rss_per_memory_bytes'))} | {fmt_bytes(s.get('disk_per_memory_bytes'))} |")
