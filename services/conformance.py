@@ -23,8 +23,10 @@ from services.common.grpc_util import aio_channel
 from services.common.types import dt_to_ts
 
 DEADLINE = 60.0
-FACT = "The staging database password rotates every 17 days, handled by the vault-rotator cron job."
-FACT_QUERY = "How often does the staging database password rotate?"
+# No word a memory system's own write filter may refuse: Quaid drops any fact matching `\bpassword\b` (its
+# prompt-injection blocklist, memory_graph.py @ 9262e69), so a fact about a password tested its policy, not the contract.
+FACT = "The staging database snapshots rotate every 17 days, handled by the snapshot-rotator cron job."
+FACT_QUERY = "How often do the staging database snapshots rotate?"
 FILLER = [
     "We discussed the color scheme for the dashboard and settled on dark blue.",
     "The standup moved to 10:30 on Tuesdays.",
@@ -121,7 +123,9 @@ class Conformance:
             await self.check("Describe names the backend and its capabilities", c_describe)
 
             fact_ns = self.ns("fact")
-            fact_session = _session("s-fact", [FILLER[0], FACT, FILLER[1], FILLER[2]], self.t0, f"{self.run}-fact")
+            # the fact is the user's (message 2): a system may keep only what the user says (Octybot's Stop hook
+            # stores user messages; the reply is context for them)
+            fact_session = _session("s-fact", [FILLER[0], FILLER[1], FACT, FILLER[2]], self.t0, f"{self.run}-fact")
 
             async def c_exact():
                 r = await self._ingest(stub, fact_ns, [fact_session,
@@ -130,7 +134,7 @@ class Conformance:
                 assert r.messages_accepted == 7, f"messages_accepted={r.messages_accepted}, expected 7"
                 await self._settle(stub, fact_ns)
                 res = await self._retrieve(stub, fact_ns, FACT_QUERY, 3)
-                found = [m for m in res.memories if "17 days" in m.text or f"{self.run}-fact-1" in m.evidence_ids]
+                found = [m for m in res.memories if "17 days" in m.text or f"{self.run}-fact-2" in m.evidence_ids]
                 assert found, f"none of {len(res.memories)} memories holds the fact; got {[m.text[:60] for m in res.memories]}"
                 return f"found at rank {list(res.memories).index(found[0]) + 1} of {len(res.memories)}"
 
@@ -141,7 +145,7 @@ class Conformance:
                 assert with_ev, "no memory carries evidence_ids"
                 bad = [e for m in res.memories for e in m.evidence_ids if e not in ingested]
                 assert not bad, f"evidence ids that were never ingested: {bad[:5]}"
-                assert any(f"{self.run}-fact-1" in m.evidence_ids for m in res.memories), \
+                assert any(f"{self.run}-fact-2" in m.evidence_ids for m in res.memories), \
                     "the memory holding the fact does not cite its message id"
                 return f"{sum(len(m.evidence_ids) for m in res.memories)} evidence ids, all ingested"
 

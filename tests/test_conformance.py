@@ -104,3 +104,29 @@ def test_shipped_adapters_pass_as_processes(tmp_path, backend, embedder):
     results = asyncio.run(go())
     assert not [r for r in results if r.status == "FAIL"], render(results, backend)
     assert not [r for r in results if r.status == "N/A"], render(results, backend)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, requirement", [("quaid-real", "quaid"), ("octybot-real", "octybot")])
+def test_real_peers_pass_as_processes(tmp_path, backend, requirement):
+    """Quaid and Octybot themselves meet the contract at their own settings (Quaid's installed 0.6 threshold,
+    Octybot's hooks), with the embedder the suites use."""
+    if backend == "quaid-real":
+        from services.adapters.quaid_real.source import availability
+    else:
+        from services.adapters.octybot_real.runtime import availability
+    a = availability()
+    if not a.ok:
+        pytest.skip(f"[requires:{requirement}] {backend} unavailable: {a.reason}")
+
+    async def go():
+        rig = Rig(tmp_path / "procs")
+        try:
+            await rig.ensure_llm()
+            proc = await rig.start_backend(backend, embedder="minilm")
+            return await Conformance(proc.url).run_all()
+        finally:
+            rig.stop_all()
+
+    results = asyncio.run(go())
+    assert not [r for r in results if r.status in ("FAIL", "N/A")], render(results, backend)
