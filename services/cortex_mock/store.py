@@ -10,6 +10,7 @@ All methods are blocking: call them through `asyncio.to_thread`.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import hashlib
@@ -97,6 +98,11 @@ class EntityRow:
     aliases: list[str]
 
 
+def _tie_key(f: Fact) -> tuple[str, str, str, str]:
+    """The order equal scores are ranked in (TenantIndex.tie_rank)."""
+    return (f.norm, f.content, str(f.metadata.get("user_id")), f.id)
+
+
 @dataclass
 class TenantIndex:
     """Immutable snapshot of one tenant's searchable state at `rev`."""
@@ -123,6 +129,7 @@ class TenantIndex:
     # `extended` resets them). A racing first use computes the same value twice, harmlessly.
     _user_masks: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _tie_rank: np.ndarray | None = field(default=None, repr=False)
+    _tie_order: np.ndarray | None = field(default=None, repr=False)  # positions in tie order (argsort of _tie_rank)
     _token_counts: np.ndarray | None = field(default=None, repr=False)
     _q_groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     # True once `emb`/`q_emb` were swapped for their file-mapped twins (TenantStore.index, shared_arrays.py).
@@ -200,11 +207,10 @@ class TenantIndex:
         gives the same ranking whatever order concurrent ingests committed it in."""
         if self._tie_rank is None:
             facts = list(self.facts)
-            order = sorted(range(len(facts)), key=lambda i: (facts[i].norm, facts[i].content,
-                                                             str(facts[i].metadata.get("user_id")), facts[i].id))
+            order = np.asarray(sorted(range(len(facts)), key=lambda i: _tie_key(facts[i])), dtype=np.int64)
             rank = np.empty(len(self.facts), dtype=np.int64)
             rank[order] = np.arange(len(self.facts))
-            self._tie_rank = rank
+            self._tie_rank, self._tie_order = rank, order
         return self._tie_rank
 
     def token_counts(self) -> np.ndarray:
@@ -243,7 +249,7 @@ class TenantIndex:
         this snapshot are unaffected: the successor shares this one's containers and adds past their ends
         (growth.py), so the cost is the delta's size, not the tenant's."""
         n0, e0 = len(self.facts), len(self.entities)
-        new = dataclasses.replace(self, rev=rev, built_at=time.time(), _user_masks={}, _tie_rank=None,
+        new = dataclasses.replace(self, rev=rev, built_at=time.time(), _user_masks={}, _tie_rank=None, _tie_order=None,
                                   _token_counts=None, _q_groups=None, _shared=False,
                                   _occurred_us=None, _emb_codes=None, _q_rows=None,
                                   _avgdl=None, _grow=None, writer_aux=None)
@@ -295,7 +301,52 @@ class TenantIndex:
         new._grow = grow
         if self._emb_codes is not None:  # rows are only ever appended: code the new ones
             new._emb_codes = self._emb_codes.appended(new.emb)
+        self._carry_lookups(new, updates, delta.new_facts)
         return new
+
+    def _carry_lookups(self, new: TenantIndex, updates: dict[int, Fact], added: list[Fact]) -> None:
+        """The successor's per-fact lookups from this snapshot's, where a search already built them (a stream of
+        writes with no search builds none): O(tenant) numpy copies and O(delta · log tenant) key comparisons, not a
+        Python pass and sort over every fact after each write of a mixed read/write load. An update only ever
+        changes superseded_by, confidence and metadata (ingest.finish); one that moved a fact to another user
+        leaves the lookups to be rebuilt on first use."""
+        if any(self.facts[p].metadata.get("user_id") != f.metadata.get("user_id") for p, f in updates.items()):
+            return
+        n0, k = len(self.facts), len(added)
+        if self._token_counts is not None:
+            from services.common.tokens import count_tokens
+
+            new._token_counts = np.concatenate([self._token_counts, np.asarray(
+                [f.n_tokens if f.n_tokens >= 0 else count_tokens(f.content) for f in added], np.int64)])
+        if self._occurred_us is not None:
+            us, has = self._occurred_us
+            new._occurred_us = (
+                np.concatenate([us, np.asarray([micros(f.occurred_at) if f.occurred_at is not None else 0
+                                                for f in added], np.int64)]),
+                np.concatenate([has, np.asarray([f.occurred_at is not None for f in added], bool)]))
+        if self._user_masks:
+            masks = {uid: np.concatenate([m, np.zeros(k, bool)]) for uid, m in self._user_masks.items()}
+            for i, f in enumerate(added):
+                uid = f.metadata.get("user_id")
+                if uid not in masks:
+                    masks[uid] = np.zeros(n0 + k, bool)
+                masks[uid][n0 + i] = True
+            new._user_masks = masks
+        if self._tie_rank is not None and self._tie_order is not None:
+            old_facts, order = self.facts, self._tie_order
+            keys = [_tie_key(f) for f in added]
+            # before[j]: how many of this snapshot's facts sort before added fact j (keys are distinct: ids are)
+            before = np.asarray([bisect.bisect_left(order, key, key=lambda pos: _tie_key(old_facts[pos]))
+                                 for key in keys], np.int64)
+            among = np.empty(k, np.int64)
+            among[sorted(range(k), key=keys.__getitem__)] = np.arange(k)
+            rank = np.empty(n0 + k, np.int64)
+            # an old fact of rank r moves down by the added facts that sort before it (before[j] <= r)
+            rank[:n0] = self._tie_rank + np.searchsorted(np.sort(before), self._tie_rank, side="right")
+            rank[n0:] = before + among
+            tie_order = np.empty(n0 + k, np.int64)
+            tie_order[rank] = np.arange(n0 + k)
+            new._tie_rank, new._tie_order = rank, tie_order
 
 
 @dataclass
