@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from services.cortex_mock.store import Fact, IndexDelta, TenantIndex
+from services.cortex_mock.snapshot import Fact, IndexDelta, TenantIndex
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 

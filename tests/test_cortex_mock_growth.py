@@ -14,7 +14,7 @@ from services.cortex_mock.config import MockConfig
 from services.cortex_mock.engine import CortexEngine
 from services.cortex_mock.growth import CHUNK, CowList, GrowBuf, Postings, PrefixMap
 from services.cortex_mock.ingest import RuleIndex, _Cand
-from services.cortex_mock.store import TenantIndex
+from services.cortex_mock.snapshot import TenantIndex
 
 
 def test_growbuf_grows_in_place_and_older_views_keep_their_rows():

@@ -297,7 +297,7 @@ async def test_job_marked_failed_after_its_commit_reports_completed(make_client)
 def test_question_groups_give_the_best_question_per_fact():
     import numpy as np
 
-    from services.cortex_mock.store import TenantIndex
+    from services.cortex_mock.snapshot import TenantIndex
 
     idx = TenantIndex(rev=1, q_owner=np.array([2, 0, 2, 2, 5], dtype=np.int64))
     order, owners, starts = idx.question_groups()
@@ -343,7 +343,7 @@ def test_question_rows_group_distinct_questions_by_fact():
     column per owner and a row per question, padded with the slot past the distinct rows."""
     import numpy as np
 
-    from services.cortex_mock.store import TenantIndex
+    from services.cortex_mock.snapshot import TenantIndex
 
     a, b, c = [1.0, 0.0], [0.0, 1.0], [0.6, 0.8]
     idx = TenantIndex(rev=1, q_owner=np.array([2, 0, 2, 2, 5], dtype=np.int64),

@@ -17,7 +17,7 @@ import pytest
 from services.cortex_mock import ranking
 from services.cortex_mock import search as cm_search
 from services.cortex_mock.search import SearchParams, search
-from services.cortex_mock.store import EntityRow, Fact, TenantIndex
+from services.cortex_mock.snapshot import EntityRow, Fact, TenantIndex
 from services.cortex_mock.text import content_tokens, normalise
 
 NOW = datetime(2026, 2, 11, 12, tzinfo=UTC)  # a Wednesday

@@ -22,7 +22,7 @@ from services.adapters.client import InProcessBackendClient
 from services.adapters.openclaw.backend import OpenClawBackend
 from services.common.types import Document, IngestBatch, RetrieveQuery
 from services.cortex_mock import search as cm_search
-from services.cortex_mock.store import EntityRow, Fact, TenantIndex
+from services.cortex_mock.snapshot import EntityRow, Fact, TenantIndex
 from services.cortex_mock.text import content_tokens, normalise
 from tests.fixtures_ranking import REF, MarkerEmbedder
 

@@ -1,5 +1,5 @@
 """Append-only containers that let a tenant's snapshot grow by one ingest at a cost in the ingest's size, not the
-tenant's (store.TenantIndex.extended).
+tenant's (snapshot.TenantIndex.extended).
 
 A snapshot is immutable: a search may hold it while the writer installs its successor. Copying every list, dict
 and matrix into the successor made each ingest O(tenant size). These containers share what the two snapshots

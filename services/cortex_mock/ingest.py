@@ -28,7 +28,8 @@ import numpy as np
 
 from services.common.tokens import count_tokens
 from services.cortex_mock.extract import Entity, ExtractedFact, is_negated
-from services.cortex_mock.store import EntityRow, Fact, IndexDelta, TenantIndex, TenantStore
+from services.cortex_mock.snapshot import EntityRow, Fact, IndexDelta, TenantIndex
+from services.cortex_mock.store import TenantStore
 from services.cortex_mock.temporal import iso
 from services.cortex_mock.text import content_tokens, jaccard, normalise, numbers
 

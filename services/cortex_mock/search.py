@@ -17,7 +17,7 @@ import numpy as np
 
 from services.cortex_mock import ranking
 from services.cortex_mock.quantized import QueryCodes, exact_lookup, top_groups, top_rows
-from services.cortex_mock.store import Fact, TenantIndex
+from services.cortex_mock.snapshot import Fact, TenantIndex
 from services.cortex_mock.temporal import find_time_window, proximity_all
 from services.cortex_mock.text import content_tokens
 

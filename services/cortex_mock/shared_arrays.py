@@ -1,6 +1,6 @@
 """Read-only numpy arrays shared by every cortex-mock process on one data dir, through file mappings.
 
-With `--processes N` each server process builds its own snapshot of a tenant (store.TenantIndex). The largest
+With `--processes N` each server process builds its own snapshot of a tenant (snapshot.TenantIndex). The largest
 part of a snapshot is the fact-embedding matrix (10k memories x 384 float32 = 15 MB), and a retrieve reads all
 of it once (the semantic channel's matrix-vector product), so the product is bound by memory bandwidth. Private
 copies, one a process, compete for the last-level cache, and each product then streams from DRAM; one mapped copy
