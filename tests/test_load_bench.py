@@ -4,7 +4,8 @@ them. Pure functions, hand-computed expectations; the run itself is `make load-b
 
 from __future__ import annotations
 
-from loadtests.bench import headline, render_markdown, stop_rule
+from loadtests.bench import stop_rule
+from loadtests.bench_report import headline, render_markdown
 
 
 def test_stop_rule_names_the_rule():
