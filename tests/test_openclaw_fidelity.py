@@ -97,3 +97,12 @@ def test_sensitivity_cells_by_hand():
 
     md = srender([c], {"openclaw": "2026.9.6", "preset": "openclaw"})
     assert "| w | openclaw-real | minilm | 0.25 | 10 | 4 | 25.0% | 33.3% | 50.0% |" in md and "recall_any@k" in md
+
+
+def test_overlap_is_the_share_of_the_larger_result_both_hold():
+    from services.studies.paired import overlap
+
+    assert overlap([], []) == 1.0
+    assert overlap(["a"], []) == 0.0
+    assert overlap(["a", "b", "c", "d"], ["b", "a"]) == 2 / 4  # order-free; the larger side is the denominator
+    assert overlap(["a", "b"], ["b", "c", "a"]) == 2 / 3

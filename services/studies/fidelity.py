@@ -38,7 +38,7 @@ from typing import Any
 
 from services.adapters.openclaw.lifecycle import PROFILES
 from services.common.types import Memory, RetrieveQuery
-from services.studies.paired import PairedOpenClaw, ingested_suites, parse_options
+from services.studies.paired import PairedOpenClaw, ingested_suites, overlap, parse_options
 
 TARGET_AGREEMENT = 0.95
 TARGET_EMPTY_DIFF = 0.02
@@ -71,10 +71,7 @@ def hits(memories: list[Memory]) -> list[Hit]:
 
 
 def agreement(port: list[Hit], real: list[Hit]) -> float:
-    if not port and not real:
-        return 1.0
-    p, r = {h.key for h in port}, {h.key for h in real}
-    return len(p & r) / max(len(p), len(r))
+    return overlap((h.key for h in port), (h.key for h in real))
 
 
 def _differs(a: float | None, b: float | None) -> bool:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from services.common.types import Memory, RetrieveQuery
-from services.studies.paired import load_suite, parse_options
+from services.studies.paired import load_suite, overlap, parse_options
 
 TARGET_AGREEMENT = 0.95
 TARGET_TOP1 = 0.95
@@ -50,12 +50,6 @@ def keyed(memories: list[Memory]) -> list[tuple[str, float]]:
             seen.add(k)
             out.append((k, float(m.score)))
     return out
-
-
-def agreement(p: list[str], r: list[str]) -> float:
-    if not p and not r:
-        return 1.0
-    return len(set(p) & set(r)) / max(len(set(p)), len(set(r)))
 
 
 @dataclass
@@ -88,8 +82,8 @@ def compare(suite: str, probe: str, query: str, port: list[tuple[str, float]], r
         why = "order"
     else:
         why = "membership"
-    return QueryResult(suite, probe, query, port, real, k, agreement(pk, rk),
-                       agreement([t for t, _ in port], [t for t, _ in real]),
+    return QueryResult(suite, probe, query, port, real, k, overlap(pk, rk),
+                       overlap([t for t, _ in port], [t for t, _ in real]),
                        (pk[:1] == rk[:1]), max(shared) if shared else None, why)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from services.common.types import RetrieveQuery
+from services.studies.paired import overlap
 
 TARGET = 0.95
 
@@ -40,10 +41,10 @@ class Row:
 def compare(workspace: str, probe: str, query: str, port: list[tuple[str, float]],
             real: list[tuple[str, float]]) -> Row:
     p, r = [i for i, _ in port], [i for i, _ in real]
-    overlap = 1.0 if not p and not r else len(set(p) & set(r)) / max(len(p), len(r))
+    agree = overlap(p, r)
     rs = dict(real)
     diffs = [abs(s - rs[i]) for i, s in port if i in rs]
-    return Row(workspace, probe, query, port, real, overlap, p[:1] == r[:1], p == r, max(diffs) if diffs else None)
+    return Row(workspace, probe, query, port, real, agree, p[:1] == r[:1], p == r, max(diffs) if diffs else None)
 
 
 @dataclass

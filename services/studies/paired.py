@@ -9,8 +9,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import Any
+
+
+def overlap(port: Iterable[Hashable], real: Iterable[Hashable]) -> float:
+    """|P ∩ R| / max(|P|, |R|) over result identities, 1 when both are empty: every `memrig fidelity` study's
+    agreement between a re-implementation's results and the real system's."""
+    p, r = set(port), set(real)
+    if not p and not r:
+        return 1.0
+    return len(p & r) / max(len(p), len(r))
 
 
 class PairedOpenClaw:
