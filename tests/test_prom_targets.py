@@ -132,3 +132,29 @@ def test_buckets_rise_smoothly():
     assert all(r > 1 for r in ratios)
     assert max(r for a, r in zip(LATENCY_BUCKETS_S, ratios, strict=False) if a >= 0.1) <= 2.0
     assert LATENCY_BUCKETS_S[-1] == 60.0
+
+
+def test_a_new_registry_never_inherits_metrics_of_a_collected_one_with_its_id():
+    # CPython reuses a freed object's address, so id() of a new registry often equals a dead one's: metrics
+    # must be remembered per registry object, or the new registry gets a gauge that exports nowhere.
+    import gc
+
+    from prometheus_client import CollectorRegistry, Gauge
+
+    from collectors.prom import get_metric
+    from services.embeddings_api.app import _metrics
+
+    for _ in range(50):  # with id()-keyed caches an id was reused within the first rounds and this failed
+        old = CollectorRegistry()
+        get_metric(Gauge, "memrig_test_reuse", "d", ("c",), old).labels("x").set(1)
+        _metrics(old)
+        del old
+        gc.collect()
+        new = CollectorRegistry()
+        get_metric(Gauge, "memrig_test_reuse", "d", ("c",), new).labels("y").set(7)
+        _metrics(new)[0].labels("m", "ok").inc()
+        assert new.get_sample_value("memrig_test_reuse", {"c": "y"}) == 7
+        assert new.get_sample_value("memrig_test_reuse", {"c": "x"}) is None
+        assert new.get_sample_value("memrig_embeddings_requests_total", {"model": "m", "outcome": "ok"}) == 1
+        del new
+        gc.collect()

@@ -25,6 +25,7 @@ from aiohttp import web
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from collectors.prom import get_metric
 from services.common.embeddings import Embedder, get_embedder
 from services.common.tokens import count_tokens
 
@@ -109,18 +110,13 @@ def encode_vectors(vecs: np.ndarray, fmt: str) -> list[Any]:
     return [[float(x) for x in v] for v in vecs]
 
 
-_METRICS: dict[int, tuple[Counter, Counter, Histogram]] = {}
-
-
 def _metrics(reg: CollectorRegistry) -> tuple[Counter, Counter, Histogram]:
     """One set of collectors per registry: a process may start the service more than once (one per backend)."""
-    if id(reg) not in _METRICS:
-        _METRICS[id(reg)] = (
-            Counter("memrig_embeddings_requests_total", "Embedding requests", ["model", "outcome"], registry=reg),
-            Counter("memrig_embeddings_inputs_total", "Texts embedded (cache hits included)", ["model"], registry=reg),
-            Histogram("memrig_embeddings_request_duration_seconds", "Embedding request time", ["model"],
-                      buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60), registry=reg))
-    return _METRICS[id(reg)]
+    return (
+        get_metric(Counter, "memrig_embeddings_requests_total", "Embedding requests", ("model", "outcome"), reg),
+        get_metric(Counter, "memrig_embeddings_inputs_total", "Texts embedded (cache hits included)", ("model",), reg),
+        get_metric(Histogram, "memrig_embeddings_request_duration_seconds", "Embedding request time", ("model",), reg,
+                   buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)))
 
 
 class EmbeddingsService:
