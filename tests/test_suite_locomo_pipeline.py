@@ -141,6 +141,7 @@ def test_sampling_conversations_and_questions(tmp_path):
     _s, data = _load(tmp_path, full=False, conversations=1, questions=1)
     assert len(data.corpora) == 1 and len(data.probes) == 1
     assert data.info["sampling"] == {"seed": 0, "full": False, "conversations": 1, "questions": 1}
+    assert data.info["conversations_in_file"] == 2  # what the verdict's "run them all" option names
     _s, data = _load(tmp_path, full=False, conversations=2, questions=10)
     assert len(data.corpora) == 2 and len(data.probes) == 5
     _s, data = _load(tmp_path, full=False, conversations=0, questions=2)  # 0 conversations = all of them

@@ -36,6 +36,7 @@ from services.coordinator.verdict import (
     SAME,
     WORSE,
     VerdictError,
+    _more_units,
     backend_order,
     min_p,
     render_cell,
@@ -110,6 +111,32 @@ def test_word_needs_p_interval_and_threshold():
 def test_min_p_of_a_cluster_permutation():
     assert min_p(4, True) == 0.125 and min_p(5, True) == 0.0625 and min_p(4, False) is None
     assert min_p(0, True) is None
+
+
+def test_the_weak_suite_note_names_the_option_that_runs_every_unit_its_data_holds():
+    s = LocomoSuite({})
+    assert s.more_units({"conversations_in_file": 7}) == ("--option locomo.conversations=7", 7)
+    assert s.more_units({}) is None and MadialSuite({}).more_units({"conversations_in_file": 7}) is None
+    run = {"data": {"conversations_in_file": 7}}
+    assert _more_units(s, run, 4, True) == {"option": "--option locomo.conversations=7", "units": 7,
+                                            "min_p": 2 / 128}
+    assert _more_units(s, run, 7, True) == {"option": None, "units": 7, "min_p": 2 / 128}  # had them all
+    assert _more_units(s, run, 4, False) is None and _more_units(s, {}, 4, True) is None
+
+    def note(more):
+        st = {"units": 4, "unit": "conversation", "min_p": 0.125, "more": more}
+        v = {"suite": "locomo", "headline": {"label": "R@5", "unit": "rate", "higher_is_better": True,
+                                             "mocked": False},
+             "baseline": {"condition": "openclaw-real", "backend": "openclaw-real"}, "mocked_metrics": [],
+             "statistics": st, "backends": {}}
+        md = render_markdown({"run_id": "r", "suites": {"locomo": v}, "backends": [], "summary": {}})
+        return next(x for x in md.split("\n") if "Too few independent units" in x)
+
+    head = "- Too few independent units for p < 0.05, so no better/worse is possible: locomo (4 conversations: p ≥ 0.125; "
+    assert note(_more_units(s, run, 4, True)) == head + (
+        "`--option locomo.conversations=7` runs all 7 in its data: p ≥ 0.016).")
+    assert note({"option": None, "units": 4, "min_p": 0.125}) == head + "its data holds no more conversations)."
+    assert note(None) == head + "run more conversations)."
 
 
 @pytest.mark.parametrize("cls,answers,judge,want", [

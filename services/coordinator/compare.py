@@ -337,7 +337,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         if floor is not None and floor >= ALPHA:
             notes.append(f"{name}: with {round(math.log2(2 / floor))} independent units the paired test cannot go "
                          f"below p = {floor:.3f}, so no change can be detected there; run more (e.g. LoCoMo "
-                         "`--option conversations=10`).")
+                         "`--option conversations=N`, up to the conversations in its file).")
         unpaired = sorted({r["condition"] for r in s["rows"] if not r["paired"]})
         if unpaired:
             notes.append(f"{name}: the runs asked different probes (another seed or data sample) for "

@@ -144,6 +144,15 @@ def min_p(units: int | None, clustered: bool) -> float | None:
     return min(1.0, 2.0 / 2 ** units)
 
 
+def _more_units(suite: Suite, run: dict[str, Any], units: int | None, clustered: bool) -> dict[str, Any] | None:
+    """The option that gives the suite every unit its data holds and the p floor with them; option None when the
+    run had them all already; None when the suite cannot say (question-level units, or an older run.json)."""
+    more = suite.more_units(run.get("data") or {}) if clustered and units else None
+    if more is None:
+        return None
+    return {"option": more[0] if more[1] > units else None, "units": more[1], "min_p": min_p(more[1], True)}
+
+
 def _comparison(pv: ProbeValues, metric: str, a: str, b: str, seed: int) -> dict[str, Any]:
     hib, unit = pv.spec(metric)
     c = stats.compare(metric, a, b, pv.values[a].get(metric) or {}, pv.values[b].get(metric) or {}, hib, unit,
@@ -220,7 +229,8 @@ def suite_verdict(suite_dir: str | Path) -> dict[str, Any]:
         "judge_by": "llm-mock" if judge_mocked else (run.get("judge") or {}).get("model"),
         "mocked_metrics": mocked_metrics,
         "statistics": {"unit": pv.cluster_unit if pv.clusters else "question", "units": units,
-                       "min_p": min_p(units, pv.clusters is not None)},
+                       "min_p": min_p(units, pv.clusters is not None),
+                       "more": _more_units(suite, run, units, pv.clusters is not None)},
         "backends": rows,
     }
 
@@ -302,6 +312,16 @@ def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.1f}"
 
 
+def _weak_note(name: str, st: dict[str, Any]) -> str:
+    out = f"{name} ({st['units']} {st['unit']}s: p ≥ {st['min_p']:.3f}"
+    more = st.get("more")
+    if more is None:
+        return out + f"; run more {st['unit']}s)"
+    if more["option"] is None:
+        return out + f"; its data holds no more {st['unit']}s)"
+    return out + f"; `{more['option']}` runs all {more['units']} in its data: p ≥ {more['min_p']:.3f})"
+
+
 def render_cell(v: dict[str, Any], backend: str) -> str:
     """One backend on one suite: vs native, vs BM25, cost; the first word links to the suite's section."""
     row = v["backends"].get(backend)
@@ -363,11 +383,9 @@ def render_markdown(verdict: dict[str, Any]) -> str:
     lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     notes = []
-    weak = [f"{n} ({v['statistics']['units']} {v['statistics']['unit']}s: p ≥ {v['statistics']['min_p']:.3f})"
-            for n, v in suites.items() if (v["statistics"].get("min_p") or 0) >= ALPHA]
+    weak = [_weak_note(n, v["statistics"]) for n, v in suites.items() if (v["statistics"].get("min_p") or 0) >= ALPHA]
     if weak:
-        notes.append("Too few independent units for p < 0.05, so no better/worse is possible: " + "; ".join(weak)
-                     + " (run more, e.g. `--option locomo.conversations=10`).")
+        notes.append("Too few independent units for p < 0.05, so no better/worse is possible: " + "; ".join(weak) + ".")
     for n, reason in (verdict.get("left_out") or {}).items():
         notes.append(f"Not in the verdict: {n}: {reason[:160]}.")
     for b, reason in (verdict.get("skipped_backends") or {}).items():

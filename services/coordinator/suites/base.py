@@ -226,6 +226,11 @@ class Suite(abc.ABC):
             return ans
         return self.retrieval_headline or ans
 
+    def more_units(self, data: dict[str, Any]) -> tuple[str, int] | None:
+        """(the option that gives this suite the most independent units its data holds, that many units), from
+        run.json's `data`; None when the suite's unit is the question (it has no clustered unit to add)."""
+        return None
+
     def mocked_metrics(self, answers_mocked: bool, judge_mocked: bool) -> set[str]:
         """The metrics whose values the offline llm-mock produced in this run."""
         return {m for m, kind in self.answer_metrics.items()

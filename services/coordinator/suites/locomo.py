@@ -254,7 +254,8 @@ class LocomoSuite(Suite):
             probes += items
         self._info = {
             "source": str(path), "licence": "CC BY-NC 4.0 (snap-research/locomo); audit: dial481/locomo-audit",
-            "conversations": [c["sample_id"] for c in convs], "questions": len(probes),
+            "conversations": [c["sample_id"] for c in convs], "conversations_in_file": len(raw),
+            "questions": len(probes),
             "evidence_repairs": counts, "audit": audit_counts,
             "sampling": {"seed": self.seed, "full": self.options["full"],
                          "conversations": self.options["conversations"], "questions": self.options["questions"]},
@@ -278,6 +279,10 @@ class LocomoSuite(Suite):
         if self.options["judge"] and probe.category != "5":
             body["binary_judge"] = await C.binary_judge(ctx, probe.question, probe.ground_truth, body["answer"])
         return body
+
+    def more_units(self, data: dict[str, Any]) -> tuple[str, int] | None:
+        n = data.get("conversations_in_file")
+        return (f"--option {self.name}.conversations={n}", int(n)) if n else None
 
     # ------------------------------------------------------------------------------------------------
     def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
