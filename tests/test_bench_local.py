@@ -98,3 +98,35 @@ def test_bench_all_says_why_the_local_profile_is_not_in_it(tmp_path):
     assert note.startswith("not part of bench-all, and the local model is not set up") and "make setup-local-llm" in note
     md = render_index(tmp_path, {"run_id": "r", "backends": ["bm25"], "suites": {}, "local_llm": note})
     assert f"> Local-model profile (answers, judgements, flush notes by a real model) skipped: {note}" in md
+
+
+def test_the_report_opens_with_the_verdict_on_the_models_answers(tmp_path: Path):
+    from tests.run_fixtures import madial_run
+    from tests.test_verdict import cortex_run
+
+    model = {"model": "qwen-q4", "base_url": "http://127.0.0.1:1/v1", "offline_mock": False}
+    cortex_run(tmp_path / "cortex-v1", llm=model, judge=model)
+    madial_run(tmp_path / "madial", {"openclaw-real": {0, 1}, "bm25": {0}, "mine": set(range(10))}, llm=model,
+               judge=model)
+    index = {"run_id": "bl", "git_sha": "abc", "machine": {"cores": 2}, "duration_s": 1.0, "model": {},
+             "llm_cache": {"hits": 0, "new_entries": 0},
+             "suites": {n: {"state": "succeeded", "backends": [], "duration_s": 1.0, "dir": n,
+                            "llm_cache": {"hits": 0, "new_entries": 0}} for n in ("cortex-v1", "madial")}}
+    verdict, vmd = B.write_verdict(tmp_path, index)
+    md = B.render(tmp_path, index, vmd)
+    lines = md.split("\n")
+    assert lines[0] == "# Verdict (bl)" and md.index("# memrig bench-local (bl)") > md.index("| **mine** |")
+    # cortex_run's judge scores: 3 on a hit, 1 otherwise; mine hits 8/8 (3.00), native 4/8 (2.00): +1.00 on 4
+    # probes of 8, p = 2/16 by sign flips over questions: no word; MADial's recall@5 10/10 vs 2/10 is better
+    row = next(x for x in lines if x.startswith("| **mine** |"))
+    head = lines[lines.index(row) - 2]
+    assert "judge 0-3 vs OpenClaw native" in head and "[madial](#madial): R@5 vs OpenClaw native" in head
+    assert "[no detectable difference](#cortex-v1) +1.00 [" in row and "[better](#madial) +80.0 [" in row
+    assert verdict["suites"]["cortex-v1"]["headline"]["metric"] == "judge_score"
+    assert verdict["summary"]["mine"]["vs_native"]["better"] == ["madial"]
+    # only the suite whose headline the model made is named: MADial's is retrieval
+    assert "> **Answers by `qwen-q4`, judged by `qwen-q4`:** the headline of cortex-v1 is the model's answer quality." \
+        in lines
+    # the suite's own verdict is not repeated in its section below
+    assert sum(1 for x in lines if x.lstrip("#").strip() == "Verdict" or x.startswith("# Verdict")) == 1
+    assert (tmp_path / "verdict.json").exists()

@@ -128,7 +128,7 @@ def test_the_weak_suite_note_names_the_option_that_runs_every_unit_its_data_hold
         v = {"suite": "locomo", "headline": {"label": "R@5", "unit": "rate", "higher_is_better": True,
                                              "mocked": False},
              "baseline": {"condition": "openclaw-real", "backend": "openclaw-real"}, "mocked_metrics": [],
-             "statistics": st, "backends": {}}
+             "bm25": {"condition": "bm25", "backend": "bm25"}, "statistics": st, "backends": {}}
         md = render_markdown({"run_id": "r", "suites": {"locomo": v}, "backends": [], "summary": {}})
         return next(x for x in md.split("\n") if "Too few independent units" in x)
 
@@ -275,6 +275,7 @@ def test_default_run_verdict_fits_one_screen():
            "retrieve_ms": {"p50": 1.0, "p95": 2.0}}
     suites = {s: {"suite": s, "headline": {"label": "R@5", "unit": "rate", "higher_is_better": True, "mocked": False},
                   "baseline": {"condition": "openclaw-real", "backend": "openclaw-real"}, "mocked_metrics": ["f1"],
+                  "bm25": {"condition": "bm25", "backend": "bm25"},
                   "answers_by": "llm-mock", "statistics": {"units": 4, "unit": "conversation", "min_p": 0.125},
                   "backends": {b: dict(row, condition=b) for b in backends}} for s in DEFAULT_SUITES}
     summary = {b: {k: {BETTER: [], WORSE: [], SAME: list(DEFAULT_SUITES)} for k in ("vs_native", "vs_bm25")}
@@ -297,11 +298,34 @@ def two_suite_run(tmp_path):
                               ["none", "bm25", "mine", "openclaw-real"])
 
 
+def test_a_single_suite_report_opens_with_its_verdict(tmp_path):
+    d = madial_run(tmp_path / "m", HITS)
+    lines = (d / "report.md").read_text().split("\n")
+    assert lines[0] == "# memrig report: madial (m)" and lines[2] == "## Verdict"
+    row = next(x for x in lines if x.startswith("| **mine** |"))
+    assert lines.index(row) < 12 and "[better](#madial) +80.0 [" in row
+    assert "| **openclaw-real** | " in "\n".join(lines[:16]) and "[baseline](#madial) 20.0%" in "\n".join(lines[:16])
+    assert lines.index(row) < next(i for i, x in enumerate(lines) if x.startswith("- **Answer model:**"))
+    v = json.loads((d / "verdict.json").read_text())
+    assert v["summary"]["mine"]["vs_native"][BETTER] == ["madial"] and v["summary"]["mine"]["vs_bm25"][SAME] == ["madial"]
+    # without native and BM25 in the run, the page says what to add instead of comparing with nothing
+    d2 = madial_run(tmp_path / "m2", {"mine": set(range(10)), "other": set()})
+    md2 = (d2 / "report.md").read_text()
+    assert ("- madial: no OpenClaw native (`openclaw-real` or the port `openclaw`) and no `bm25` in this run: its "
+            "column has nothing to compare against there (add them to the run's backends).") in md2
+    d3 = madial_run(tmp_path / "m3", {"mine": set(range(10)), "bm25": set()})
+    assert "- madial: no OpenClaw native (`openclaw-real` or the port `openclaw`) in this run" in \
+        (d3 / "report.md").read_text() and "(add it to the run's backends)" in (d3 / "report.md").read_text()
+
+
 def test_report_opens_with_the_verdict_and_has_each_config_once(tmp_path):
     out, index = two_suite_run(tmp_path)
     write_reports(out, index)
     md = (out / "report.md").read_text()
     lines = md.split("\n")
+    # one verdict: the suites' own (in their report.md) are not repeated in their sections
+    assert sum(1 for x in lines if x.lstrip("#").strip() == "Verdict" or x.startswith("# Verdict")) == 1
+    assert "## Verdict" in (out / "madial" / "report.md").read_text()
     head = "\n".join(lines[:40])
     assert lines[0] == "# Verdict (run)"
     assert "| **mine** |" in head and "[cortex-v1](#cortex-v1)" in head and "[better](#madial)" in head

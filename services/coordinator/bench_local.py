@@ -32,8 +32,10 @@ from services.common import llm_cache
 from services.common.llm_roles import ROLES
 from services.coordinator.determinism import compare_runs
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
+from services.coordinator.run_report import strip_backend_config
 from services.coordinator.runner import RunConfig, TerminalProgress, run_suite
 from services.coordinator.suites.base import SuiteUnavailable
+from services.coordinator.verdict import VERDICT_HEADING, write_verdict
 from services.launcher import Rig
 
 PROFILE: dict[str, dict[str, Any]] = {
@@ -121,17 +123,20 @@ async def run_bench_local(args: argparse.Namespace) -> int:
     index["llm_cache"] = {**llm_cache.stats_delta(before, cache.stats()), "path": str(cache.path)}
     index["duration_s"] = time.monotonic() - t0
     top.write_json("report.json", index)
-    top.write_text("report.md", render(out, index))
+    _verdict, verdict_md = write_verdict(out, index)  # a suite it cannot judge is named in it, not fatal
+    top.write_text("report.md", render(out, index, verdict_md))
     print(f"\nbench-local: {out / 'report.md'}")
     bad = [n for n, s in index["suites"].items() if s["state"] == "failed"]
     differs = [n for n, s in index["suites"].items() if s.get("differences")]
     return 1 if bad or differs else 0
 
 
-def render(out: Path, index: dict[str, Any]) -> str:
+def render(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
+    """report.md of a bench-local run: the verdict (answers and judgements by the model), then the run."""
     m = index.get("model") or {}
     c = index["llm_cache"]
-    lines = [f"# memrig bench-local ({index['run_id']})", "",
+    lines = [verdict_md.rstrip(), ""] if verdict_md else []
+    lines += [f"# memrig bench-local ({index['run_id']})", "",
              f"Every LLM role (answers, judgements, OpenClaw's flush notes and other memory writing, compaction) is "
              f"**{m.get('name', m.get('model'))} {m.get('quantization', '')}** (`{m.get('file')}`, SHA-256 "
              f"`{m.get('sha256')}`, {m.get('licence')}, as published by {m.get('source')}) on "
@@ -162,6 +167,7 @@ def render(out: Path, index: dict[str, Any]) -> str:
         if s.get("dir") and rep.exists():
             text = rep.read_text()
             body = text.split("\n", 1)[1] if text.startswith("# ") else text
+            body = strip_backend_config(body, VERDICT_HEADING)  # the run's verdict above has it
             lines += [f"# {name}", body.replace("\n## ", "\n### ").replace("\n# ", "\n## "), ""]
     return "\n".join(lines) + "\n"
 

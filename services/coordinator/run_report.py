@@ -18,17 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from services.coordinator.results import RunDir
-from services.coordinator.verdict import write_verdict
+from services.coordinator.verdict import VERDICT_HEADING, write_verdict
 
 CONFIG_HEADING = "## Backend configuration"
 
 
-def strip_backend_config(md: str) -> str:
-    """A suite report without its "## Backend configuration" section (the run's appendix has it once)."""
+def strip_backend_config(md: str, heading: str = CONFIG_HEADING) -> str:
+    """A suite report without its "## Backend configuration" section (the run's appendix has it once), or
+    without another `heading`'s section."""
     lines = md.split("\n")
     out, skipping = [], False
     for line in lines:
-        if line.strip() == CONFIG_HEADING:
+        if line.strip() == heading:
             skipping = True
             continue
         if skipping and re.match(r"^#{1,2} ", line):
@@ -112,7 +113,7 @@ def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
         if s.get("dir") and rep.exists():
             text = rep.read_text()
             body = text.split("\n", 1)[1] if text.startswith("# ") else text
-            body = strip_backend_config(body)
+            body = strip_backend_config(strip_backend_config(body), VERDICT_HEADING)  # the run's verdict has it
             lines += [f"# {name}", body.replace("\n## ", "\n### ").replace("\n# ", "\n## "), ""]
     if costs.get("state") == "ok":
         try:

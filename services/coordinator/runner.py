@@ -339,6 +339,7 @@ async def run_one(suite: Suite, ctx: ProbeContext, probe: Probe, cond: Condition
 def finalize(run_dir: RunDir, suite: Suite | None = None) -> tuple[dict[str, Any], str]:
     """(Re)compute metrics.json and report.md from run.json + samples.jsonl."""
     from services.coordinator.report import render_report
+    from services.coordinator.verdict import VERDICT_HEADING, VerdictError, one_suite_verdict
 
     run = run_dir.read_run()
     if suite is None:
@@ -360,7 +361,13 @@ def finalize(run_dir: RunDir, suite: Suite | None = None) -> tuple[dict[str, Any
     state = "succeeded" if not errors and not failures else ("partial" if ok else "failed")
     metrics["state"] = state
     run_dir.write_json("metrics.json", metrics)
-    run_dir.write_text("report.md", render_report(run, metrics, suite, errors, failures))
+    verdict_md = ""
+    try:
+        verdict, verdict_md = one_suite_verdict(run_dir.path)
+        run_dir.write_json("verdict.json", verdict)
+    except (VerdictError, NotImplementedError) as e:  # a suite without per-probe values, or no headline
+        verdict_md = f"{VERDICT_HEADING}\n\nNo verdict for this run: {e}\n"
+    run_dir.write_text("report.md", render_report(run, metrics, suite, errors, failures, verdict_md))
     try:
         from services.coordinator.report_html import render_html
 

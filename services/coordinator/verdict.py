@@ -35,6 +35,7 @@ from services.coordinator.suites.common import stable_seed
 from services.coordinator.suites.registry import get_suite
 
 ALPHA = 0.05
+VERDICT_HEADING = "## Verdict"
 BETTER, WORSE, SAME = "better", "worse", "no detectable difference"
 BM25 = "bm25"
 CONTROLS = ("full-context", "compacted", "none")
@@ -254,7 +255,7 @@ def backend_order(names: list[str]) -> list[str]:
 
 
 def build_verdict(out: str | Path, index: dict[str, Any]) -> dict[str, Any]:
-    """verdict.json's content for a bench-all run directory and its index (report.json)."""
+    """verdict.json's content for a bench-all (or bench-local) run directory and its index (report.json)."""
     out = Path(out)
     suites: dict[str, Any] = {}
     left_out: dict[str, str] = {}
@@ -266,20 +267,36 @@ def build_verdict(out: str | Path, index: dict[str, Any]) -> dict[str, Any]:
             suites[name] = suite_verdict(out / s["dir"])
         except (VerdictError, NotImplementedError) as e:
             left_out[name] = str(e)
+    return assemble(index.get("run_id", out.name), suites, left_out, index.get("skipped_backends") or {},
+                    list(index.get("backends") or []))
+
+
+def assemble(run_id: str, suites: dict[str, Any], left_out: dict[str, str] | None = None,
+             skipped_backends: dict[str, str] | None = None, backends: list[str] | None = None) -> dict[str, Any]:
+    """The verdict of a set of suite verdicts: backends in page order and per backend the suites it was better,
+    worse or no different on, against native and against BM25."""
     seen: list[str] = []
-    for b in list(index.get("backends") or []) + [b for v in suites.values() for b in v["backends"]]:
+    for b in list(backends or []) + [b for v in suites.values() for b in v["backends"]]:
         if b not in seen and any(b in v["backends"] for v in suites.values()):
             seen.append(b)
     order = backend_order(seen)
     summary = {b: {k: {w: [n for n, v in suites.items() if ((v["backends"].get(b) or {}).get(k) or {}).get("word") == w]
                        for w in (BETTER, WORSE, SAME)} for k in ("vs_native", "vs_bm25")} for b in order}
     mock_answers = any(v["answers_by"] == "llm-mock" for v in suites.values())
-    return {"run_id": index.get("run_id", out.name), "alpha": ALPHA,
+    return {"run_id": run_id, "alpha": ALPHA,
             "rule": ("better / worse: p < 0.05 (paired permutation test), the 95% interval of the difference "
                      "excludes 0 and the difference passes the tie threshold, in the metric's direction; else no "
                      "detectable difference"),
-            "answers_by_mock": mock_answers, "backends": order, "suites": suites, "left_out": left_out,
-            "skipped_backends": index.get("skipped_backends") or {}, "summary": summary}
+            "answers_by_mock": mock_answers, "backends": order, "suites": suites, "left_out": left_out or {},
+            "skipped_backends": skipped_backends or {}, "summary": summary}
+
+
+def one_suite_verdict(suite_dir: str | Path) -> tuple[dict[str, Any], str]:
+    """The verdict of a single suite's run directory (`memrig bench`), and its Markdown under "## Verdict"."""
+    suite_dir = Path(suite_dir)
+    v = suite_verdict(suite_dir)
+    verdict = assemble(suite_dir.name, {v["suite"]: v})
+    return verdict, render_markdown(verdict, title=VERDICT_HEADING)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -352,10 +369,10 @@ def _short(backend: str | None) -> str:
     return "—" if not backend else backend.replace("openclaw-real", "OpenClaw native", 1)
 
 
-def render_markdown(verdict: dict[str, Any]) -> str:
+def render_markdown(verdict: dict[str, Any], title: str | None = None) -> str:
     suites = verdict["suites"]
     names = list(suites)
-    lines = [f"# Verdict ({verdict['run_id']})", "",
+    lines = [title or f"# Verdict ({verdict['run_id']})", "",
              "Does each memory backend beat OpenClaw native and BM25, on which suites, at what cost? Per suite: its "
              "headline metric as the backend minus OpenClaw native (the suite's baseline, named in the column) and "
              "minus BM25, Δ [95% CI] with the paired permutation p (rates in percentage points); **better** / "
@@ -367,6 +384,13 @@ def render_markdown(verdict: dict[str, Any]) -> str:
         lines += [f"> **Answers and judgements by the offline llm-mock:** {', '.join(marked) or 'QA and judge figures'} "
                   "in the sections below measure the mock, not the memory, and are marked (llm-mock) there; the "
                   "verdict uses each suite's retrieval metric.", ""]
+    by_model = {n: (v["answers_by"], v.get("judge_by")) for n, v in suites.items() if v["headline"].get("kind") == "answer"
+                and v["answers_by"] not in (None, "llm-mock")}
+    for answers, judge in sorted(set(by_model.values()), key=str):
+        names_by = ", ".join(n for n, pair in by_model.items() if pair == (answers, judge))
+        judged = f"judged by `{judge}`" if judge and judge != "llm-mock" else "judged by the offline llm-mock"
+        lines += [f"> **Answers by `{answers}`, {judged}:** the headline of {names_by} is the model's answer quality.",
+                  ""]
     header = ["backend", "summary"]
     for n in names:
         v = suites[n]
@@ -386,6 +410,12 @@ def render_markdown(verdict: dict[str, Any]) -> str:
     weak = [_weak_note(n, v["statistics"]) for n, v in suites.items() if (v["statistics"].get("min_p") or 0) >= ALPHA]
     if weak:
         notes.append("Too few independent units for p < 0.05, so no better/worse is possible: " + "; ".join(weak) + ".")
+    for n, v in suites.items():
+        missing = [what for what, there in (("OpenClaw native (`openclaw-real` or the port `openclaw`)",
+                                             v["baseline"]["condition"]), ("`bm25`", v["bm25"]["condition"])) if not there]
+        if missing:
+            notes.append(f"{n}: no {' and no '.join(missing)} in this run: its column has nothing to compare "
+                         f"against there (add {'it' if len(missing) == 1 else 'them'} to the run's backends).")
     for n, reason in (verdict.get("left_out") or {}).items():
         notes.append(f"Not in the verdict: {n}: {reason[:160]}.")
     for b, reason in (verdict.get("skipped_backends") or {}).items():
