@@ -20,17 +20,22 @@ def test_openclaw_real_falls_back_to_its_port_with_the_same_profile(monkeypatch)
         return spec
 
     monkeypatch.setattr(B, "get_spec", fake_spec)
-    got, notes = B.profile_backends(["none", "openclaw-real", "openclaw-real[profile=flush-every-session]", "bm25"])
+    got, notes = B.profile_backends(["none", "openclaw-real", "openclaw-real[profile=flush-every-session]", "bm25",
+                                     "openclaw-real[profile=sessions]"])
     assert got == ["none", "openclaw", "openclaw[profile=flush-every-session]", "bm25"]
     assert notes == {"openclaw-real": "replaced by openclaw: Node packages not installed",
                      "openclaw-real[profile=flush-every-session]":
-                         "replaced by openclaw[profile=flush-every-session]: Node packages not installed"}
+                         "replaced by openclaw[profile=flush-every-session]: Node packages not installed",
+                     # the port indexes no transcripts: no stand-in for the profile that searches them
+                     "openclaw-real[profile=sessions]": "skipped: Node packages not installed"}
 
 
 def test_profile_covers_the_issue_sizes():
     assert B.PROFILE["cortex-v1"]["options"] == {}  # all 40 prompts
     assert len(B.PROFILE["cortex-v1"]["backends"]) == 7
     assert B.PROFILE["locomo"]["options"]["judge"] is True
+    for name in ("locomo", "longmemeval"):  # the verdict's two references and native's strongest LoCoMo profile
+        assert {"bm25", "openclaw-real", "openclaw-real[profile=sessions]"} <= set(B.PROFILE[name]["backends"])
     assert set(B.LOCAL_ROLES.values()) == {"local"} and set(B.LOCAL_ROLES) == {"answerer", "judge", "flush", "compaction"}
 
 

@@ -7,8 +7,12 @@ profile is sized to finish in about an hour on 2 cores (one decoding slot; a 1.9
 
 - Cortex V1, all 40 prompts: bare, compacted, OpenClaw native (default profile and flush-every-session, whose
   notes the model writes), compacted + cortex / bm25 / full-context;
-- LoCoMo, 4 conversations × 6 questions (stratified, seeded), hybrid and OpenClaw native, with the binary judge;
-- LongMemEval oracle, 8 questions (stratified), hybrid.
+- LoCoMo, 4 conversations × 6 questions (stratified, seeded), with the binary judge, and LongMemEval oracle, 8
+  questions (stratified): hybrid, bm25, cortex and OpenClaw native (`default`, and `sessions`, which searches its
+  transcripts and is native's strongest profile on LoCoMo; the port cannot stand in for it).
+
+The report opens with the verdict on the model's answers: each backend against the strongest native profile and
+BM25 on Cortex V1's judge score, LoCoMo's F1 and LongMemEval's QA accuracy.
 
 Each suite's report carries the judge-agreement table (model judge vs the offline rubric judge vs EM/F1). Every
 call goes through the response cache, so a second run costs no model time: `--compare-with DIR` then checks that
@@ -41,13 +45,23 @@ from services.launcher import Rig
 PROFILE: dict[str, dict[str, Any]] = {
     "cortex-v1": {"backends": ["none", "compacted", "openclaw-real", "openclaw-real[profile=flush-every-session]",
                                "cortex", "bm25", "full-context"], "options": {}},
-    "locomo": {"backends": ["hybrid", "openclaw-real"],
+    "locomo": {"backends": ["hybrid", "bm25", "cortex", "openclaw-real", "openclaw-real[profile=sessions]"],
                "options": {"conversations": 4, "questions": 6, "judge": True}},
-    "longmemeval": {"backends": ["hybrid"], "options": {"questions": 8}},
+    "longmemeval": {"backends": ["hybrid", "bm25", "cortex", "openclaw-real", "openclaw-real[profile=sessions]"],
+                    "options": {"questions": 8}},
 }
 # When OpenClaw itself cannot run here (no Node packages), its port stands in, with the same profiles.
 FALLBACK = {"openclaw-real": "openclaw"}
 LOCAL_ROLES = dict.fromkeys(ROLES, "local")
+
+
+def _port_cannot(name: str) -> bool:
+    """A profile the port does not model (it indexes no transcripts: `sessions`), so OpenClaw has no stand-in."""
+    from services.adapters.openclaw.lifecycle import resolve_profile
+    from services.adapters.registry import parse_variant
+
+    profile = parse_variant(name)[1].get("profile")
+    return bool(profile) and not resolve_profile(str(profile)).port
 
 
 def profile_backends(names: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -57,7 +71,7 @@ def profile_backends(names: list[str]) -> tuple[list[str], dict[str, str]]:
         base = name.split("[", 1)[0]
         spec = get_spec(name)
         ok, reason = spec.available() if spec.available is not None else (True, "")
-        if not ok and base in FALLBACK:
+        if not ok and base in FALLBACK and not _port_cannot(name):
             alt = FALLBACK[base] + name[len(base):]
             notes[name] = f"replaced by {alt}: {reason}"
             name = alt
