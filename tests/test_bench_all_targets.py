@@ -81,3 +81,11 @@ def test_waiting_returns_once_the_target_serves():
             await server.stop(0)
 
     assert asyncio.run(go()) < 2
+
+
+def test_locomo_runs_every_conversation_unless_told_otherwise(tmp_path, monkeypatch):
+    seen = _run(tmp_path / "a", monkeypatch, ["--suites", "cortex-v1,locomo", "--backends", "bm25"])
+    assert [(c.suite, c.options) for c in seen] == [("cortex-v1", {}), ("locomo", {"conversations": 0})]
+    seen = _run(tmp_path / "b", monkeypatch, ["--suites", "locomo", "--backends", "bm25", "--option",
+                                              "locomo.conversations=4", "--option", "locomo.questions=6"])
+    assert seen[0].options == {"conversations": 4, "questions": 6}

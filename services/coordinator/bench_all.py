@@ -5,6 +5,11 @@ Layout: results/<run-id>/{report.md, report.html, verdict.json, report.json, <su
 costs/}; the top reports are services/coordinator/run_report.py's (the verdict first). Backends are started
 once and shared by the suites; everything started is stopped by PID at the end. Re-running with the same
 --out resumes each suite (only missing samples run).
+
+Suite options are the suites' own defaults except `BENCH_ALL_OPTIONS`: LoCoMo runs every conversation in its file
+(the 7 of LoCoMo dev, 30 questions each), because its statistical unit is the conversation and the verdict can only
+say better or worse with enough of them (a permutation test over 4 cannot go below p = 0.125; over 7, 0.016).
+`--option suite.key=value` overrides either.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from services.coordinator.suites.base import SuiteUnavailable
 from services.coordinator.suites.registry import all_suites
 from services.launcher import Rig
 
+BENCH_ALL_OPTIONS: dict[str, dict[str, Any]] = {"locomo": {"conversations": 0}}  # 0 = every conversation
 DEFAULT_SUITES = ("cortex-v1", "arclight", "octybot", "quaid-weeks", "poisoned-memory", "locomo", "longmemeval",
                   "madial")
 
@@ -62,7 +68,7 @@ async def run_bench_all(args) -> int:
         for name in suites:
             ts = time.monotonic()
             opts = {k: v for k, v in _options(args.option).items() if k.startswith(name + ".")}
-            opts = {k.split(".", 1)[1]: v for k, v in opts.items()}
+            opts = {**BENCH_ALL_OPTIONS.get(name, {}), **{k.split(".", 1)[1]: v for k, v in opts.items()}}
             cfg = RunConfig(suite=name, backends=backends, out_dir=str(out / name), seed=args.seed, options=opts,
                             resume=not args.fresh, concurrency=args.concurrency, judge_passes=args.judge_passes,
                             embedder=args.embedder, targets=targets, in_process=args.in_process,

@@ -21,7 +21,9 @@ Scores (keyed by the category NUMBER; papers disagree on names):
 
 Default size fits the bench budget: 4 conversations (seeded choice) × up to 30 questions stratified by
 category (seeded): the conversation is the statistical unit, and 4 of them give intervals that held their 95%
-on LoCoMo dev where 2 did not (README). `full: true` runs every conversation and question.
+on LoCoMo dev where 2 did not (README). `full: true` runs every conversation and question; `conversations: 0`
+every conversation at 30 questions each, which is what bench-all runs (its verdict needs the units: with 4
+conversations no permutation p goes below 0.125).
 """
 
 from __future__ import annotations
