@@ -132,6 +132,28 @@ def test_ingest_more_then_reset_only_that_namespace(real):
 
 
 @needs_openclaw
+def test_each_namespace_manager_answers_one_throwaway_search_after_its_first_sync(real):
+    b, loop = real
+    n0 = b.n["first_searches"]
+    assert n0 >= 1  # the fixture's "demo"
+
+    def ingest(ns, doc_id, text):
+        loop.run_until_complete(b.ingest(ns, IngestBatch(documents=(Document(doc_id, text, None, "MEMORY.md"),))))
+
+    ingest("warm:a", "w1", "- The build server is called osprey.")
+    assert b.n["first_searches"] == n0 + 1
+    ingest("warm:a", "w2", "- The log server is called kestrel.")  # a later sync of the same agent: no warm-up
+    ingest("warm:b", "w3", "- The mail server is called swift.")
+    assert b.n["first_searches"] == n0 + 2 and b.n["first_search_ms_total"] >= 0
+    # the throwaway search leaves nothing behind: both facts are found, nothing else
+    assert {m.evidence_ids[0] for m in _search(real, "server", ns="warm:a") if m.evidence_ids} == {"w1", "w2"}
+    loop.run_until_complete(b.reset("warm:a"))  # OpenClaw's manager is closed: a new one is warmed again
+    ingest("warm:a", "w4", "- The cache server is called heron.")
+    assert b.n["first_searches"] == n0 + 3
+    assert "one throwaway search" in b.describe_config()["latency"]
+
+
+@needs_openclaw
 def test_path_outside_the_workspace_is_rejected_and_nothing_is_stored(real):
     b, loop = real
     with pytest.raises(ValidationError, match="documents"):

@@ -124,6 +124,8 @@ class OpenClawRealBackend(OpenClawBackend):
         self._health: dict[str, Any] = {}
         self._stderr_log: Path | None = None
         self._drain: asyncio.Task | None = None
+        # each agent's manager answers one throwaway search after its first sync (sidecar /sync): counted here
+        self.n.update(first_searches=0, first_search_ms_total=0)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -268,6 +270,9 @@ class OpenClawRealBackend(OpenClawBackend):
             "node": self._health.get("node", ""),
             "openclaw_version": self._health.get("openclaw", OPENCLAW_VERSION),
             "clock": "reference_time → OpenClaw's Date.now() for each search (wall clock when absent)",
+            "latency": ("a running gateway's: each namespace's OpenClaw manager answers one throwaway search after "
+                        "its first sync (a new manager's first search costs several times a later one); those "
+                        "first searches are counted in Stats (first_searches, first_search_ms_total)"),
             "workspace_writer": ("the flush notes: services.adapters.openclaw.workspace (same files, dates and mtimes "
                                  "as the port); hook files and transcripts: OpenClaw's own code (session-memory "
                                  "handler, session transcript store)" if self.profile.flush == "threshold" else
@@ -370,6 +375,9 @@ class OpenClawRealBackend(OpenClawBackend):
                 await self._call("POST", "/sync", {"agent": agent_id(namespace), "workspace": str(root),
                                                    "force": True})
             raise
+        if st.get("firstSearchMs") is not None:
+            self.n["first_searches"] += 1
+            self.n["first_search_ms_total"] += round(float(st["firstSearchMs"]))
         return int(st.get("chunks") or 0)
 
     async def settle(self, namespace: str, timeout_s: float) -> SettleResult:

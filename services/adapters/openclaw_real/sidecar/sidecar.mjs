@@ -25,7 +25,9 @@
 //
 // Protocol (JSON over HTTP/1.1 on the Unix socket; every answer is JSON; errors are {"error": "..."} with 4xx/5xx):
 //   GET  /health                                  → {ok, openclaw, node, provider, model, sessionSearch}
-//   POST /sync   {agent, workspace, force?}       → status of the agent's index after OpenClaw's sync
+//   POST /sync   {agent, workspace, force?}       → status of the agent's index after OpenClaw's sync, and
+//                                                   firstSearchMs: the manager's warm-up search after its first sync
+//                                                   (null on later syncs or with warmup false)
 //   POST /search {agent, query, maxResults, nowMs?, minScore?} → {results: [{path, startLine, endLine, score, vectorScore,
 //                                                     textScore, snippet, source}], searchMs}
 //   POST /status {agent}                          → status
@@ -128,6 +130,7 @@ const cfg = loadConfig();
 cfg.agents ??= {};
 cfg.agents.entries ??= {};
 const managers = new Map(); // agent id → OpenClaw memory search manager
+const warmed = new Set(); // agent ids whose manager has answered its (throwaway) first search
 
 // ---------------------------------------------------------------- one operation at a time, optionally re-clocked
 let queue = Promise.resolve();
@@ -334,7 +337,19 @@ const routes = {
     const id = agentId(body);
     const m = await manager(id, body.workspace);
     await m.sync({ reason: "memrig-ingest", force: body.force === true });
-    return summary(m.status());
+    // A gateway answers every memory_search of an agent from one long-lived manager, but OpenClaw's first search
+    // on a new manager costs several times a later one (about 250 ms against 15-40 ms here). The rig makes one
+    // agent per namespace, and some suites search a namespace once, so each agent's manager answers one
+    // throwaway search right after its first sync: measured searches cost what they cost a running gateway, and
+    // the first one's time is returned (firstSearchMs) and counted by the adapter, not hidden.
+    let firstSearchMs = null;
+    if (conf.warmup !== false && !warmed.has(id)) {
+      const t0 = performance.now();
+      await m.search("memrig warm-up", { maxResults: 1 });
+      firstSearchMs = performance.now() - t0;
+      warmed.add(id);
+    }
+    return { ...summary(m.status()), firstSearchMs };
   }),
   "POST /status": (body) => serial(async () => summary((await manager(agentId(body))).status())),
   "POST /search": (body) => serial(async () => {
@@ -463,6 +478,7 @@ const routes = {
     const had = managers.has(id) || Boolean(cfg.agents.entries[id]);
     if (managers.has(id)) await closeActiveMemorySearchManager({ cfg, agentId: id });
     managers.delete(id);
+    warmed.delete(id);
     delete cfg.agents.entries[id];
     // OpenClaw keeps agent databases open (sessions and index share one); close it as `openclaw agents delete`
     // does, so a later write under the same id cannot land in the unlinked file.
