@@ -115,10 +115,10 @@ def test_min_p_of_a_cluster_permutation():
 
 def test_the_weak_suite_note_names_the_option_that_runs_every_unit_its_data_holds():
     s = LocomoSuite({})
-    assert s.more_units({"conversations_in_file": 7}) == ("--option locomo.conversations=7", 7)
+    assert s.more_units({"conversations_in_file": 7}) == ("conversations=7", 7)
     assert s.more_units({}) is None and MadialSuite({}).more_units({"conversations_in_file": 7}) is None
     run = {"data": {"conversations_in_file": 7}}
-    assert _more_units(s, run, 4, True) == {"option": "--option locomo.conversations=7", "units": 7,
+    assert _more_units(s, run, 4, True) == {"option": "conversations=7", "units": 7,
                                             "min_p": 2 / 128}
     assert _more_units(s, run, 7, True) == {"option": None, "units": 7, "min_p": 2 / 128}  # had them all
     assert _more_units(s, run, 4, False) is None and _more_units(s, {}, 4, True) is None
@@ -134,7 +134,7 @@ def test_the_weak_suite_note_names_the_option_that_runs_every_unit_its_data_hold
 
     head = "- Too few independent units for p < 0.05, so no better/worse is possible: locomo (4 conversations: p ≥ 0.125; "
     assert note(_more_units(s, run, 4, True)) == head + (
-        "`--option locomo.conversations=7` runs all 7 in its data: p ≥ 0.016).")
+        "the suite option `conversations=7` runs all 7 in its data: p ≥ 0.016).")
     assert note({"option": None, "units": 4, "min_p": 0.125}) == head + "its data holds no more conversations)."
     assert note(None) == head + "run more conversations)."
 

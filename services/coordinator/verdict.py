@@ -336,7 +336,7 @@ def _weak_note(name: str, st: dict[str, Any]) -> str:
         return out + f"; run more {st['unit']}s)"
     if more["option"] is None:
         return out + f"; its data holds no more {st['unit']}s)"
-    return out + f"; `{more['option']}` runs all {more['units']} in its data: p ≥ {more['min_p']:.3f})"
+    return out + f"; the suite option `{more['option']}` runs all {more['units']} in its data: p ≥ {more['min_p']:.3f})"
 
 
 def render_cell(v: dict[str, Any], backend: str) -> str:

@@ -284,7 +284,7 @@ class LocomoSuite(Suite):
 
     def more_units(self, data: dict[str, Any]) -> tuple[str, int] | None:
         n = data.get("conversations_in_file")
-        return (f"--option {self.name}.conversations={n}", int(n)) if n else None
+        return (f"conversations={n}", int(n)) if n else None
 
     # ------------------------------------------------------------------------------------------------
     def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
