@@ -1,4 +1,5 @@
-"""The verdict: the answer a bench-all run was made for, on its first screen.
+"""The verdict: the answer a run was made for, on its first screen (bench-all's and bench-local's report, and each
+suite's own report.md under "## Verdict").
 
 Per backend and per suite, the suite's headline metric set against OpenClaw native (the suite's own baseline: the
 strongest native profile that ran, named in the column) and against BM25, each as the difference (backend minus
