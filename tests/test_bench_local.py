@@ -134,4 +134,6 @@ def test_the_report_opens_with_the_verdict_on_the_models_answers(tmp_path: Path)
         in lines
     # the suite's own verdict is not repeated in its section below
     assert sum(1 for x in lines if x.lstrip("#").strip() == "Verdict" or x.startswith("# Verdict")) == 1
+    assert md.count("- **Answer model:** `qwen-q4`") == 2  # each suite section keeps its header
+    assert "end of verdict" not in md
     assert (tmp_path / "verdict.json").exists()

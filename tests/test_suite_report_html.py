@@ -174,3 +174,8 @@ def test_markdown_links_line_breaks_anchors_and_code():
     assert '<h1 id="locomo">locomo</h1>' in h and '<h2 id="locomo-1">LoCoMo</h2>' in h
     assert '<h1 id="cortex-v1">cortex-v1</h1>' in h
     assert '<pre><code>{&quot;k&quot;: &quot;&lt;v&gt;&quot;}</code></pre>' in h and "<p>after</p>" in h
+
+
+def test_a_comment_line_is_a_marker_not_text():
+    got = markdown_to_html("## Verdict\n\ntext\n\n<!-- end of verdict -->\nmore")
+    assert got == '<h2 id="verdict">Verdict</h2>\n<p>text</p>\n<p>more</p>'

@@ -323,9 +323,12 @@ def test_report_opens_with_the_verdict_and_has_each_config_once(tmp_path):
     write_reports(out, index)
     md = (out / "report.md").read_text()
     lines = md.split("\n")
-    # one verdict: the suites' own (in their report.md) are not repeated in their sections
+    # one verdict: the suites' own (in their report.md) are not repeated in their sections, which keep the rest
+    # of their header (the models, the seed, the statistics)
     assert sum(1 for x in lines if x.lstrip("#").strip() == "Verdict" or x.startswith("# Verdict")) == 1
     assert "## Verdict" in (out / "madial" / "report.md").read_text()
+    assert md.count("- **Answer model:** `memrig-llm-mock`") == 2 and md.count("- **Seed:** 0") == 2
+    assert "end of verdict" not in md
     head = "\n".join(lines[:40])
     assert lines[0] == "# Verdict (run)"
     assert "| **mine** |" in head and "[cortex-v1](#cortex-v1)" in head and "[better](#madial)" in head

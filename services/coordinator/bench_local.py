@@ -36,10 +36,10 @@ from services.common import llm_cache
 from services.common.llm_roles import ROLES
 from services.coordinator.determinism import compare_runs
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
-from services.coordinator.run_report import strip_backend_config
+from services.coordinator.run_report import strip_suite_verdict
 from services.coordinator.runner import RunConfig, TerminalProgress, run_suite
 from services.coordinator.suites.base import SuiteUnavailable
-from services.coordinator.verdict import VERDICT_HEADING, write_verdict
+from services.coordinator.verdict import write_verdict
 from services.launcher import Rig
 
 PROFILE: dict[str, dict[str, Any]] = {
@@ -181,7 +181,7 @@ def render(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
         if s.get("dir") and rep.exists():
             text = rep.read_text()
             body = text.split("\n", 1)[1] if text.startswith("# ") else text
-            body = strip_backend_config(body, VERDICT_HEADING)  # the run's verdict above has it
+            body = strip_suite_verdict(body)  # the run's verdict above has it
             lines += [f"# {name}", body.replace("\n## ", "\n### ").replace("\n# ", "\n## "), ""]
     return "\n".join(lines) + "\n"
 

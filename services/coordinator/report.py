@@ -144,10 +144,12 @@ def render_judge_agreement(run: dict[str, Any], metrics: dict[str, Any]) -> str:
 def render_report(run: dict[str, Any], metrics: dict[str, Any], suite: Suite, errors: list[dict[str, Any]],
                   failures: dict[str, str], verdict_md: str = "") -> str:
     """report.md of one suite run; `verdict_md` (the suite's verdict) goes right under the title."""
+    from services.coordinator.verdict import VERDICT_END
+
     header = render_header(run)
     if verdict_md:
         title, _, rest = header.partition("\n")
-        header = "\n".join((title, "", verdict_md.rstrip(), rest))
+        header = "\n".join((title, "", verdict_md.rstrip(), "", VERDICT_END, rest))
     parts = [header, "", suite.render(metrics)]
     sections = (render_judge_agreement(run, metrics), render_peer_pairs(metrics), render_failures(errors, failures),
                 render_configs(run))

@@ -256,7 +256,8 @@ def slug(text: str) -> str:
 
 def markdown_to_html(md: str) -> str:
     """The subset report.md uses: headings (with GitHub's anchors as ids), tables, bullet lists, block quotes,
-    fenced code, links, paragraphs."""
+    fenced code, links, paragraphs; a line that is one HTML comment (a section marker) renders as nothing, as in
+    Markdown."""
     out: list[str] = []
     lines = md.splitlines()
     ids: dict[str, int] = {}
@@ -279,6 +280,9 @@ def markdown_to_html(md: str) -> str:
             out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) + "</tr>"
                        + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
                        + "</table>")
+            continue
+        if re.fullmatch(r"\s*<!--.*-->\s*", line):
+            i += 1
             continue
         m = re.match(r"^(#{1,6})\s+(.*)$", line)
         if m:

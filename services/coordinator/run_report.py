@@ -18,18 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from services.coordinator.results import RunDir
-from services.coordinator.verdict import VERDICT_HEADING, write_verdict
+from services.coordinator.verdict import VERDICT_END, VERDICT_HEADING, write_verdict
 
 CONFIG_HEADING = "## Backend configuration"
 
 
-def strip_backend_config(md: str, heading: str = CONFIG_HEADING) -> str:
-    """A suite report without its "## Backend configuration" section (the run's appendix has it once), or
-    without another `heading`'s section."""
+def strip_backend_config(md: str) -> str:
+    """A suite report without its "## Backend configuration" section (the run's appendix has it once)."""
     lines = md.split("\n")
     out, skipping = [], False
     for line in lines:
-        if line.strip() == heading:
+        if line.strip() == CONFIG_HEADING:
             skipping = True
             continue
         if skipping and re.match(r"^#{1,2} ", line):
@@ -37,6 +36,17 @@ def strip_backend_config(md: str, heading: str = CONFIG_HEADING) -> str:
         if not skipping:
             out.append(line)
     return "\n".join(out).rstrip() + "\n"
+
+
+def strip_suite_verdict(md: str) -> str:
+    """A suite report without its own verdict (from "## Verdict" to the end marker): the run's verdict above has it."""
+    lines = md.split("\n")
+    if VERDICT_HEADING not in lines or VERDICT_END not in lines:
+        return md
+    a, b = lines.index(VERDICT_HEADING), lines.index(VERDICT_END)
+    if b < a:
+        return md
+    return "\n".join(lines[:a] + lines[b + 1:])
 
 
 def backend_configs(out: Path, index: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -113,7 +123,7 @@ def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
         if s.get("dir") and rep.exists():
             text = rep.read_text()
             body = text.split("\n", 1)[1] if text.startswith("# ") else text
-            body = strip_backend_config(strip_backend_config(body), VERDICT_HEADING)  # the run's verdict has it
+            body = strip_backend_config(strip_suite_verdict(body))
             lines += [f"# {name}", body.replace("\n## ", "\n### ").replace("\n# ", "\n## "), ""]
     if costs.get("state") == "ok":
         try:

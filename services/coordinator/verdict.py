@@ -37,6 +37,7 @@ from services.coordinator.suites.registry import get_suite
 
 ALPHA = 0.05
 VERDICT_HEADING = "## Verdict"
+VERDICT_END = "<!-- end of verdict -->"  # closes a suite report's verdict section (it has no heading after it)
 BETTER, WORSE, SAME = "better", "worse", "no detectable difference"
 BM25 = "bm25"
 CONTROLS = ("full-context", "compacted", "none")
