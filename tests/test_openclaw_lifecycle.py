@@ -141,8 +141,9 @@ def _ingest(cfg, tmp_path, batches=((S1, S2),)):
     return b, llm, hits
 
 
-SID = L.port_session_id("demo")
 KEY = "agent:ns-2a97516c354b68848cdbd8f5:main"  # ns- + the first 24 hex digits of sha256("demo")
+# sha256("memrig-session\0ns-2a97516c354b68848cdbd8f5\0<S1's first message ms>"), v4-shaped as the sidecar does
+SID = L.stable_session_id("ns-2a97516c354b68848cdbd8f5", ms(S1.messages[0].ts))
 HOOK_1 = ("# Session: 2026-03-03 11:00:00 UTC\n\n- **Session Key**: " + KEY + "\n- **Session ID**: " + SID + "\n"
           "- **Source**: webchat\n\n## Conversation Summary\n\nuser: \"The dev server runs on port 3001.\"\n"
           "assistant: \"Noted: port 3001.\"\nuser: \"We chose pnpm because it is faster.\"\n")

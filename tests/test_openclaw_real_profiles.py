@@ -102,6 +102,22 @@ def test_default_hook_files_equal_the_ports_rendering(default):
     assert not (root / "MEMORY.md").exists()
 
 
+def test_the_ports_hook_files_are_openclaws_byte_for_byte(default, tmp_path):
+    # Same sessions, same profile: the port's re-implemented hook writes exactly the files OpenClaw's handler wrote,
+    # session id included (both derive it from the agent and its first message), so both search the same text.
+    b, loop, _ = default
+    d = tmp_path / "port"
+    port = OpenClawBackend({"embedder": "hash", "profile": "default"},
+                           BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"), _llm=InProcessMockLLM()))
+    loop.run_until_complete(port.start())
+    try:
+        loop.run_until_complete(port.ingest("demo", IngestBatch(sessions=(S1, S2))))
+        assert port.workspace("demo") == b.workspace("demo") and len(b.workspace("demo")) == 2
+        assert f"- **Session ID**: {_transcript(b, loop)['sessionId']}" in port.workspace("demo")["memory/2026-03-03-1100.md"]
+    finally:
+        loop.run_until_complete(port.close())
+
+
 def test_default_searches_memory_files_only(default):
     b, loop, _ = default
     hits = _search(b, loop, "which port does the dev server run on")

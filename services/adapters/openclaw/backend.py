@@ -359,6 +359,8 @@ class OpenClawBackend(MemoryBackend):
                         work.append((s, (), False))
                     await self._compact(st)
                 turn = lifecycle.Turn(m.id, role, text, ms)
+                if st.first_ms is None:
+                    st.first_ms = ms
                 st.window.append(turn)
                 st.open_turns.append(turn)
                 staged.pending.append(("append", s.session_id, turn))
@@ -400,17 +402,15 @@ class OpenClawBackend(MemoryBackend):
                 lines.append(line)
                 evidence[line] = evidence.get(line, ()) + (t.message_id,)
         path = lifecycle.hook_path(at_ms, set(staged.files))
-        content = lifecycle.render_hook_file(at_ms, lifecycle.session_key(lifecycle.agent_id(namespace)),
-                                             self.session_id(namespace), lines)
+        agent = lifecycle.agent_id(namespace)
+        content = lifecycle.render_hook_file(at_ms, lifecycle.session_key(agent),
+                                             lifecycle.stable_session_id(agent, st.first_ms or at_ms), lines)
         staged.files[path] = hook_wfile(content, evidence, at_ms)
         staged.pending.append(("new", at_ms, st.open_session, path, evidence))
         st.closed.append(st.open_session)
         st.open_session, st.open_turns = None, []
         st.reset_window()
         self.n["hook_files"] += 1
-
-    def session_id(self, namespace: str) -> str:
-        return lifecycle.port_session_id(namespace)
 
     async def index_workspace(self, namespace: str, staged: Workspace) -> int:
         """Bring the namespace's search index to `staged`'s files; returns the number of chunks (re)indexed."""

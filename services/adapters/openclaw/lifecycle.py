@@ -35,7 +35,6 @@ import hashlib
 import json
 import math
 import re
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -224,9 +223,13 @@ def session_key(agent: str) -> str:
     return f"agent:{agent}:main"
 
 
-def port_session_id(namespace: str) -> str:
-    """The port's session id for a namespace's main session (OpenClaw draws a random UUID; the port a stable one)."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memrig-openclaw:{namespace}"))
+def stable_session_id(agent: str, first_ms: int) -> str:
+    """The id of an agent's main session as openclaw-real's sidecar creates it (sidecar.mjs `stableSessionId`:
+    OpenClaw draws a random UUID, the rig derives a v4-shaped one from the agent and its first message's time so a
+    replay is reproducible). The port uses the same, so its hook files hold the same bytes as OpenClaw's."""
+    h = hashlib.sha256(f"memrig-session\0{agent}\0{first_ms}".encode()).hexdigest()
+    variant = format((int(h[16], 16) & 3) | 8, "x")
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}"
 
 
 # ---------------------------------------------------------------------------------------------- replay state
@@ -251,11 +254,12 @@ class InstallState:
     open_turns: list[Turn] = field(default_factory=list)  # the open session's messages (for the hook)
     closed: list[str] = field(default_factory=list)  # sessions a /new has closed, in order
     transcript_lines: dict[str, dict[int, str]] = field(default_factory=dict)  # transcript path → line → message id
+    first_ms: int | None = None  # the namespace's first message (its main session's id derives from it)
 
     def copy(self) -> InstallState:
         return InstallState(self.summary, list(self.window), self.compactions, self.flushed_cycle,
                             self.open_session, list(self.open_turns), list(self.closed),
-                            {k: dict(v) for k, v in self.transcript_lines.items()})
+                            {k: dict(v) for k, v in self.transcript_lines.items()}, self.first_ms)
 
     def tokens(self, system_prompt_tokens: int = 0) -> int:
         t = sum(estimate_tokens(x.text) for x in self.window) + system_prompt_tokens
