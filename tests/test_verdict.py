@@ -391,3 +391,20 @@ def test_without_a_native_backend_the_cell_says_so(tmp_path):
     v = suite_verdict(d)
     assert v["baseline"]["condition"] is None and v["backends"]["mine"]["vs_native"] is None
     assert render_cell(v, "mine").startswith("[no native baseline](#madial)<br>vs BM25: [no detectable difference]")
+
+
+def test_the_run_verdict_reuses_each_suites_saved_verdict_until_its_sources_change(tmp_path, monkeypatch):
+    import os
+
+    from services.coordinator import verdict as V
+
+    out, index = two_suite_run(tmp_path)
+    fresh = V.build_verdict(out, index)
+    monkeypatch.setattr(V, "suite_verdict", lambda d: (_ for _ in ()).throw(V.VerdictError(f"recomputed {d.name}")))
+    assert V.build_verdict(out, index)["suites"] == fresh["suites"]  # finalize's verdict.json, not recomputed
+    samples = out / "madial" / "samples.jsonl"
+    later = (out / "madial" / "verdict.json").stat().st_mtime_ns + 10**9
+    os.utime(samples, ns=(later, later))  # samples newer than the saved verdict: it is stale
+    v = V.build_verdict(out, index)
+    assert v["left_out"] == {"madial": "recomputed madial", "locomo": "skipped: data not found"}
+    assert list(v["suites"]) == ["cortex-v1"]

@@ -23,6 +23,7 @@ Metrics the mock produced are listed per suite (`mocked_metrics`) and marked on 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -266,11 +267,24 @@ def build_verdict(out: str | Path, index: dict[str, Any]) -> dict[str, Any]:
             left_out[name] = f"{s.get('state', 'not run')}: {s.get('reason', '')}".strip().rstrip(":")
             continue
         try:
-            suites[name] = suite_verdict(out / s["dir"])
+            suites[name] = _saved_or_new(out / s["dir"])
         except (VerdictError, NotImplementedError) as e:
             left_out[name] = str(e)
     return assemble(index.get("run_id", out.name), suites, left_out, index.get("skipped_backends") or {},
                     list(index.get("backends") or []))
+
+
+def _saved_or_new(suite_dir: Path) -> dict[str, Any]:
+    """The suite's verdict as its run's finalize saved it (verdict.json, written after metrics.json), unless any file
+    it was made from is newer; else computed now."""
+    saved = suite_dir / "verdict.json"
+    sources = [suite_dir / f for f in ("run.json", "metrics.json", "samples.jsonl")]
+    if saved.exists() and all(p.exists() and p.stat().st_mtime_ns <= saved.stat().st_mtime_ns for p in sources):
+        with contextlib.suppress(json.JSONDecodeError, AttributeError):
+            only = list((json.loads(saved.read_text()).get("suites") or {}).values())
+            if len(only) == 1:
+                return only[0]
+    return suite_verdict(suite_dir)
 
 
 def assemble(run_id: str, suites: dict[str, Any], left_out: dict[str, str] | None = None,

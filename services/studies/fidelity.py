@@ -255,28 +255,19 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(e))
     out = Path(args.out or f"results/fidelity-{time.strftime('%Y%m%d-%H%M%S')}")
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
-    if args.system == "quaid":  # services/studies/fidelity_quaid.py
-        from services.adapters.quaid_real.source import availability as quaid_availability
-        from services.studies import fidelity_quaid
+    if args.system in ("quaid", "octybot"):  # services/studies/fidelity_quaid.py, fidelity_octybot.py
+        import importlib
 
-        qa = quaid_availability()
-        if not qa.ok:
-            print(f"fidelity: quaid-real unavailable: {qa.reason}", file=sys.stderr)
+        avail_module, real = {"quaid": ("services.adapters.quaid_real.source", "quaid-real"),
+                              "octybot": ("services.adapters.octybot_real.runtime", "octybot-real")}[args.system]
+        avail = importlib.import_module(avail_module).availability()
+        if not avail.ok:
+            print(f"fidelity: {real} unavailable: {avail.reason}", file=sys.stderr)
             return 2
-        qs = asyncio.run(fidelity_quaid.run(suites, args.embedder, out, options, args.seed))
+        study = importlib.import_module(f"services.studies.fidelity_{args.system}")
+        summaries = asyncio.run(study.run(suites, args.embedder, out, options, args.seed))
         print((out / "fidelity.md").read_text())
-        return 0 if qs and all(s.passes for s in qs) else 1
-    if args.system == "octybot":  # services/studies/fidelity_octybot.py
-        from services.adapters.octybot_real.runtime import availability as octybot_availability
-        from services.studies import fidelity_octybot
-
-        oa = octybot_availability()
-        if not oa.ok:
-            print(f"fidelity: octybot-real unavailable: {oa.reason}", file=sys.stderr)
-            return 2
-        osum = asyncio.run(fidelity_octybot.run(suites, args.embedder, out, options, args.seed))
-        print((out / "fidelity.md").read_text())
-        return 0 if osum and all(s.passes for s in osum) else 1
+        return 0 if summaries and all(s.passes for s in summaries) else 1
     from services.adapters.openclaw_real.node import availability
 
     a = availability()
