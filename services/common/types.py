@@ -85,6 +85,15 @@ class RetrieveQuery:
     reference_time: datetime | None = None
 
 
+@dataclass(frozen=True)
+class EvidenceSpan:
+    """Characters [start, end) (Unicode code points) of a text that come from message `evidence_id`."""
+
+    evidence_id: str
+    start: int
+    end: int
+
+
 @dataclass
 class Memory:
     id: str
@@ -96,6 +105,8 @@ class Memory:
     evidence_ids: list[str] = field(default_factory=list)
     channel_scores: dict[str, float] = field(default_factory=dict)
     attributes: dict[str, str] = field(default_factory=dict)
+    # Which characters of `text` come from which evidence id; empty = the whole text from every evidence id.
+    evidence_spans: list[EvidenceSpan] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -119,6 +130,9 @@ class RetrieveResult:
     formatted_context: str = ""
     degraded: bool = False
     degraded_reason: str = ""
+    # Which characters of `formatted_context` come from which evidence id; empty = the rig locates each memory's
+    # text in formatted_context and carries the memory's own spans over.
+    context_spans: list[EvidenceSpan] = field(default_factory=list)
 
 
 @dataclass
@@ -354,6 +368,7 @@ def memory_to_pb(m: Memory) -> pb.Memory:
         evidence_ids=list(m.evidence_ids),
         channel_scores=[pb.ChannelScore(channel=k, score=float(v)) for k, v in m.channel_scores.items()],
         attributes={k: str(v) for k, v in m.attributes.items()},
+        evidence_spans=spans_to_pb(m.evidence_spans),
     )
 
 
@@ -368,6 +383,7 @@ def memory_from_pb(m: pb.Memory) -> Memory:
         evidence_ids=list(m.evidence_ids),
         channel_scores={c.channel: c.score for c in m.channel_scores},
         attributes=dict(m.attributes),
+        evidence_spans=spans_from_pb(m.evidence_spans),
     )
 
 
@@ -382,7 +398,16 @@ def result_to_pb(r: RetrieveResult) -> pb.RetrieveResponse:
         formatted_context=r.formatted_context,
         degraded=r.degraded,
         degraded_reason=r.degraded_reason,
+        context_spans=spans_to_pb(r.context_spans),
     )
+
+
+def spans_to_pb(spans: list[EvidenceSpan]) -> list[pb.EvidenceSpan]:
+    return [pb.EvidenceSpan(evidence_id=s.evidence_id, start=int(s.start), end=int(s.end)) for s in spans]
+
+
+def spans_from_pb(spans: Any) -> list[EvidenceSpan]:
+    return [EvidenceSpan(s.evidence_id, s.start, s.end) for s in spans]
 
 
 def result_from_pb(r: pb.RetrieveResponse) -> RetrieveResult:
@@ -393,6 +418,7 @@ def result_from_pb(r: pb.RetrieveResponse) -> RetrieveResult:
         formatted_context=r.formatted_context,
         degraded=r.degraded,
         degraded_reason=r.degraded_reason,
+        context_spans=spans_from_pb(r.context_spans),
     )
 
 

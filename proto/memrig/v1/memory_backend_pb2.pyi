@@ -179,7 +179,7 @@ class ChannelScore(_message.Message):
     def __init__(self, channel: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "text", "score", "kind", "created_at", "source", "evidence_ids", "channel_scores", "attributes")
+    __slots__ = ("id", "text", "score", "kind", "created_at", "source", "evidence_ids", "channel_scores", "attributes", "evidence_spans")
     class AttributesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -196,6 +196,7 @@ class Memory(_message.Message):
     EVIDENCE_IDS_FIELD_NUMBER: _ClassVar[int]
     CHANNEL_SCORES_FIELD_NUMBER: _ClassVar[int]
     ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_SPANS_FIELD_NUMBER: _ClassVar[int]
     id: str
     text: str
     score: float
@@ -205,7 +206,18 @@ class Memory(_message.Message):
     evidence_ids: _containers.RepeatedScalarFieldContainer[str]
     channel_scores: _containers.RepeatedCompositeFieldContainer[ChannelScore]
     attributes: _containers.ScalarMap[str, str]
-    def __init__(self, id: _Optional[str] = ..., text: _Optional[str] = ..., score: _Optional[float] = ..., kind: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[str] = ..., evidence_ids: _Optional[_Iterable[str]] = ..., channel_scores: _Optional[_Iterable[_Union[ChannelScore, _Mapping]]] = ..., attributes: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    evidence_spans: _containers.RepeatedCompositeFieldContainer[EvidenceSpan]
+    def __init__(self, id: _Optional[str] = ..., text: _Optional[str] = ..., score: _Optional[float] = ..., kind: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source: _Optional[str] = ..., evidence_ids: _Optional[_Iterable[str]] = ..., channel_scores: _Optional[_Iterable[_Union[ChannelScore, _Mapping]]] = ..., attributes: _Optional[_Mapping[str, str]] = ..., evidence_spans: _Optional[_Iterable[_Union[EvidenceSpan, _Mapping]]] = ...) -> None: ...
+
+class EvidenceSpan(_message.Message):
+    __slots__ = ("evidence_id", "start", "end")
+    EVIDENCE_ID_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    evidence_id: str
+    start: int
+    end: int
+    def __init__(self, evidence_id: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
 
 class ChannelDiagnostics(_message.Message):
     __slots__ = ("channel", "candidates", "duration_ns", "note")
@@ -220,20 +232,22 @@ class ChannelDiagnostics(_message.Message):
     def __init__(self, channel: _Optional[str] = ..., candidates: _Optional[int] = ..., duration_ns: _Optional[int] = ..., note: _Optional[str] = ...) -> None: ...
 
 class RetrieveResponse(_message.Message):
-    __slots__ = ("memories", "server_duration_ns", "channels", "formatted_context", "degraded", "degraded_reason")
+    __slots__ = ("memories", "server_duration_ns", "channels", "formatted_context", "degraded", "degraded_reason", "context_spans")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     SERVER_DURATION_NS_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
     FORMATTED_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_REASON_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_SPANS_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[Memory]
     server_duration_ns: int
     channels: _containers.RepeatedCompositeFieldContainer[ChannelDiagnostics]
     formatted_context: str
     degraded: bool
     degraded_reason: str
-    def __init__(self, memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., server_duration_ns: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[ChannelDiagnostics, _Mapping]]] = ..., formatted_context: _Optional[str] = ..., degraded: _Optional[bool] = ..., degraded_reason: _Optional[str] = ...) -> None: ...
+    context_spans: _containers.RepeatedCompositeFieldContainer[EvidenceSpan]
+    def __init__(self, memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., server_duration_ns: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[ChannelDiagnostics, _Mapping]]] = ..., formatted_context: _Optional[str] = ..., degraded: _Optional[bool] = ..., degraded_reason: _Optional[str] = ..., context_spans: _Optional[_Iterable[_Union[EvidenceSpan, _Mapping]]] = ...) -> None: ...
 
 class StatsRequest(_message.Message):
     __slots__ = ("namespace",)
