@@ -12,6 +12,7 @@
     memrig report RUN_DIR                re-score and re-render from samples.jsonl (no re-running; a suite
                                          run or a whole bench-all run with its verdict)
     memrig compare RUN_A RUN_B [--fail-on M] [--json]  what moved between two runs; exit 1 on a gated regression
+    memrig judge-agreement --labels FILE [--judge local]  every QA judge against human-labelled answers
     memrig serve SERVICE [--port P] ...  run one service in the foreground
     memrig list                          suites, backends, services
 Exit codes: 0 success, 1 a check/run failed, 2 bad usage or bad input.
@@ -431,6 +432,56 @@ def cmd_reset(args) -> int:
     return 0
 
 
+def cmd_judge_agreement(args) -> int:
+    """Every QA judge against a human-labelled set (services/coordinator/judge_agreement.py)."""
+    from services.common import llm_roles
+    from services.coordinator import judge_agreement as JA
+    from services.coordinator.results import git_sha
+    from services.coordinator.suites.common import resolve_data_file
+
+    data_file = Path(args.data) if args.data else resolve_data_file(None, "locomo", "locomo10_dev.json")
+    if not data_file.exists():
+        raise FileNotFoundError(f"--data: {data_file} not found")
+    try:
+        items = JA.load_labels(args.labels, data_file)
+    except ValueError as e:
+        raise ValidationError("--labels", str(e)) from None
+    choices = _llm_choices(args)
+    choices = {"judge": choices["judge"]} if choices else {}
+
+    async def go():
+        from services.common.llm_client import LLMClient
+
+        rig = Rig(STATE_DIR / "judge-agreement")
+        try:
+            roles = await rig.ensure_llm_roles(choices)
+            async with LLMClient(roles["judge"]) as client:
+                res, raw = await JA.measure(items, client, seed=args.seed)
+                return res, raw, roles["judge"].identity(), client.cache_stats()
+        finally:
+            rig.stop_all()
+
+    res, raw, ident, cache = asyncio.run(go())
+    digest = JA.labels_digest(args.labels)
+    name = llm_roles.short_name(ident)
+    command = "memrig judge-agreement --labels " + JA._rel(args.labels) + (f" --judge {choices['judge']}" if choices
+                                                                         else "")
+    text = JA.render_labels(res, name, JA._rel(args.labels), digest, items)
+    text += f"\n\nModel calls: {cache['hits']} from the response cache, {cache['misses']} answered by the model."
+    if args.json:
+        print(json.dumps({"result": res, "model_raw": raw, "judge": ident, "labels_sha256": digest}, indent=1))
+    else:
+        print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    if args.record:
+        rec = JA.make_record(res, JA._rel(args.labels), digest, ident, git_sha(), command)
+        path = JA.record_path(args.labels)
+        path.write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n")
+        print(f"\nrecorded: {path}", file=sys.stderr)
+    return 0
+
+
 def cmd_serve(args, extra: list[str]) -> int:
     if args.service in SERVICES:
         module = SERVICES[args.service].module
@@ -576,6 +627,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every namespace (of --backend, or of every backend)")
     p.add_argument("--target", default=None, help="HOST:PORT of a running backend")
     p.set_defaults(fn=cmd_reset)
+
+    p = sub.add_parser("judge-agreement", help="every QA judge against human-labelled answers (kappa, CI, misses)")
+    p.add_argument("--labels", required=True, help="labels JSONL (services/coordinator/suites/data/"
+                                                    "judge_labels_locomo.jsonl; format in its .md)")
+    p.add_argument("--data", default=None, help="the LoCoMo file the labels point into (default: "
+                                                  "$MEMRIG_DATA_DIR or ../shared/data, locomo/locomo10_dev.json)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--json", action="store_true", help="JSON instead of Markdown")
+    p.add_argument("--out", default=None, help="also write the Markdown to this file")
+    p.add_argument("--record", action="store_true",
+                   help="write the agreement record beside the labels (<stem>.agreement.json), which suite reports "
+                        "quote beside model-made QA figures")
+    llm_flags(p)
+    p.set_defaults(fn=cmd_judge_agreement)
 
     p = sub.add_parser("serve", help="run one service in the foreground (extra flags are passed on)")
     p.add_argument("service")

@@ -123,3 +123,16 @@ def test_finalize_adds_the_section_only_for_a_model_judge(tmp_path):
     rd = _run_dir(tmp_path / "mock", {"model": "memrig-llm-mock", "offline_mock": True, "passes": 1})
     metrics, _ = finalize(rd)
     assert "judge_agreement" not in metrics and "Judge agreement" not in (rd.path / "report.md").read_text()
+
+
+def test_a_sample_without_a_binary_label_is_missing_not_wrong():
+    # p1-p3 carry a binary label (CORRECT, WRONG, CORRECT), p4 only a 0-3 score: a mixed run is compared on the
+    # binary label over p1-p3, with p4 counted as missing (it used to count as a WRONG label).
+    mixed = [{**SAMPLES[0], "judge": None, "binary_judge": {"correct": True}},
+             {**SAMPLES[1], "judge": None, "binary_judge": {"correct": False}},
+             {**SAMPLES[2], "judge": None, "binary_judge": {"correct": True}}, SAMPLES[3]]
+    ag = J.compute(mixed, "cortex-v1")
+    assert ag["scale"] == "binary" and ag["n"] == 3 and ag["missing"] == 1
+    assert ag["positive_rate"]["model judge"] == pytest.approx(2 / 3)
+    assert "1 answers judged without a binary label are left out" in J.render(ag, "qwen")
+    assert J.compute(SAMPLES, "cortex-v1")["missing"] == 0

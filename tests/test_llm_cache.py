@@ -39,8 +39,11 @@ def test_key_changes_with_each_part_and_the_endpoint_only_without_a_digest():
     assert llm_cache.cache_key("m", "", "http://a/v1/", body) == llm_cache.cache_key("m", "", "http://a/v1", body)
 
 
-def test_only_temperature_zero_without_streaming_is_cacheable():
+def test_only_temperature_zero_or_seeded_without_streaming_is_cacheable():
     assert llm_cache.cacheable({"temperature": 0.0})
+    assert llm_cache.cacheable({"temperature": 0.7, "seed": 0}) and llm_cache.cacheable({"temperature": 0.7, "seed": 2})
+    assert not llm_cache.cacheable({"temperature": 0.7, "seed": None})
+    assert not llm_cache.cacheable({"temperature": 0.7, "seed": 1, "stream": True})
     assert llm_cache.cacheable({"temperature": 0})
     assert not llm_cache.cacheable({"temperature": 0.2})
     assert not llm_cache.cacheable({"temperature": 0.0, "stream": True})

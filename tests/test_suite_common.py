@@ -14,16 +14,19 @@ import pytest
 from services.common import prompts
 from services.coordinator.suites import common
 from services.coordinator.suites.common import (
+    SAMPLED_PASS_TEMPERATURE,
     binary_judge,
     compare_all,
     fmt,
     fmt_ci,
     judge_label,
+    judge_pass_settings,
     metric_spec,
     pairwise_judge,
     parse_pairwise,
     prompt_id,
     render_comparisons,
+    rubric_judge,
     stable_seed,
     stratified_sample,
     summary,
@@ -143,9 +146,11 @@ class ScriptedLLM:
     def __init__(self, replies):
         self.replies = list(replies)
         self.calls = []
+        self.seeds = []
 
-    async def chat(self, messages, temperature):
+    async def chat(self, messages, temperature, seed=None):
         self.calls.append((messages, temperature))
+        self.seeds.append(seed)
         return Reply(self.replies.pop(0))
 
 
@@ -158,11 +163,34 @@ class Ctx:
             self.judge_temperature = temperature
 
 
+def test_judge_passes_are_distinct_seeded_draws():
+    # one pass: greedy (the stated temperature, default 0), no seed; N passes: seeds 0..N-1 at the stated
+    # temperature, or at SAMPLED_PASS_TEMPERATURE when it is 0 (N identical greedy calls would decide nothing)
+    assert judge_pass_settings(Ctx([])) == [{"temperature": 0.0, "seed": None}]
+    assert judge_pass_settings(Ctx([], passes=1, temperature=0.3)) == [{"temperature": 0.3, "seed": None}]
+    assert judge_pass_settings(Ctx([], passes=3)) == [{"temperature": SAMPLED_PASS_TEMPERATURE, "seed": i}
+                                                      for i in range(3)]
+    assert judge_pass_settings(Ctx([], passes=2, temperature=0.2)) == [{"temperature": 0.2, "seed": 0},
+                                                                       {"temperature": 0.2, "seed": 1}]
+    assert judge_pass_settings(Ctx([], passes=0)) == [{"temperature": 0.0, "seed": None}]
+    ctx = Ctx(['{"score": 3}', '{"score": 0}', '{"score": 3}'], passes=3)
+    res = asyncio.run(rubric_judge(ctx, "q", "g", "a"))
+    assert (res["score"], res["passes"], res["temperature"], res["seeds"]) == (3, [3, 0, 3], 0.7, [0, 1, 2])
+    assert ctx.judge_llm.seeds == [0, 1, 2] and [c[1] for c in ctx.judge_llm.calls] == [0.7] * 3
+    assert ctx.judge_llm.calls[0][0][0]["content"] == prompts.JUDGE_SYSTEM
+    one = asyncio.run(rubric_judge(Ctx(['{"score": 2}']), "q", "g", "a"))
+    assert one == {"score": 2, "passes": [2], "reasons": ['{"score": 2}']}  # one pass records no seeds
+    with pytest.raises(ValueError, match="no 0-3 score"):
+        asyncio.run(rubric_judge(Ctx(["none"]), "q", "g", "a"))
+
+
 def test_binary_judge_majority_and_records():
     ctx = Ctx(["CORRECT", " WRONG ", "CORRECT"], passes=3, temperature=0.2)
     res = asyncio.run(binary_judge(ctx, "q?", "gold", "ans"))
     assert res == {"correct": True, "passes": [1, 0, 1], "raw": ["CORRECT", "WRONG", "CORRECT"],
-                   "prompt": "BINARY_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.BINARY_JUDGE_SYSTEM)}
+                   "prompt": "BINARY_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.BINARY_JUDGE_SYSTEM),
+                   "temperature": 0.2, "seeds": [0, 1, 2]}
+    assert ctx.judge_llm.seeds == [0, 1, 2]
     messages, temperature = ctx.judge_llm.calls[0]
     assert temperature == 0.2 and messages == [
         {"role": "system", "content": prompts.BINARY_JUDGE_SYSTEM},
@@ -170,7 +198,7 @@ def test_binary_judge_majority_and_records():
     # one pass by default at temperature 0; a 2-pass tie is WRONG (the sceptical choice)
     ctx = Ctx(["CORRECT"])
     assert asyncio.run(binary_judge(ctx, "q", "g", "a"))["correct"] is True
-    assert ctx.judge_llm.calls[0][1] == 0.0
+    assert ctx.judge_llm.calls[0][1] == 0.0 and ctx.judge_llm.seeds == [None]
     assert asyncio.run(binary_judge(Ctx(["CORRECT", "WRONG"], passes=2), "q", "g", "a"))["correct"] is False
     assert asyncio.run(binary_judge(Ctx(["WRONG"], passes=0), "q", "g", "a"))["passes"] == [0]  # at least one
     long = "CORRECT " + "x" * 300
@@ -193,7 +221,9 @@ def test_pairwise_judge_maps_the_shown_order_back():
     res = asyncio.run(pairwise_judge(ctx, "q", "g", "answer a", "answer b", seed=1))
     assert (res["order_shown"], res["verdicts"], res["winner"]) == (["a", "b"], ["a", "b", "a"], "a")
     assert ctx.judge_llm.calls[0][0][1]["content"] == prompts.pairwise_judge_user("q", "g", "answer a", "answer b")
-    assert ctx.judge_llm.calls[0][1] == 0.0 and res["prompt_id"] == prompt_id(prompts.PAIRWISE_JUDGE_SYSTEM)
+    # three passes at the default temperature 0: sampled at SAMPLED_PASS_TEMPERATURE with seeds 0, 1, 2
+    assert ctx.judge_llm.calls[0][1] == SAMPLED_PASS_TEMPERATURE and ctx.judge_llm.seeds == [0, 1, 2]
+    assert res["prompt_id"] == prompt_id(prompts.PAIRWISE_JUDGE_SYSTEM) and res["seeds"] == [0, 1, 2]
     ctx = Ctx(["X", "TIE"], passes=2, temperature=0.5)
     res = asyncio.run(pairwise_judge(ctx, "q", "g", "answer a", "answer b", seed=0))
     assert (res["order_shown"], res["verdicts"], res["winner"]) == (["b", "a"], ["b", "tie"], "tie")  # 1-1: tie

@@ -1,6 +1,8 @@
 """An on-disk response cache for chat completions, so a rerun of the same run costs no model time.
 
-Only deterministic calls are cached: temperature 0 and no streaming. The key is the SHA-256 of a canonical JSON
+Only calls whose reply is meant to be reproducible are cached: temperature 0, or any temperature with a stated
+`seed` (one named draw: the judges' passes 2..N, suites/common.judge_pass_settings; a rerun then reproduces the
+same draws even where the endpoint cannot), and no streaming. The key is the SHA-256 of a canonical JSON
 of what decides the reply:
 
 - the model name and the model file's digest (when the endpoint says which file it serves, e.g. the rig's
@@ -72,8 +74,8 @@ def cache_key(model: str, digest: str, base_url: str, body: dict[str, Any]) -> s
 
 
 def cacheable(body: dict[str, Any]) -> bool:
-    """Temperature 0 (or unset, which the client never sends) and no streaming."""
-    return float(body.get("temperature", 0.0)) == 0.0 and not body.get("stream")
+    """Temperature 0 (or unset, which the client never sends) or a stated seed, and no streaming."""
+    return (float(body.get("temperature", 0.0)) == 0.0 or body.get("seed") is not None) and not body.get("stream")
 
 
 class ResponseCache:

@@ -20,7 +20,6 @@ from services.common.llm_client import LLMClient
 from services.common.tokens import count_tokens
 from services.common.transcripts import compact, render_session
 from services.common.types import IngestBatch, Memory, RetrieveQuery, RetrieveResult
-from services.coordinator.metrics.judge import majority_vote
 from services.coordinator.suites.base import Condition, Probe
 
 _JSON_RE = re.compile(r"\{.*\}", re.S)
@@ -150,19 +149,10 @@ class ProbeContext:
         }
 
     async def judge(self, question: str, ground_truth: str, answer: str) -> dict[str, Any]:
-        passes, reasons = [], []
-        for _ in range(self.judge_passes):
-            res = await self.judge_llm.chat(
-                [{"role": "system", "content": prompts.JUDGE_SYSTEM},
-                 {"role": "user", "content": prompts.judge_user(question, ground_truth, answer)}],
-                temperature=self.judge_temperature,
-            )
-            s = parse_judge_score(res.text)
-            if s is None:
-                raise ValueError(f"judge reply has no 0-3 score: {res.text[:200]!r}")
-            passes.append(s)
-            reasons.append(res.text.strip()[:300])
-        return {"score": majority_vote(passes), "passes": passes, "reasons": reasons}
+        """The 0-3 rubric judge (suites.common.rubric_judge: passes, seeds, majority vote)."""
+        from services.coordinator.suites.common import rubric_judge
+
+        return await rubric_judge(self, question, ground_truth, answer)
 
     async def answer_and_judge(self, probe: Probe, condition: Condition) -> dict[str, Any]:
         blocks, retrievals = await self.gather_context(probe, condition)

@@ -221,24 +221,77 @@ def prompt_id(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+# Temperature of passes 2..N when a judge runs several passes and none was stated: at temperature 0 every pass would
+# be the same call (and a response-cache hit), so the majority vote would decide nothing.
+SAMPLED_PASS_TEMPERATURE = 0.7
+
+
+def judge_pass_settings(ctx: Any) -> list[dict[str, Any]]:
+    """The (temperature, seed) of each judge pass: ctx.judge_passes passes (at least one). One pass: at
+    ctx.judge_temperature (default 0), no seed, the greedy reply. N > 1 passes: pass i (0-based) samples with
+    seed i at ctx.judge_temperature, or at SAMPLED_PASS_TEMPERATURE when that is 0, so the passes are N
+    distinct draws and the majority vote is over them (each draw is still reproducible: same seed, same reply,
+    which is why seeded calls are cached)."""
+    n = max(1, int(getattr(ctx, "judge_passes", 1)))
+    t = float(getattr(ctx, "judge_temperature", 0.0))
+    if n == 1:
+        return [{"temperature": t, "seed": None}]
+    return [{"temperature": t if t > 0 else SAMPLED_PASS_TEMPERATURE, "seed": i} for i in range(n)]
+
+
+async def _judge_call(ctx: Any, system: str, user: str, setting: Mapping[str, Any]) -> Any:
+    kw: dict[str, Any] = {"temperature": setting["temperature"]}
+    if setting["seed"] is not None:
+        kw["seed"] = setting["seed"]
+    return await ctx.judge_llm.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
+                                    **kw)
+
+
+def _pass_record(settings: list[dict[str, Any]]) -> dict[str, Any]:
+    rec: dict[str, Any] = {"temperature": settings[0]["temperature"]}
+    if settings[0]["seed"] is not None:
+        rec["seeds"] = [s["seed"] for s in settings]
+    return rec
+
+
+async def rubric_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[str, Any]:
+    """The 0-3 rubric judge (prompts.JUDGE_SYSTEM): one call per pass (judge_pass_settings), the majority
+    score (metrics.judge.majority_vote). Records every pass and its reply."""
+    from services.coordinator.context import parse_judge_score
+
+    settings = judge_pass_settings(ctx)
+    passes, reasons = [], []
+    for st in settings:
+        res = await _judge_call(ctx, prompts.JUDGE_SYSTEM, prompts.judge_user(question, gold, answer), st)
+        s = parse_judge_score(res.text)
+        if s is None:
+            raise ValueError(f"judge reply has no 0-3 score: {res.text[:200]!r}")
+        passes.append(s)
+        reasons.append(res.text.strip()[:300])
+    out = {"score": majority_vote(passes), "passes": passes, "reasons": reasons}
+    if len(settings) > 1:
+        out.update(_pass_record(settings))
+    return out
+
+
 async def binary_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[str, Any]:
-    """Binary CORRECT/WRONG judge (prompts.BINARY_JUDGE_SYSTEM), ctx.judge_passes passes, majority vote
-    (ties -> WRONG, the sceptical choice). Records the prompt id and every pass."""
+    """Binary CORRECT/WRONG judge (prompts.BINARY_JUDGE_SYSTEM), one call per pass (judge_pass_settings),
+    majority vote (ties -> WRONG, the sceptical choice). Records the prompt id and every pass."""
+    settings = judge_pass_settings(ctx)
     passes: list[int] = []
     raw: list[str] = []
-    for _ in range(max(1, int(getattr(ctx, "judge_passes", 1)))):
-        res = await ctx.judge_llm.chat(
-            [{"role": "system", "content": prompts.BINARY_JUDGE_SYSTEM},
-             {"role": "user", "content": prompts.judge_user(question, gold, answer)}],
-            temperature=getattr(ctx, "judge_temperature", 0.0),
-        )
+    for st in settings:
+        res = await _judge_call(ctx, prompts.BINARY_JUDGE_SYSTEM, prompts.judge_user(question, gold, answer), st)
         label = parse_binary_label(res.text)
         if label is None:
             raise ValueError(f"binary judge reply has no CORRECT/WRONG label: {res.text[:200]!r}")
         passes.append(1 if label else 0)
         raw.append(res.text.strip()[:200])
-    return {"correct": bool(majority_vote(passes)), "passes": passes, "raw": raw,
-            "prompt": "BINARY_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.BINARY_JUDGE_SYSTEM)}
+    out = {"correct": bool(majority_vote(passes)), "passes": passes, "raw": raw,
+           "prompt": "BINARY_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.BINARY_JUDGE_SYSTEM)}
+    if len(settings) > 1:
+        out.update(_pass_record(settings))
+    return out
 
 
 def parse_pairwise(text: str) -> str | None:
@@ -256,20 +309,18 @@ def parse_pairwise(text: str) -> str | None:
 async def pairwise_judge(ctx: Any, question: str, gold: str, answer_a: str, answer_b: str, seed: int
                          ) -> dict[str, Any]:
     """Blind pairwise comparison with randomised order (seed 001 §10.1): a seeded coin decides whether A is
-    shown as "Response X" or "Response Y"; each pass's verdict is mapped back to a/b/tie and the majority
-    (ties -> tie) is the result. The order shown is recorded."""
+    shown as "Response X" or "Response Y"; each pass (judge_pass_settings) gives a verdict mapped back to
+    a/b/tie and the majority (ties -> tie) is the result. The order shown is recorded."""
     rng = random.Random(seed)
     a_first = rng.random() < 0.5
     x, y = (answer_a, answer_b) if a_first else (answer_b, answer_a)
     order = ["a", "b"] if a_first else ["b", "a"]
     verdicts: list[str] = []
     raw: list[str] = []
-    for _ in range(max(1, int(getattr(ctx, "judge_passes", 1)))):
-        res = await ctx.judge_llm.chat(
-            [{"role": "system", "content": prompts.PAIRWISE_JUDGE_SYSTEM},
-             {"role": "user", "content": prompts.pairwise_judge_user(question, gold, x, y)}],
-            temperature=getattr(ctx, "judge_temperature", 0.0),
-        )
+    settings = judge_pass_settings(ctx)
+    for st in settings:
+        res = await _judge_call(ctx, prompts.PAIRWISE_JUDGE_SYSTEM, prompts.pairwise_judge_user(question, gold, x, y),
+                                st)
         v = parse_pairwise(res.text)
         if v is None:
             raise ValueError(f"pairwise judge reply has no X/Y/TIE verdict: {res.text[:200]!r}")
@@ -278,8 +329,11 @@ async def pairwise_judge(ctx: Any, question: str, gold: str, answer_a: str, answ
     counts = {k: verdicts.count(k) for k in ("a", "b", "tie")}
     best = max(counts.values())
     top = [k for k, c in counts.items() if c == best]
-    return {"winner": top[0] if len(top) == 1 else "tie", "verdicts": verdicts, "order_shown": order,
-            "raw": raw, "prompt": "PAIRWISE_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.PAIRWISE_JUDGE_SYSTEM)}
+    out = {"winner": top[0] if len(top) == 1 else "tie", "verdicts": verdicts, "order_shown": order,
+           "raw": raw, "prompt": "PAIRWISE_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.PAIRWISE_JUDGE_SYSTEM)}
+    if len(settings) > 1:
+        out.update(_pass_record(settings))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------------
