@@ -3,6 +3,7 @@ wrong-version chunk packages named; the verified stamp; the real file (marked ne
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -84,6 +85,39 @@ def test_verify_rehashes_a_changed_file(tmp_path):
     dest.write_bytes(b"hello")
     with pytest.raises(M.ModelError, match=r"SHA-256 \(not computed\) and 5 bytes"):
         M.verify(dest, SPEC, full=True)
+
+
+def test_a_copied_stamp_does_not_vouch_for_another_file(tmp_path, monkeypatch):
+    good = M.ensure_model(SPEC, finder=_parts(tmp_path).get, dest=tmp_path / "m" / "tiny.gguf")
+    stamp = json.loads((tmp_path / "m" / "tiny.gguf.verified.json").read_text())
+    assert set(stamp) == {"sha256", "dev", "ino", "size", "mtime_ns", "ctime_ns"}
+    # a tampered file of the same size, its mtime set to the good file's, beside a copy of the good stamp
+    bad = tmp_path / "n" / "tiny.gguf"
+    bad.parent.mkdir()
+    bad.write_bytes(b"jello world")
+    os.utime(bad, ns=(good.stat().st_atime_ns, good.stat().st_mtime_ns))
+    (tmp_path / "n" / "tiny.gguf.verified.json").write_text(json.dumps(stamp))
+    with pytest.raises(M.ModelError, match="tiny.gguf: SHA-256 [0-9a-f]{64} and 11 bytes"):
+        M.verify(bad, SPEC)
+    # the same in place: new bytes, mtime set back to the stamped one; ctime moved, so it is hashed again
+    hashed = []
+    real = M.sha256_of
+    monkeypatch.setattr(M, "sha256_of", lambda paths: hashed.append(1) or real(paths))
+    assert M.verify(good, SPEC) == HELLO_WORLD_SHA256 and hashed == []  # the stamp stands: no hashing
+    mtime = good.stat().st_mtime_ns
+    good.write_bytes(b"jello world")
+    os.utime(good, ns=(mtime, mtime))
+    assert good.stat().st_mtime_ns == stamp["mtime_ns"]
+    with pytest.raises(M.ModelError, match="SHA-256 [0-9a-f]{64} and 11 bytes"):
+        M.verify(good, SPEC)
+    assert hashed == [1]
+    # a stamp of the old form (size and mtime only) is not trusted either: the file is hashed once, re-stamped
+    good.write_bytes(b"hello world")
+    st = good.stat()
+    (tmp_path / "m" / "tiny.gguf.verified.json").write_text(json.dumps(
+        {"sha256": HELLO_WORLD_SHA256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+    assert M.verify(good, SPEC) == HELLO_WORLD_SHA256 and hashed == [1, 1]
+    assert M.verify(good, SPEC) == HELLO_WORLD_SHA256 and hashed == [1, 1]
 
 
 def test_status_says_what_to_run_when_the_file_is_absent(tmp_path, monkeypatch):

@@ -124,3 +124,48 @@ async def test_real_server_starts_answers_caches_and_stops_by_pid(tmp_path, monk
         pid = proc.pid
     with pytest.raises(ProcessLookupError):  # stopped by PID when the rig closed
         os.kill(pid, 0)
+
+
+def test_logits_only_where_sampled():
+    # llama-cpp-python's server keeps a logits row per prompt position by default; the rig turns that off
+    ms = S.model_settings(M.model_path(), M.DEFAULT_MODEL, _args(n_ctx=4096, threads=3))
+    assert ms["logits_all"] is False
+    assert (ms["n_ctx"], ms["n_threads"], ms["n_threads_batch"], ms["model_alias"]) == (
+        4096, 3, 3, M.DEFAULT_MODEL.alias)
+
+
+def _rss_bytes(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for pid {pid}")
+
+
+# The resident size after a prompt that fills most of the context window: the model (1.1 GB mapped), the KV cache
+# for 8,192 positions and one logits row. With logits for every position it was over 4 GB after 2.4k tokens.
+RSS_BOUND = 2_600_000_000
+
+
+@pytest.mark.needs_llm
+@pytest.mark.slow
+@pytest.mark.skipif(not READY, reason=f"[requires:local-llm] local model not set up: {WHY}")
+async def test_memory_stays_bounded_after_a_full_context_prompt(tmp_path, monkeypatch):
+    from services.common.llm_client import LLMClient
+
+    if REAL_CACHE_DIR:
+        monkeypatch.setenv("MEMRIG_CACHE_DIR", REAL_CACHE_DIR)
+    else:
+        monkeypatch.delenv("MEMRIG_CACHE_DIR")
+    monkeypatch.setenv("MEMRIG_LLM_CACHE", "off")
+    async with Rig(tmp_path / "procs") as rig:
+        roles = await rig.ensure_llm_roles({"answerer": "local"})
+        pid = rig.procs["local-llm"].pid
+        # about 7,500 tokens of numbered notes, then a question about one of them
+        notes = "\n".join(f"Note {i}: the build server number {i} listens on port {3000 + i}." for i in range(420))
+        async with LLMClient(roles["answerer"]) as llm:
+            res = await llm.chat([{"role": "user", "content": notes + "\nWhich port does server 7 use? Answer "
+                                                                       "with the number only."}], max_tokens=8)
+        assert res.prompt_tokens > 7000
+        rss = _rss_bytes(pid)
+        print(f"local-llm RSS after a {res.prompt_tokens}-token prompt: {rss / 1e9:.2f} GB")
+        assert rss < RSS_BOUND

@@ -477,7 +477,7 @@ def make_record(res: Mapping[str, Any], labels_path: str, digest: str, judge_ide
 
 
 # The suites' judge for model-made QA accuracy: the one the human labels chose (see the README's judge section).
-QA_JUDGE = "model 0-3"
+QA_JUDGE = "model binary"
 QA_JUDGE_PROMPT = {"model 0-3": "JUDGE_SYSTEM", "model binary": "BINARY_JUDGE_SYSTEM"}
 DEFAULT_LABELS = Path(__file__).resolve().parent / "suites" / "data" / "judge_labels_locomo.jsonl"
 

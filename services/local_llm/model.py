@@ -9,8 +9,10 @@ lists), and the joined file must have exactly the size and SHA-256 that Qwen pub
 below). Anything else is an error that says what is wrong and what to run.
 
 The joined file lives in the rig's cache directory (`$MEMRIG_CACHE_DIR/models/`, default `~/.cache/memrig`),
-never in git. After a full check a stamp file records size, mtime and digest, so a later start re-hashes only
-when the file changed (`verify(full=True)` always re-hashes).
+never in git. After a full check a stamp file records the digest and the file's identity: device, inode, size,
+mtime and ctime (nanoseconds). A later start re-hashes unless all of them match, so a changed file, a file put
+in its place, or one whose mtime was set back (which moves its ctime; no call sets ctime) is hashed again, and a
+stamp copied beside another file stands for nothing (`verify(full=True)` always re-hashes).
 """
 
 from __future__ import annotations
@@ -152,14 +154,20 @@ def _stamp_path(path: Path) -> Path:
     return path.with_name(path.name + ".verified.json")
 
 
+def _identity(st: os.stat_result) -> dict[str, int]:
+    """What binds a stamp to one file: device, inode, size, mtime and ctime."""
+    return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "ctime_ns": st.st_ctime_ns}
+
+
 def _write_stamp(path: Path, digest: str) -> None:
-    st = path.stat()
-    _stamp_path(path).write_text(json.dumps({"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+    _stamp_path(path).write_text(json.dumps({"sha256": digest, **_identity(path.stat())}))
 
 
 def verify(path: Path, spec: ModelSpec = DEFAULT_MODEL, full: bool = False) -> str:
-    """The file's digest when it is the published file, else ModelError. Without `full`, a stamp that matches
-    the file's size and mtime stands for the hash."""
+    """The file's digest when it is the published file, else ModelError. Without `full`, a stamp with the
+    published digest and this file's identity (_identity: device, inode, size, mtime, ctime) stands for the
+    hash."""
     if not path.is_file():
         raise ModelError(f"{path.name} is not in {path.parent} ({SETUP_HINT})")
     st = path.stat()
@@ -168,7 +176,7 @@ def verify(path: Path, spec: ModelSpec = DEFAULT_MODEL, full: bool = False) -> s
             stamp = json.loads(_stamp_path(path).read_text())
         except (OSError, ValueError):
             stamp = {}
-        if stamp == {"sha256": spec.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}:
+        if stamp == {"sha256": spec.sha256, **_identity(st)}:
             return spec.sha256
     if st.st_size != spec.size:
         raise _mismatch(spec, "(not computed)", st.st_size, str(path.name))

@@ -3,7 +3,8 @@
 One process: it checks the model file (model.py; a wrong digest never loads), loads it with llama-cpp-python's
 server application (the `[server]` extra: FastAPI + uvicorn, OpenAI request and response shapes), binds
 127.0.0.1 and prints `READY http=<port> pid=<pid>` once it serves, so the launcher starts and stops it by PID like
-every other service. Bounds: the context window (`--n-ctx`, default 8192 tokens; a longer prompt is a 400 that
+every other service. Bounds: memory (logits are kept only for the sampled position, not for every prompt
+position: model_settings), the context window (`--n-ctx`, default 8192 tokens; a longer prompt is a 400 that
 says so), the CPU threads (`--threads`, default 2), and the requests admitted at once (`--max-inflight`, default
 16): llama.cpp decodes one request at a time, the others wait in order, and one beyond the bound gets 503 with
 Retry-After (the rig's client backs off and retries).
@@ -90,6 +91,16 @@ class InflightLimit:
             self.inflight -= 1
 
 
+def model_settings(path: Path, spec: M.ModelSpec, args: argparse.Namespace) -> dict[str, Any]:
+    """llama-cpp-python's ModelSettings for the model. `logits_all=False`: logits only for the position being
+    sampled. The server's default (True) keeps a float32 row of the whole vocabulary (151,936 entries for Qwen2.5,
+    0.6 MB) for every prompt position, so one 2.4k-token prompt grew the process by about 2 GB and a full
+    8,192-token context would reserve about 5 GB; the rig never asks for prompt logprobs, the one thing that
+    needs them."""
+    return {"model": str(path), "model_alias": spec.alias, "n_ctx": args.n_ctx, "n_threads": args.threads,
+            "n_threads_batch": args.threads, "logits_all": False, "verbose": False}
+
+
 def make_app(path: Path, spec: M.ModelSpec, args: argparse.Namespace):
     """llama-cpp-python's OpenAI app for the model, with the rig's routes and the admission bound."""
     from fastapi.responses import Response
@@ -99,8 +110,7 @@ def make_app(path: Path, spec: M.ModelSpec, args: argparse.Namespace):
 
     app = create_app(
         server_settings=ServerSettings(host=args.host, port=args.port or 8794),
-        model_settings=[ModelSettings(model=str(path), model_alias=spec.alias, n_ctx=args.n_ctx,
-                                      n_threads=args.threads, n_threads_batch=args.threads, verbose=False)],
+        model_settings=[ModelSettings(**model_settings(path, spec, args))],
     )
     ident = identity(spec, path, args)
     registry = CollectorRegistry(auto_describe=True)

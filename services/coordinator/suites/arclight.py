@@ -197,6 +197,7 @@ class ArclightSuite(Suite):
                 else "—" for c in conds)])
         out.append(C.md_table(["Metric", *conds], rows))
         out += C.mock_note(metrics)
+        out += C.judge_agreement_line(metrics, "model 0-3")
         if NATIVE in conds:
             out += ["", "*OpenClaw native* = compaction summary + the last two sessions' notes + `memory_search` top 6, "
                         "from OpenClaw 2026.9.6 itself (`openclaw-real`) when it ran, else the port; *OpenClaw native "

@@ -294,6 +294,50 @@ async def binary_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[
     return out
 
 
+async def qa_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[str, Any]:
+    """The judge behind model-made QA accuracy (LoCoMo's J, LongMemEval's QA accuracy): the one that agrees best
+    with the human labels (judge_agreement.QA_JUDGE). Returns the sample fields it fills: {"judge": 0-3 result}
+    for the rubric judge, {"binary_judge": label result} for the binary one (judged_correct reads either)."""
+    from services.coordinator.judge_agreement import QA_JUDGE
+
+    if QA_JUDGE == "model 0-3":
+        res = await rubric_judge(ctx, question, gold, answer)
+        return {"judge": {**res, "prompt": "JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.JUDGE_SYSTEM)}}
+    return {"binary_judge": await binary_judge(ctx, question, gold, answer)}
+
+
+def judged_correct(sample: Mapping[str, Any]) -> bool | None:
+    """Whether a QA judge accepted the sample's answer: a 0-3 score of 2 or 3 (`judge`), else the binary label
+    (`binary_judge`); None when neither judged it."""
+    j = sample.get("judge")
+    if isinstance(j, Mapping) and j.get("score") is not None:
+        return int(j["score"]) >= 2
+    b = sample.get("binary_judge")
+    if isinstance(b, Mapping) and b.get("correct") is not None:
+        return bool(b["correct"])
+    return None
+
+
+def qa_judge_used(samples: Iterable[Mapping[str, Any]]) -> str | None:
+    """Which judge made a run's QA accuracy: "model 0-3" when its samples carry 0-3 scores, "model binary" when
+    they carry binary labels, None when nothing was judged."""
+    kinds = {"model 0-3" if isinstance(s.get("judge"), Mapping) and s["judge"].get("score") is not None
+             else "model binary" for s in samples if judged_correct(s) is not None}
+    return "model 0-3" if "model 0-3" in kinds else ("model binary" if kinds else None)
+
+
+def judge_agreement_line(metrics: Mapping[str, Any], which: str | None = None) -> list[str]:
+    """The line under a model-made QA / judge figure: which judge and prompt (`which`, default the run's
+    metrics["qa_judge"]), and its agreement with the human labels (judge_agreement.qa_judge_line). Nothing
+    when no model judged (llm-mock or no judge)."""
+    judge, which = metrics.get("judge"), which or metrics.get("qa_judge")
+    if not which or not isinstance(judge, Mapping) or judge.get("offline_mock"):
+        return []
+    from services.coordinator.judge_agreement import qa_judge_line
+
+    return ["", qa_judge_line(judge, which) + "."]
+
+
 def parse_pairwise(text: str) -> str | None:
     """'X', 'Y' or 'TIE' from a pairwise judge reply ({"winner": "X"} or bare text)."""
     import re

@@ -218,6 +218,7 @@ class CortexV1Suite(Suite):
         rows.append(["Context tokens / prompt (cl100k)", *(fmt(m[c]["context_tokens_mean"], 0) for c in conds)])
         out.append(md_table(["Metric", *conds], rows))
         out += C.mock_note(metrics)
+        out += C.judge_agreement_line(metrics, "model 0-3")
         if any(is_native_label(c) for c in conds):
             out += ["", "*OpenClaw native* = compaction summary + the last two sessions' flush notes + `memory_search` "
                         "top 6 (the seed's re-run baseline), run by OpenClaw 2026.9.6 itself (`openclaw-real`) over "

@@ -279,7 +279,7 @@ class LocomoSuite(Suite):
         body.update(await ctx.answer(q, [rec["formatted_context"]]))
         body["answer_question"] = q
         if self.options["judge"] and probe.category != "5":
-            body["binary_judge"] = await C.binary_judge(ctx, probe.question, probe.ground_truth, body["answer"])
+            body.update(await C.qa_judge(ctx, probe.question, probe.ground_truth, body["answer"]))
         return body
 
     def more_units(self, data: dict[str, Any]) -> tuple[str, int] | None:
@@ -309,8 +309,8 @@ class LocomoSuite(Suite):
                     vals.setdefault("f1_cats_1_4", {})[pid] = f1 if r["category"] != "5" else None
                     vals.setdefault("exact_match", {})[pid] = (exact_match(r["answer"], r.get("ground_truth", ""))
                                                                if r["category"] != "5" else None)
-                if r.get("binary_judge"):
-                    vals.setdefault("binary_j", {})[pid] = 1.0 if r["binary_judge"]["correct"] else 0.0
+                if (ok := C.judged_correct(r)) is not None:
+                    vals.setdefault("binary_j", {})[pid] = 1.0 if ok else 0.0
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
                 vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
             values[cond] = vals
@@ -320,7 +320,7 @@ class LocomoSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "category_names": CATEGORY_NAMES,
-                               "data": C.load_info(self)}
+                               "data": C.load_info(self), "qa_judge": C.qa_judge_used(samples)}
         per_cond = self.per_probe(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]
@@ -374,6 +374,7 @@ class LocomoSuite(Suite):
         out.append(C.md_table(["backend", "questions", f"F1 (cats 1-4){ans}", f"EM (cats 1-4){ans}", "turn R@5",
                                "session R@5", f"binary J{jud}", "ctx tokens", "p50 ms"], rows))
         out += C.mock_note(metrics)
+        out += C.judge_agreement_line(metrics)
         cats = sorted({cat for c in conds for cat in m[c]["by_category"]})
         out += ["", f"### F1 by category (condition × category){ans}", ""]
         out.append(C.md_table(["backend", *(f"{k} {CATEGORY_NAMES.get(k, '')}" for k in cats)],

@@ -152,7 +152,7 @@ class LongMemEvalSuite(Suite):
         blocks, _ = await ctx.gather_context(probe, condition)
         body["context_tokens"] = sum(count_tokens(b) for b in blocks)
         body.update(await ctx.answer(probe.question, blocks))
-        body["binary_judge"] = await C.binary_judge(ctx, probe.question, probe.ground_truth, body["answer"])
+        body.update(await C.qa_judge(ctx, probe.question, probe.ground_truth, body["answer"]))
         return body
 
     # ------------------------------------------------------------------------------------------------
@@ -188,15 +188,16 @@ class LongMemEvalSuite(Suite):
                     for level, mems, gold in (("session", mem_sess, gold_s), ("turn", mem_turns, gold_t)):
                         vals.setdefault(f"{level}_memory_recall_all@{k}", {})[pid] = None if skip else \
                             memory_recall_at_k(mems, gold, k, "all")
-                if r.get("binary_judge"):
-                    vals.setdefault("qa_accuracy", {})[pid] = 1.0 if r["binary_judge"]["correct"] else 0.0
+                if (ok := C.judged_correct(r)) is not None:
+                    vals.setdefault("qa_accuracy", {})[pid] = 1.0 if ok else 0.0
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
                 vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
             values[cond] = vals
         return ProbeValues(values, backend_of=condition_backends(samples))
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self)}
+        out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self),
+                               "qa_judge": C.qa_judge_used(samples)}
         per_cond = self.per_probe(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]
@@ -241,6 +242,7 @@ class LongMemEvalSuite(Suite):
         out.append(C.md_table(["backend", "questions", f"QA accuracy{jud}", "session recall_all@5", "session ndcg_any@5",
                                "turn recall_all@10", "ctx tokens", "p50 ms"], rows))
         out += C.mock_note(metrics)
+        out += C.judge_agreement_line(metrics)
         for level in ("session", "turn"):
             out += ["", f"### {level.capitalize()} level, k = {', '.join(map(str, KS))}", ""]
             rows = []
