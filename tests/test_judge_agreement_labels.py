@@ -186,3 +186,5 @@ def test_the_repo_labels_file_loads_when_the_data_is_here():
     assert len(items) >= 48
     for cat in (1, 2, 3, 4):
         assert sum(1 for i in items if i["category"] == cat) >= 12
+    fresh = J.load_labels(J.DEFAULT_LABELS.with_name("judge_labels_locomo_fresh.jsonl"), data)
+    assert len(fresh) >= 24 and not {i["question_key"] for i in fresh} & {i["question_key"] for i in items}
