@@ -448,6 +448,12 @@ def cmd_judge_agreement(args) -> int:
         raise ValidationError("--labels", str(e)) from None
     choices = _llm_choices(args)
     choices = {"judge": choices["judge"]} if choices else {}
+    judges = _csv(args.judges)
+    for j in judges:
+        if j not in JA.MODEL_JUDGES:
+            raise ValidationError("--judges", f"{j!r} is not a model judge; expected {', '.join(JA.MODEL_JUDGES)}")
+    if args.record and set(judges) != set(JA.MODEL_JUDGES):
+        raise ValidationError("--record", "a record needs both model judges (--judges 0-3,binary)")
 
     async def go():
         from services.common.llm_client import LLMClient
@@ -456,7 +462,8 @@ def cmd_judge_agreement(args) -> int:
         try:
             roles = await rig.ensure_llm_roles(choices)
             async with LLMClient(roles["judge"]) as client:
-                res, raw = await JA.measure(items, client, seed=args.seed)
+                res, raw = await JA.measure(items, client, seed=args.seed, judges=judges,
+                                            score_tokens=args.score_tokens or None)
                 return res, raw, roles["judge"].identity(), client.cache_stats()
         finally:
             rig.stop_all()
@@ -634,6 +641,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", default=None, help="the LoCoMo file the labels point into (default: "
                                                   "$MEMRIG_DATA_DIR or ../shared/data, locomo/locomo10_dev.json)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--judges", default="0-3,binary", help="the model judges to run (0-3, binary; comma-separated)")
+    p.add_argument("--score-tokens", type=int, default=12,
+                   help="cap the 0-3 judge's reply at this many tokens (its score comes first; greedy decoding "
+                        "gives the same score; 0 = uncapped)")
     p.add_argument("--json", action="store_true", help="JSON instead of Markdown")
     p.add_argument("--out", default=None, help="also write the Markdown to this file")
     p.add_argument("--record", action="store_true",

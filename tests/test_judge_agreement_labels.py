@@ -49,12 +49,18 @@ def files(tmp_path):
 class ScriptedJudge:
     """The judge model: replies by prompt (0-3 or binary) and candidate, from ROWS; counts calls."""
 
-    def __init__(self):
+    def __init__(self, cut_first: int = 0):
         self.by_answer = {c: (s, b) for _, _, c, _, _, s, b in ROWS}
         self.calls = 0
+        self.max_tokens = []
+        self.cut_first = cut_first  # replies to capped calls that come back with no score at all
 
-    async def chat(self, messages, temperature=0.0, seed=None):
+    async def chat(self, messages, temperature=0.0, seed=None, max_tokens=None):
         self.calls += 1
+        self.max_tokens.append(max_tokens)
+        if max_tokens and self.cut_first:
+            self.cut_first -= 1
+            return type("R", (), {"text": "```"})()
         answer = re.search(r"^Answer: (.*)$", messages[1]["content"], re.M).group(1)
         score, label = self.by_answer[answer]
         if messages[0]["content"] == prompts.JUDGE_SYSTEM:
@@ -105,6 +111,7 @@ def test_every_judge_against_the_labels_by_hand(files):
     llm = ScriptedJudge()
     res, raw = asyncio.run(J.measure(items, llm, n_resamples=200))
     assert llm.calls == 12 and raw["model 0-3"] == [3, 3, 2, 0, 1, 0]
+    assert llm.max_tokens == [J.SCORE_TOKENS, None] * 6  # 0-3 calls capped (the score comes first), binary not
     j = res["judges"]
     assert list(j) == list(J.LABEL_JUDGES) and res["n"] == 6 and res["human_correct"] == 3
     # human [1,1,1,0,0,0]. Model 0-3 (>= 2): [1,1,1,0,0,0], perfect: kappa 1.
@@ -128,6 +135,19 @@ def test_every_judge_against_the_labels_by_hand(files):
     md = J.render_labels(res, "scripted", "labels.jsonl", "ab" * 32, items)
     assert "| model 0-3 **(best)** | 1.000 [1.000, 1.000] | 100.0% | 50.0% | 0 | 0 |" in md
     assert "| model binary | 0.333 [" in md and "- model binary: FR C ('She makes ceramics'); FA F ('two cats')" in md
+
+
+def test_one_model_judge_and_an_uncapped_retry(files):
+    labels, data = files
+    items = J.load_labels(labels, data)
+    llm = ScriptedJudge(cut_first=1)  # the first capped reply has no score: asked again uncapped
+    res, raw = asyncio.run(J.measure(items, llm, n_resamples=50, judges=("0-3",)))
+    assert list(res["judges"]) == ["model 0-3", *J.LABEL_JUDGES[2:]] and "model binary" not in raw
+    assert llm.max_tokens == [J.SCORE_TOKENS, None] + [J.SCORE_TOKENS] * 5 and raw["model 0-3"][0] == 3
+    res, raw = asyncio.run(J.measure(items, ScriptedJudge(), n_resamples=50, judges=("binary",)))
+    assert "model 0-3" not in res["judges"] and "rubric_scores" not in res
+    with pytest.raises(ValueError, match="judges: 'x' is not a model judge"):
+        asyncio.run(J.measure(items, ScriptedJudge(), judges=("x",)))
 
 
 def test_against_labels_checks_lengths_and_ranks_by_kappa():

@@ -342,22 +342,47 @@ def offline_verdicts(items: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]
     }
 
 
-async def model_verdicts(items: Sequence[Mapping[str, Any]], ctx: Any) -> tuple[dict[str, list[int]],
-                                                                                dict[str, list[Any]]]:
-    """The judge model's 0-3 and binary verdicts on every item, through ctx.judge_llm (the rig's LLM client and
-    its response cache) with the suites' own judge calls (suites/common.py rubric_judge, binary_judge).
-    Returns ({judge: verdicts}, {judge: raw per item: the 0-3 score, the binary reply})."""
+# The 0-3 judge's reply opens with its score ({"score": N, "reason": ...}); at temperature 0 decoding is greedy,
+# so the first tokens are the same whatever the cap, and a reply cut after SCORE_TOKENS carries the same score as
+# the full one at a fraction of the time (the reason is most of the reply). A cut reply without a score is asked
+# again uncapped.
+SCORE_TOKENS = 12
+MODEL_JUDGES = {"0-3": "model 0-3", "binary": "model binary"}
+
+
+async def model_verdicts(items: Sequence[Mapping[str, Any]], ctx: Any, judges: Sequence[str] = ("0-3", "binary"),
+                         score_tokens: int | None = SCORE_TOKENS
+                         ) -> tuple[dict[str, list[int]], dict[str, list[Any]]]:
+    """The judge model's verdicts on every item (`judges`: "0-3" and/or "binary"), through ctx.judge_llm (the
+    rig's LLM client and its response cache) with the suites' own judge calls (suites/common.py rubric_judge,
+    binary_judge); the 0-3 calls capped at `score_tokens` (None: uncapped). Returns ({judge: verdicts}, {judge:
+    raw per item: the 0-3 score, the binary reply})."""
     from services.coordinator.suites.common import binary_judge, rubric_judge
 
+    for j in judges:
+        if j not in MODEL_JUDGES:
+            raise ValueError(f"judges: {j!r} is not a model judge; expected {', '.join(MODEL_JUDGES)}")
     scores, labels, raw_b = [], [], []
+    capped = JudgeSettings(ctx.judge_llm, getattr(ctx, "judge_passes", 1), getattr(ctx, "judge_temperature", 0.0))
+    capped.judge_max_tokens = score_tokens
     for it in items:
-        r = await rubric_judge(ctx, it["question"], it["gold"], it["candidate"])
-        b = await binary_judge(ctx, it["question"], it["gold"], it["candidate"])
-        scores.append(int(r["score"]))
-        labels.append(int(b["correct"]))
-        raw_b.append(b["raw"][0] if b["raw"] else "")
-    return ({"model 0-3": [int(s >= 2) for s in scores], "model binary": labels},
-            {"model 0-3": scores, "model binary": raw_b})
+        if "0-3" in judges:
+            try:
+                r = await rubric_judge(capped, it["question"], it["gold"], it["candidate"])
+            except ValueError:
+                r = await rubric_judge(ctx, it["question"], it["gold"], it["candidate"])
+            scores.append(int(r["score"]))
+        if "binary" in judges:
+            b = await binary_judge(ctx, it["question"], it["gold"], it["candidate"])
+            labels.append(int(b["correct"]))
+            raw_b.append(b["raw"][0] if b["raw"] else "")
+    verdicts: dict[str, list[int]] = {}
+    raw: dict[str, list[Any]] = {}
+    if "0-3" in judges:
+        verdicts["model 0-3"], raw["model 0-3"] = [int(s >= 2) for s in scores], scores
+    if "binary" in judges:
+        verdicts["model binary"], raw["model binary"] = labels, raw_b
+    return verdicts, raw
 
 
 def against_labels(items: Sequence[Mapping[str, Any]], verdicts: Mapping[str, Sequence[int]], seed: int = 0,
@@ -437,16 +462,18 @@ class JudgeSettings:
         self.judge_llm = judge_llm
         self.judge_passes = judge_passes
         self.judge_temperature = judge_temperature
+        self.judge_max_tokens: int | None = None
 
 
 async def measure(items: Sequence[Mapping[str, Any]], judge_llm: Any, seed: int = 0,
-                  n_resamples: int = N_RESAMPLES) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-    """Every judge in LABEL_JUDGES on the labelled items: the model's two through `judge_llm`, the offline four
-    here. Returns (against_labels result, the model's raw verdicts)."""
-    model, raw = await model_verdicts(items, JudgeSettings(judge_llm))
+                  n_resamples: int = N_RESAMPLES, judges: Sequence[str] = ("0-3", "binary"),
+                  score_tokens: int | None = SCORE_TOKENS) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """The judges in LABEL_JUDGES on the labelled items: the model's (`judges`) through `judge_llm`, the offline
+    four here. Returns (against_labels result, the model's raw verdicts)."""
+    model, raw = await model_verdicts(items, JudgeSettings(judge_llm), judges, score_tokens)
     verdicts = {**model, **offline_verdicts(items)}
-    res = against_labels(items, {k: verdicts[k] for k in LABEL_JUDGES}, seed=seed, n_resamples=n_resamples,
-                         scores=raw["model 0-3"])
+    res = against_labels(items, {k: verdicts[k] for k in LABEL_JUDGES if k in verdicts}, seed=seed,
+                         n_resamples=n_resamples, scores=raw.get("model 0-3"))
     return res, raw
 
 

@@ -240,9 +240,12 @@ def judge_pass_settings(ctx: Any) -> list[dict[str, Any]]:
 
 
 async def _judge_call(ctx: Any, system: str, user: str, setting: Mapping[str, Any]) -> Any:
+    """One judge call; ctx.judge_max_tokens (when set) caps the reply (judge_agreement's score-only calls)."""
     kw: dict[str, Any] = {"temperature": setting["temperature"]}
     if setting["seed"] is not None:
         kw["seed"] = setting["seed"]
+    if getattr(ctx, "judge_max_tokens", None):
+        kw["max_tokens"] = ctx.judge_max_tokens
     return await ctx.judge_llm.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
                                     **kw)
 
