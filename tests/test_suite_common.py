@@ -404,3 +404,35 @@ def test_stratified_sample_of_more_than_256():
     assert len(got) == 300 and [sum(1 for x in got if x % 3 == r) for r in range(3)] == [100, 100, 100]
     got = stratified_sample(list(range(601)), lambda x: str(x % 2), 300, random.Random(0))
     assert len(got) == 300 and sum(1 for x in got if x % 2 == 0) == 150  # quotas 150.25, 149.75: the last place goes to the odd (larger remainder)
+
+
+def test_qa_judge_verdicts_from_either_judge():
+    from services.coordinator.suites.common import judge_agreement_line, judged_correct, qa_judge_used
+
+    assert judged_correct({"judge": {"score": 2}}) is True and judged_correct({"judge": {"score": 1}}) is False
+    assert judged_correct({"binary_judge": {"correct": True}}) is True
+    assert judged_correct({"judge": {"score": 0}, "binary_judge": {"correct": True}}) is False  # the 0-3 score wins
+    assert judged_correct({"judge": None}) is None and judged_correct({}) is None
+    assert qa_judge_used([{"binary_judge": {"correct": False}}, {}]) == "model binary"
+    assert qa_judge_used([{"judge": {"score": 3}}, {"binary_judge": {"correct": True}}]) == "model 0-3"
+    assert qa_judge_used([{}, {"answer": "x"}]) is None
+    # the report line: only for a model judge and a judged run
+    assert judge_agreement_line({"judge": {"model": "m", "offline_mock": True}, "qa_judge": "model 0-3"}) == []
+    assert judge_agreement_line({"judge": {"model": "m"}}) == []
+    line = judge_agreement_line({"judge": {"model": "some-model"}, "qa_judge": "model binary"})
+    assert line[0] == "" and line[1].startswith("judge: some-model BINARY_JUDGE_SYSTEM")
+    assert judge_agreement_line({"judge": {"model": "some-model"}}, "model 0-3")[1].startswith(
+        "judge: some-model JUDGE_SYSTEM")
+
+
+def test_qa_judge_uses_the_chosen_judge(monkeypatch):
+    from services.coordinator import judge_agreement as JA
+    from services.coordinator.suites.common import qa_judge
+
+    monkeypatch.setattr(JA, "QA_JUDGE", "model 0-3")
+    out = asyncio.run(qa_judge(Ctx(['{"score": 3, "reason": "ok"}']), "q", "g", "a"))
+    assert out == {"judge": {"score": 3, "passes": [3], "reasons": ['{"score": 3, "reason": "ok"}'],
+                             "prompt": "JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.JUDGE_SYSTEM)}}
+    monkeypatch.setattr(JA, "QA_JUDGE", "model binary")
+    out = asyncio.run(qa_judge(Ctx(['{"label": "WRONG"}']), "q", "g", "a"))
+    assert list(out) == ["binary_judge"] and out["binary_judge"]["correct"] is False
