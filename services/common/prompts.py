@@ -72,22 +72,11 @@ def judge_user(question: str, ground_truth: str, answer: str) -> str:
     return f"Question: {question}\nGround truth: {ground_truth}\nAnswer: {answer}"
 
 
-# The binary judge ("J", as Mem0's LoCoMo evaluation has it), v2: the rule a careful reader applies
-# (services/coordinator/suites/data/judge_labels_locomo.md). v1 said only "be generous ... touches the same topic",
-# and the 1.5B local model then rejected correct short answers (a verbatim one-word answer among them) and accepted
-# partial lists; v2 states when an answer is correct whatever its length, wording or date format, and what is wrong.
+# Mem0's LoCoMo evaluation style binary judge ("J"): generous on paraphrase and date format.
 BINARY_JUDGE_SYSTEM = BINARY_JUDGE_MARKER + """
-You will be given a question, a gold (ground truth) answer, and a generated answer. Decide only whether the
-generated answer gives the same facts as the gold answer.
-CORRECT:
-- a short answer that names the same thing as the gold answer: one word, a name or a number is enough, and the
-  gold answer's own words are always CORRECT;
-- other wording, a synonym or another name for the same thing, a full sentence, or extra details;
-- a date in another format (7 May 2023, May 7, 2023, 2023-05-07, 07/05/2023), or a relative date tied to a stated
-  date that works out to the gold date.
-WRONG: a different person, place, thing, number or date; only some of the items the gold answer lists; a wrong
-item added; "I don't know" or "not mentioned".
-Reply with JSON only: {"label": "CORRECT"} or {"label": "WRONG"}"""
+You will be given a question, a gold (ground truth) answer, and a generated answer. Be generous: if the
+generated answer touches the same topic and carries the gold answer's facts (same date or time period in any
+format), it is CORRECT; otherwise it is WRONG. Reply with JSON only: {"label": "CORRECT"} or {"label": "WRONG"}"""
 
 # Blind pairwise comparison (seed 001 §10.1, MT-Bench style): the caller randomises which answer is X.
 PAIRWISE_JUDGE_SYSTEM = PAIRWISE_JUDGE_MARKER + """
