@@ -174,6 +174,8 @@ class _Ctx:
         return {"answer": "a cat"}
 
     async def _judge(self, messages, temperature=0.0):
+        if messages[0]["content"].startswith(L.C.prompts.JUDGE_MARKER):
+            return SimpleNamespace(text='{"score": 3, "reason": "ok"}')
         return SimpleNamespace(text='{"label": "CORRECT"}')
 
 
@@ -194,10 +196,10 @@ def test_run_probe_prompts_per_category_and_judges_only_when_asked():
         ctx = _Ctx()
         body = asyncio.run(s.run_probe(ctx, _probe(cat), cond))
         assert ctx.asked == (q, ["the cat"]) and body["answer_question"] == q
-        assert "binary_judge" not in body  # judge off by default
+        assert L.C.judged_correct(body) is None  # judge off by default
     judged = LocomoSuite({"judge": True}, seed=0)
-    assert asyncio.run(judged.run_probe(_Ctx(), _probe("4"), cond))["binary_judge"]["correct"] is True
-    assert "binary_judge" not in asyncio.run(judged.run_probe(_Ctx(), _probe("5"), cond))
+    assert L.C.judged_correct(asyncio.run(judged.run_probe(_Ctx(), _probe("4"), cond))) is True
+    assert L.C.judged_correct(asyncio.run(judged.run_probe(_Ctx(), _probe("5"), cond))) is None
     assert [c.answer for c in LocomoSuite({"answer": False}, seed=0).conditions(["b"], {})] == [False]
     assert [c.answer for c in s.conditions(["b"], {})] == [True]
 
@@ -237,7 +239,7 @@ def test_score_wiring_and_render(tmp_path):
     assert "| openclaw | " + " | ".join(f"{v:.3f}" for v in t + se) + " |" in md
     mr = [o["overall"][f"memory_recall@{k}"]["mean"] for k in L.KS]
     assert "| openclaw | " + " | ".join(f"{a:.3f} / {b:.3f}" for a, b in zip(t, mr, strict=True)) + " |" in md
-    assert "| backend | questions | F1 (cats 1-4) | EM (cats 1-4) | turn R@5 | session R@5 | binary J | " \
+    assert "| backend | questions | F1 (cats 1-4) | EM (cats 1-4) | turn R@5 | session R@5 | J | " \
            "ctx tokens | p50 ms |" in md
     assert "| 35 | 3.5 |" in md and "| 0 | — |" in md
     assert "| backend | 1 multi-hop | 2 temporal | 3 open-domain | 4 single-hop | 5 adversarial |" in md

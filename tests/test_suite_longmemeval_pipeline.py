@@ -163,6 +163,8 @@ class _Ctx:
         return {"answer": "Lisbon"}
 
     async def _judge(self, messages, temperature=0.0):
+        if messages[0]["content"].startswith(L.C.prompts.JUDGE_MARKER):
+            return SimpleNamespace(text='{"score": 3, "reason": "ok"}')
         return SimpleNamespace(text='{"label": "CORRECT"}')
 
 
@@ -180,7 +182,7 @@ def test_run_probe_retrieves_at_the_deepest_k_and_answers_only_when_asked():
     body = asyncio.run(suite.run_probe(_Ctx(), probe, L.C.answer_conditions(["b"])[0]))
     assert body["retrievals"]["b"]["memories"][0]["evidence_ids"] == ["s1_1"]
     assert body["context_tokens"] == count_tokens("block one") + count_tokens("block two")
-    assert body["answer"] == "Lisbon" and body["binary_judge"]["correct"] is True
+    assert body["answer"] == "Lisbon" and L.C.judged_correct(body) is True
 
 
 def _two_conditions():

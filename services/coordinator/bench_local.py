@@ -7,7 +7,7 @@ profile is sized to finish in about an hour on 2 cores (one decoding slot; a 1.9
 
 - Cortex V1, all 40 prompts: bare, compacted, OpenClaw native (default profile and flush-every-session, whose
   notes the model writes), compacted + cortex / bm25 / full-context;
-- LoCoMo, 4 conversations × 6 questions (stratified, seeded), with the binary judge, and LongMemEval oracle, 8
+- LoCoMo, 4 conversations × 6 questions (stratified, seeded), with the QA judge, and LongMemEval oracle, 8
   questions (stratified): hybrid, bm25, cortex and OpenClaw native (`default`, and `sessions`, which searches its
   transcripts and is native's strongest profile on LoCoMo; the port cannot stand in for it).
 

@@ -17,7 +17,8 @@ Scores (keyed by the category NUMBER; papers disagree on names):
   leave-one-conversation-out check (stats.held_out_check) when the run has 3 or more conversations;
 - QA: LoCoMo's official token F1 per category (metrics/qa.py); category 5 (adversarial) is scored the
   official way (the answer must say "not mentioned" / "no information available") and reported apart, and
-  the headline "F1 (cats 1-4)" leaves it out as Mem0/Zep/A-Mem do. EM alongside. Optional binary J.
+  the headline "F1 (cats 1-4)" leaves it out as Mem0/Zep/A-Mem do. EM alongside. Optional J: the share of answers
+  the QA judge accepts (suites/common.qa_judge: the judge that agrees best with the human labels).
 
 Default size fits the bench budget: 4 conversations (seeded choice) × up to 30 questions stratified by
 category (seeded): the conversation is the statistical unit, and 4 of them give intervals that held their 95%
@@ -359,7 +360,8 @@ class LocomoSuite(Suite):
         conds = sorted(metrics["conditions"])
         m = metrics["conditions"]
         out = ["## LoCoMo", "", f"Answers scored by LoCoMo's official token F1 (Porter-stemmed, per-category rules); "
-               f"{C.judge_label(metrics)} (used only for binary J when enabled). Categories by number: "
+               f"{C.judge_label(metrics)} (used only for J, the share of answers the judge accepts, when enabled). "
+               "Categories by number: "
                + ", ".join(f"{k} {v}" for k, v in CATEGORY_NAMES.items()) + ". Category 5 is scored the official "
                "way and kept out of the headline F1 (cats 1-4).", "",
                "### Headline (mean [95% CI by conversation; method under Intervals])", ""]
@@ -372,7 +374,7 @@ class LocomoSuite(Suite):
                          C.fmt(m[c]["latency"]["p50_ms"], 1)])
         ans, jud = C.mock_tag(metrics, "answer"), C.mock_tag(metrics, "judge")
         out.append(C.md_table(["backend", "questions", f"F1 (cats 1-4){ans}", f"EM (cats 1-4){ans}", "turn R@5",
-                               "session R@5", f"binary J{jud}", "ctx tokens", "p50 ms"], rows))
+                               "session R@5", f"J{jud}", "ctx tokens", "p50 ms"], rows))
         out += C.mock_note(metrics)
         out += C.judge_agreement_line(metrics)
         cats = sorted({cat for c in conds for cat in m[c]["by_category"]})

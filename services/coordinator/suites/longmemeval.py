@@ -11,7 +11,8 @@ counted. The metrics retrieval asks for top 50; the answer uses the backend's us
 NDCG's ideal comes from the corpus (gold ids present in it) and a repeated id counts once, so it never exceeds
 1. Beside memrig's session figures (distinct sessions of all returned evidence) the official turn->session ones
 (`t2s_*@k`: grow the cut-off until k distinct sessions), and recall_all at memory rank K beside evidence rank.
-QA: accuracy through the binary judge (prompts.BINARY_JUDGE_SYSTEM), per question type.
+QA: accuracy through the QA judge (suites/common.qa_judge: the judge that agrees best with the human labels),
+per question type.
 
 Default: a seeded sample of 30 questions stratified by question type; `full: true` for all.
 """
@@ -100,7 +101,7 @@ def question_batch(q: dict[str, Any]) -> tuple[IngestBatch, list[str], list[str]
 class LongMemEvalSuite(Suite):
     name = "longmemeval"
     description = ("LongMemEval oracle (real data, MIT): per-question haystacks; official recall_any/recall_all/"
-                   "ndcg_any@k at session and turn level, QA accuracy through the binary judge.")
+                   "ndcg_any@k at session and turn level, QA accuracy through the QA judge.")
     retrieval_headline = "session_recall_all@5"
     answer_headline = "qa_accuracy"
     answer_metrics = {"qa_accuracy": "judge"}
@@ -230,7 +231,8 @@ class LongMemEvalSuite(Suite):
         m = metrics["conditions"]
         conds = sorted(m)
         out = ["## LongMemEval (oracle)", "",
-               f"QA accuracy = binary judge CORRECT rate ({C.judge_label(metrics)}). Retrieval metrics are the "
+               f"QA accuracy = the share of answers the QA judge accepts ({C.judge_label(metrics)}). Retrieval "
+               "metrics are the "
                "official recall_any / recall_all / ndcg_any (abstention and no-user-gold questions skipped).", "",
                "### Headline (mean [95% CI])", ""]
         rows = [[c, m[c]["n"], C.fmt_ci(m[c]["overall"].get("qa_accuracy")),
