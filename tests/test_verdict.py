@@ -140,7 +140,7 @@ def test_the_weak_suite_note_names_the_option_that_runs_every_unit_its_data_hold
 
 
 @pytest.mark.parametrize("cls,answers,judge,want", [
-    (LocomoSuite, True, True, "turn_recall@5"), (LocomoSuite, False, True, "f1_cats_1_4"),  # F1 needs no judge
+    (LocomoSuite, True, True, "budget_recall@1000"), (LocomoSuite, False, True, "f1_cats_1_4"),  # F1 needs no judge
     (LocomoSuite, False, False, "f1_cats_1_4"), (LongMemEvalSuite, False, True, "session_recall_all@5"),
     (LongMemEvalSuite, False, False, "qa_accuracy"), (CortexV1Suite, True, True, "hit"),
     (CortexV1Suite, False, True, "hit"), (CortexV1Suite, False, False, "judge_score"),

@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import re
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from services.common.llm_client import LLMClient
 from services.common.tokens import count_tokens
 from services.common.transcripts import compact, render_session
 from services.common.types import IngestBatch, Memory, RetrieveQuery, RetrieveResult
+from services.coordinator.metrics import budget
 from services.coordinator.metrics.judge import majority_vote
 from services.coordinator.suites.base import Condition, Probe
 
@@ -83,6 +85,7 @@ class ProbeContext:
         self.retrieve_params = retrieve_params or {}
         self._retrievals: dict[tuple[str, str], asyncio.Task] = {}
         self._compactions: dict[str, asyncio.Task] = {}
+        self._message_chars: dict[str, dict[str, int]] = {}
         (run_dir / "artifacts").mkdir(parents=True, exist_ok=True)
 
     def backend_namespace(self, namespace: str) -> str:
@@ -103,7 +106,22 @@ class ProbeContext:
         client = self.clients[backend]
         q = RetrieveQuery(query=probe.question[:2000], top_k=top_k, mode=mode, reference_time=probe.reference_time)
         res, latency_ns = await client.retrieve(self.backend_namespace(probe.namespace), q)
-        return retrieval_record(res, latency_ns, probe.expected)
+        rec = retrieval_record(res, latency_ns, probe.expected)
+        rec["budget"] = budget.account(rec, budget.BUDGETS, self.message_chars(probe.namespace))
+        return rec
+
+    def message_chars(self, namespace: str) -> dict[str, int]:
+        """Characters of every message and document of a namespace's corpus, by id: what "half of a message shown"
+        is measured against (metrics/budget.py)."""
+        if namespace not in self._message_chars:
+            batch = self.corpora.get(namespace)
+            out: dict[str, int] = {}
+            if batch is not None:
+                for s in batch.sessions:
+                    out.update((m.id, len(m.content)) for m in s.messages)
+                out.update((d.id, len(d.text)) for d in batch.documents)
+            self._message_chars[namespace] = out
+        return self._message_chars[namespace]
 
     async def compaction(self, namespace: str) -> str:
         if namespace not in self._compactions:
@@ -188,11 +206,13 @@ def retrieval_record(res: RetrieveResult, latency_ns: int, expected: list[str]) 
                 "kind": m.kind,
                 "source": m.source,
                 "evidence_ids": m.evidence_ids,
+                "evidence_spans": [asdict(x) for x in m.evidence_spans],
                 "channel_scores": m.channel_scores,
                 "attributes": m.attributes,
             }
             for m in res.memories
         ],
+        "context_spans": [asdict(x) for x in res.context_spans] if res.formatted_context else [],
         "formatted_context": res.formatted_context or default_format(res.memories),
         "latency_ms": latency_ns / 1e6,
         "server_ms": res.server_duration_ns / 1e6,

@@ -201,10 +201,12 @@ def recall_curves(metrics: dict[str, Any], md: str = "") -> list[tuple[str, str]
         ks = sorted({k for pts in curves.values() for k, _ in pts})
         ax.set_xticks(ks, [str(k) for k in ks])  # the K values themselves, not 2×10⁰-style log ticks
         ax.minorticks_off()
-        ax.set_xlabel("K")
+        budgeted = fam.startswith("budget_")  # metrics/budget.py: the x axis is a context budget, not a rank
+        ax.set_xlabel("context budget, cl100k tokens of what the backend injects" if budgeted else "K")
         ax.set_ylim(0, 1.02)
-        _legend_outside(fig, ax, f"{fam}@K")
-        out.append((f"{fam}@K", _png(fig)))
+        title = "Recall at a context budget (share of gold evidence shown)" if budgeted else f"{fam}@K"
+        _legend_outside(fig, ax, title)
+        out.append((title, _png(fig)))
     return out
 
 
