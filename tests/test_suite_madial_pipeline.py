@@ -49,7 +49,7 @@ def _write(tmp_path, memory_as_jsonl: bool = False):
 
 
 def test_defaults_are_the_documented_run():
-    assert MadialSuite.defaults == {"data_dir": None, "dialogues": 40, "full": False, "top_k": 10, "mode": "fast",
+    assert MadialSuite.defaults == {"data_dir": None, "dialogues": 40, "full": False, "top_k": 50, "mode": "fast",
                                     "max_query_chars": 1200}
     assert KS == (1, 3, 5, 10)
 

@@ -11,6 +11,9 @@ counted. The metrics retrieval asks for top 50; the answer uses the backend's us
 NDCG's ideal comes from the corpus (gold ids present in it) and a repeated id counts once, so it never exceeds
 1. Beside memrig's session figures (distinct sessions of all returned evidence) the official turn->session ones
 (`t2s_*@k`: grow the cut-off until k distinct sessions), and recall_all at memory rank K beside evidence rank.
+Headline: recall at a context budget (metrics/budget.py): the share of gold turns (user turns with has_answer)
+the agent is shown in the first 1,000 tokens of what the backend injects for the top-50 retrieval, the ladder 250 ...
+4,000 beside it; answers get the same 1,000 tokens.
 QA: accuracy through the binary judge (prompts.BINARY_JUDGE_SYSTEM), per question type.
 
 Default: a seeded sample of 30 questions stratified by question type; `full: true` for all.
@@ -25,6 +28,7 @@ from typing import Any
 
 from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
+from services.coordinator.metrics import budget
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.metrics.retrieval import (
     lme_turn2session_at_k,
@@ -101,7 +105,7 @@ class LongMemEvalSuite(Suite):
     name = "longmemeval"
     description = ("LongMemEval oracle (real data, MIT): per-question haystacks; official recall_any/recall_all/"
                    "ndcg_any@k at session and turn level, QA accuracy through the binary judge.")
-    retrieval_headline = "session_recall_all@5"
+    retrieval_headline = budget.HEADLINE_METRIC
     answer_headline = "qa_accuracy"
     answer_metrics = {"qa_accuracy": "judge"}
     defaults = {"data_dir": None, "file": "longmemeval/longmemeval_oracle_dev.json", "questions": 30,
@@ -145,13 +149,11 @@ class LongMemEvalSuite(Suite):
     async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
         backend = condition.backends[0]
         rec = await ctx.retrieve(backend, probe, top_k=max(KS))
-        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec, 200)}}
+        shown = budget.shown_context(rec)  # the headline budget: what the agent is shown, and what it answers from
+        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec, 200)}, "context_tokens": count_tokens(shown)}
         if not condition.answer:
-            body["context_tokens"] = body["retrievals"][backend]["context_tokens"]
             return body
-        blocks, _ = await ctx.gather_context(probe, condition)
-        body["context_tokens"] = sum(count_tokens(b) for b in blocks)
-        body.update(await ctx.answer(probe.question, blocks))
+        body.update(await ctx.answer(probe.question, [shown]))
         body["binary_judge"] = await C.binary_judge(ctx, probe.question, probe.ground_truth, body["answer"])
         return body
 
@@ -188,6 +190,8 @@ class LongMemEvalSuite(Suite):
                     for level, mems, gold in (("session", mem_sess, gold_s), ("turn", mem_turns, gold_t)):
                         vals.setdefault(f"{level}_memory_recall_all@{k}", {})[pid] = None if skip else \
                             memory_recall_at_k(mems, gold, k, "all")
+                if not skip:
+                    C.budget_values(vals, pid, rec, gold_t)
                 if r.get("binary_judge"):
                     vals.setdefault("qa_accuracy", {})[pid] = 1.0 if r["binary_judge"]["correct"] else 0.0
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
@@ -207,20 +211,21 @@ class LongMemEvalSuite(Suite):
                                   "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()},
                                   "by_type": {}}
             for cat in sorted(set(cats.values())):
-                for m in ("qa_accuracy", "session_recall_all@5", "session_ndcg_any@5", "turn_recall_all@10"):
+                for m in ("qa_accuracy", budget.HEADLINE_METRIC, "session_recall_all@5", "session_ndcg_any@5", "turn_recall_all@10"):
                     if m in vals:
                         co["by_type"].setdefault(cat, {})[m] = C.summary(
                             {p: x for p, x in vals[m].items() if cats[p] == cat}, seed, C.unit_of(m))
             out["conditions"][cond] = co
         from services.coordinator.suites.locomo import _baseline, baseline_rule
 
-        baseline = _baseline(list(per_cond), per_cond, "session_recall_all@5")
+        baseline = _baseline(list(per_cond), per_cond, budget.HEADLINE_METRIC)
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule("session_recall_all@5", baseline)
+        out["baseline_rule"] = baseline_rule(budget.HEADLINE_METRIC, baseline)
         out["statistics"] = {"unit": "question", "method": "percentile bootstrap over questions (each question is "
                              "its own haystack), 1,000 resamples; Wilson interval for a rate at 0 or 1"}
         out["comparisons"] = C.compare_all(per_cond, baseline, [
-            ("qa_accuracy", True, "rate"), ("session_recall_all@5", True, "rate"), ("session_ndcg_any@5", True, "rate"),
+            ("qa_accuracy", True, "rate"), budget.HEADLINE_METRIC, "budget_recall_auc",
+            ("session_recall_all@5", True, "rate"), ("session_ndcg_any@5", True, "rate"),
             ("turn_recall_all@10", True, "rate"), ("token_spend", False, "tokens"), ("latency_ms", False, "ms")],
             seed=self.seed) if baseline else {}
         return out
@@ -232,15 +237,18 @@ class LongMemEvalSuite(Suite):
                f"QA accuracy = binary judge CORRECT rate ({C.judge_label(metrics)}). Retrieval metrics are the "
                "official recall_any / recall_all / ndcg_any (abstention and no-user-gold questions skipped).", "",
                "### Headline (mean [95% CI])", ""]
-        rows = [[c, m[c]["n"], C.fmt_ci(m[c]["overall"].get("qa_accuracy")),
+        rows = [[c, m[c]["n"], C.fmt_ci(m[c]["overall"].get(budget.HEADLINE_METRIC)),
+                 C.fmt_ci(m[c]["overall"].get("qa_accuracy")),
                  C.fmt_ci(m[c]["overall"].get("session_recall_all@5")), C.fmt_ci(m[c]["overall"].get("session_ndcg_any@5")),
                  C.fmt_ci(m[c]["overall"].get("turn_recall_all@10")),
                  C.fmt((m[c]["overall"].get("token_spend") or {}).get("mean"), 0), C.fmt(m[c]["latency"]["p50_ms"], 1)]
                 for c in conds]
         jud = C.mock_tag(metrics, "judge")
-        out.append(C.md_table(["backend", "questions", f"QA accuracy{jud}", "session recall_all@5", "session ndcg_any@5",
+        out.append(C.md_table(["backend", "questions", f"recall @{budget.HEADLINE_BUDGET} tok", f"QA accuracy{jud}",
+                               "session recall_all@5 (rank)", "session ndcg_any@5",
                                "turn recall_all@10", "ctx tokens", "p50 ms"], rows))
         out += C.mock_note(metrics)
+        out += C.render_budget(metrics, conds, "the user turns marked has_answer")
         for level in ("session", "turn"):
             out += ["", f"### {level.capitalize()} level, k = {', '.join(map(str, KS))}", ""]
             rows = []
