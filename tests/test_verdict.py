@@ -78,6 +78,11 @@ def test_madial_verdict_by_hand(madial_dir):
     assert bm["against"] == "bm25" and bm["delta"] == pytest.approx(0.5)
     assert bm["p"] == pytest.approx(2 / 32, abs=0.006) and bm["p"] > 0.05
     assert bm["ci"][0] == pytest.approx(0.2) and bm["word"] == SAME  # CI excludes 0, p does not: no word
+    # power: differences 1 on 5 probes, 0 on 5: sd (ddof 1) sqrt(2.5 / 9), se sd / sqrt(10), 9 df
+    from scipy.stats import t as student_t
+    se = (2.5 / 9) ** 0.5 / 10 ** 0.5
+    assert bm["mdd"] == pytest.approx((student_t.ppf(0.975, 9) + student_t.ppf(0.8, 9)) * se)
+    assert round(bm["mdd"] * 100, 1) == 52.4 and bm["mdd_why"] == ""
 
     assert rows["bm25"]["vs_native"]["delta"] == pytest.approx(0.3)
     assert rows["bm25"]["vs_native"]["p"] == pytest.approx(0.25, abs=0.015)
@@ -251,6 +256,16 @@ def _row(delta, lo, hi, p, w, against="openclaw-real"):
     return {"against": against, "delta": delta, "ci": [lo, hi], "p": p, "word": w}
 
 
+def test_a_cell_states_the_minimum_detectable_difference():
+    from services.coordinator.verdict import word_text
+
+    same = {"word": SAME, "mdd": 0.0851}
+    assert word_text(same, "rate") == "no difference of 8.5 points or more"
+    assert word_text({**same, "mdd": 12.4}, "tokens") == "no difference of 12 tokens or more"
+    assert word_text({**same, "mdd": None}, "rate") == SAME  # no power statement possible: the plain words
+    assert word_text({"word": BETTER, "mdd": 0.1}, "rate") == BETTER
+
+
 def test_render_cell_exact():
     v = {"suite": "madial", "headline": {"unit": "rate"}, "baseline": {"condition": "openclaw-real"},
          "backends": {
@@ -390,7 +405,7 @@ def test_without_a_native_backend_the_cell_says_so(tmp_path):
     d = madial_run(tmp_path / "madial", {"bm25": set(range(5)), "mine": set(range(10))})
     v = suite_verdict(d)
     assert v["baseline"]["condition"] is None and v["backends"]["mine"]["vs_native"] is None
-    assert render_cell(v, "mine").startswith("[no native baseline](#madial)<br>vs BM25: [no detectable difference]")
+    assert render_cell(v, "mine").startswith("[no native baseline](#madial)<br>vs BM25: [no difference of 52.4 points or more]")
 
 
 def test_the_run_verdict_reuses_each_suites_saved_verdict_until_its_sources_change(tmp_path, monkeypatch):

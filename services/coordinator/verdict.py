@@ -45,7 +45,7 @@ CONTROLS = ("full-context", "compacted", "none")
 IR_BASELINES = ("bm25", "dense", "hybrid")
 # Short names for the page (verdict.json keeps the metric names).
 LABELS = {
-    "turn_recall@5": "turn R@5", "session_recall_all@5": "session recall_all@5", "recall@5": "R@5",
+    "budget_recall@1000": "recall @1,000 tokens", "turn_recall@5": "turn R@5", "session_recall_all@5": "session recall_all@5", "recall@5": "R@5",
     "recall_at_5": "R@5", "pass": "pass rate", "hit": "keyword hit rate", "uncontained": "poison uncontained",
     "judge_score": "judge 0-3", "judge_mean": "judge 0-3", "f1_cats_1_4": "F1 (cats 1-4)", "qa_accuracy": "QA accuracy",
 }
@@ -176,7 +176,8 @@ def _slim(comp: dict[str, Any], source: str) -> dict[str, Any]:
     w = word(comp)
     return {"against": comp["a"], "delta": comp["delta"], "ci": list(comp["ci_delta"]), "p": comp["p"], "word": w,
             "n": comp["n"], "units": comp.get("units"), "method": comp.get("method"), "mean_backend": comp["mean_b"],
-            "mean_other": comp["mean_a"], "winner": comp["winner"], "threshold": comp["threshold"], "source": source}
+            "mean_other": comp["mean_a"], "winner": comp["winner"], "threshold": comp["threshold"], "source": source,
+            "mdd": comp.get("mdd"), "mdd_why": ((comp.get("extra") or {}).get("power") or {}).get("why", "")}
 
 
 def suite_verdict(suite_dir: str | Path) -> dict[str, Any]:
@@ -341,6 +342,28 @@ def _diff(c: dict[str, Any], unit: str) -> str:
     return f"{_num(c['delta'], unit, True)} [{_num(c['ci'][0], unit, True)}, {_num(c['ci'][1], unit, True)}] {_p(c['p'])}"
 
 
+def _mdd(x: float, unit: str) -> str:
+    """A minimum detectable difference in the headline's unit, unsigned: '8.5 points', '12 tokens', '0.25'."""
+    return {"rate": f"{x * 100:.1f} points", "tokens": f"{x:.0f} tokens", "ms": f"{x:.0f} ms"}.get(unit, f"{x:.2f}")
+
+
+def word_text(c: dict[str, Any], unit: str) -> str:
+    """The word a cell shows: better / worse, or for no detectable difference the power statement: "no difference
+    of 8.5 points or more" (the smallest difference this sample detects with 80% power), or why none can be stated."""
+    if c["word"] != SAME:
+        return c["word"]
+    if c.get("mdd") is not None:
+        return f"no difference of {_mdd(c['mdd'], unit)} or more"
+    return SAME
+
+
+def _power_tail(c: dict[str, Any], unit: str) -> str:
+    """After a better/worse cell: the sample's minimum detectable difference."""
+    if c["word"] == SAME or c.get("mdd") is None:
+        return ""
+    return f" · MDD {_mdd(c['mdd'], unit)}"
+
+
 def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.1f}"
 
@@ -366,10 +389,11 @@ def render_cell(v: dict[str, Any], backend: str) -> str:
         pct = "%" if unit == "rate" else ""
         first = f"[baseline]({link}) {_num(row['value']['mean'], unit)}{pct}"
     elif nat:
-        first = f"[{nat['word']}]({link}) {_diff(nat, unit)}"
+        first = f"[{word_text(nat, unit)}]({link}) {_diff(nat, unit)}{_power_tail(nat, unit)}"
     else:
         first = f"[no native baseline]({link})"
-    second = ("BM25 itself" if backend == BM25 else f"vs BM25: [{bm['word']}]({link}) {_diff(bm, unit)}" if bm
+    second = ("BM25 itself" if backend == BM25 else
+              f"vs BM25: [{word_text(bm, unit)}]({link}) {_diff(bm, unit)}{_power_tail(bm, unit)}" if bm
               else "no BM25 in run")
     ms = row["retrieve_ms"]
     tok = row["tokens_per_turn"]
@@ -392,7 +416,9 @@ def render_markdown(verdict: dict[str, Any], title: str | None = None) -> str:
              "Does each memory backend beat OpenClaw native and BM25, on which suites, at what cost? Per suite: its "
              "headline metric as the backend minus OpenClaw native (the suite's baseline, named in the column) and "
              "minus BM25, Δ [95% CI] with the paired permutation p (rates in percentage points); **better** / "
-             "**worse** = p < 0.05 and the CI excludes 0, else *no detectable difference*; then context tokens per "
+             "**worse** = p < 0.05 and the CI excludes 0, else *no difference of X or more*, X being the minimum "
+             "detectable difference (MDD): the smallest difference the same test on a sample like this one detects "
+             "with 80% power (`memrig power` says how many units a smaller one needs); then context tokens per "
              "turn · retrieve p50/p95 ms. Each cell links to its suite's section; every figure is in verdict.json.",
              ""]
     if verdict.get("answers_by_mock"):
