@@ -591,6 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("load-bench", "loadtests.bench", "highest sustained retrieve rate and proxy overhead"),
         ("fidelity", "services.studies.fidelity", "port vs real OpenClaw, query by query"),
         ("sensitivity", "services.studies.sensitivity", "native baseline by embedder × minScore"),
+        ("power", "services.coordinator.power", "what a run could detect, and the units a difference needs"),
     ):
         p = sub.add_parser(name, help=helptext, add_help=False)
         p.set_defaults(fn=_delegate(module), passthrough=True)

@@ -76,3 +76,25 @@ def test_the_permutation_test_detects_the_stated_difference_about_80_percent_of_
         hits += p < 0.05
     # 200 draws: the binomial sd of a 0.8 rate is 0.028
     assert 0.72 <= hits / reps <= 0.88
+
+
+def test_power_table_of_a_run_and_the_units_a_difference_needs(tmp_path, capsys):
+    from services.coordinator import power
+    from tests.run_fixtures import madial_run
+
+    d = madial_run(tmp_path / "m", {"openclaw-real": {0, 1}, "bm25": {0, 1, 2, 3, 4}, "mine": set(range(10))})
+    (t,) = power.run_power(d, delta=0.1)
+    assert t["metric"] == "budget_recall@1000" and t["cluster_unit"] == "question"
+    rows = {(r["backend"], r["against"]): r for r in t["rows"]}
+    mine = rows[("mine", "openclaw-real")]  # differences 1 on 8 probes, 0 on 2
+    se = float(np.std([1] * 8 + [0] * 2, ddof=1) / np.sqrt(10))
+    assert mine["observed"] == pytest.approx(0.8) and mine["se"] == pytest.approx(se)
+    assert mine["units_for_delta"] == stats.units_needed(se, 10, 0.1)
+    assert mine["units_for_observed"] == 6  # a large difference needs only the sign-flip floor
+    assert ("mine", "bm25") in rows and ("openclaw-real", "bm25") in rows
+    assert power.main([str(d), "--delta", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "## madial: budget_recall@1000" in out and "| mine | openclaw-real | 10 | +80.0 points |" in out
+    assert power.main([str(d), "--delta", "-1"]) == 2
+    assert "--delta: must be a positive number" in capsys.readouterr().err
+    assert power.main([str(tmp_path / "nothing")]) == 2

@@ -363,7 +363,7 @@ def finalize(run_dir: RunDir, suite: Suite | None = None) -> tuple[dict[str, Any
     run_dir.write_json("metrics.json", metrics)
     verdict_md = ""
     try:
-        verdict, verdict_md = one_suite_verdict(run_dir.path)
+        verdict, verdict_md = one_suite_verdict(run_dir.path, loaded=(run, metrics, suite, ok))
         run_dir.write_json("verdict.json", verdict)
     except (VerdictError, NotImplementedError) as e:  # a suite without per-probe values, or no headline
         verdict_md = f"{VERDICT_HEADING}\n\nNo verdict for this run: {e}\n"

@@ -180,12 +180,17 @@ def _slim(comp: dict[str, Any], source: str) -> dict[str, Any]:
             "mdd": comp.get("mdd"), "mdd_why": ((comp.get("extra") or {}).get("power") or {}).get("why", "")}
 
 
-def suite_verdict(suite_dir: str | Path) -> dict[str, Any]:
+Loaded = tuple[dict[str, Any], dict[str, Any], Suite, list[dict[str, Any]]]
+
+
+def suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None) -> dict[str, Any]:
     """The verdict of one suite run directory (see the module docstring): headline, baseline, and per backend its
-    value, its comparisons against the baseline and BM25, context tokens per turn and retrieve p50/p95."""
+    value, its comparisons against the baseline and BM25, context tokens per turn and retrieve p50/p95. `loaded`:
+    (run.json, metrics.json, the suite, its ok samples) when the caller has them (the run's finalize: the suite's
+    per-probe values are then the ones its scoring computed, not computed again)."""
     suite_dir = Path(suite_dir)
-    run, metrics, suite, samples = load_suite_run(suite_dir)
-    pv = suite.per_probe(samples)
+    run, metrics, suite, samples = loaded or load_suite_run(suite_dir)
+    pv = suite.probe_values(samples)
     answers_mocked, judge_mocked = mocked(run)
     metric = suite.headline(answers_mocked, judge_mocked)
     if metric is None:
@@ -308,10 +313,10 @@ def assemble(run_id: str, suites: dict[str, Any], left_out: dict[str, str] | Non
             "skipped_backends": skipped_backends or {}, "summary": summary}
 
 
-def one_suite_verdict(suite_dir: str | Path) -> tuple[dict[str, Any], str]:
+def one_suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None) -> tuple[dict[str, Any], str]:
     """The verdict of a single suite's run directory (`memrig bench`), and its Markdown under "## Verdict"."""
     suite_dir = Path(suite_dir)
-    v = suite_verdict(suite_dir)
+    v = suite_verdict(suite_dir, loaded)
     verdict = assemble(suite_dir.name, {v["suite"]: v})
     return verdict, render_markdown(verdict, title=VERDICT_HEADING)
 

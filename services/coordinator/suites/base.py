@@ -218,6 +218,14 @@ class Suite(abc.ABC):
         paired tests from; the verdict page and `memrig compare` test differences with them)."""
         raise NotImplementedError(f"suite {self.name} does not expose per-probe values")
 
+    def probe_values(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        """`per_probe(samples)`, computed once per sample list: a run's scoring, its verdict and its power table read
+        the same object instead of recomputing it (the list is compared by identity, not by content)."""
+        cached = getattr(self, "_probe_values", None)
+        if cached is None or cached[0] is not samples:
+            self._probe_values = (samples, self.per_probe(samples))
+        return self._probe_values[1]
+
     def headline(self, answers_mocked: bool, judge_mocked: bool) -> str | None:
         """The verdict's metric for this run: the answer headline only when neither the answers nor (for a judged
         headline) the judge came from llm-mock."""

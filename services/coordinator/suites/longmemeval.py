@@ -201,7 +201,7 @@ class LongMemEvalSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self)}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]
             cats = {r["probe_id"]: r["category"] for r in rows}

@@ -151,7 +151,7 @@ class MadialSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self)}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]
             lat = [x for x in vals["latency_ms"].values() if x is not None]

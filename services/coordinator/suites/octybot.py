@@ -120,7 +120,7 @@ class OctybotSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "category_names": D.CATEGORY_NAMES}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]
             na_returned = [bool((C.retrieval_of(r) or {}).get("memories")) for r in rows

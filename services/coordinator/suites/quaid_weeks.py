@@ -301,7 +301,7 @@ class QuaidWeeksSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             v = per_cond[cond]
             lat = [x for x in v["latency_ms"].values() if x is not None]
