@@ -79,6 +79,12 @@ def test_context_spans_when_given_are_authoritative_and_unfound_memories_are_cou
     assert acc["shown"] == {"1000": []} and acc["unlocated"] == 1
 
 
+def test_a_zero_length_span_cites_a_message_the_snippet_does_not_show():
+    m = {"text": "hello world", "evidence_ids": ["a", "b"],
+         "evidence_spans": [{"evidence_id": "a", "start": 0, "end": 11}, {"evidence_id": "b", "start": 0, "end": 0}]}
+    assert B.account(_rec("hello world", [m]), (1000,))["shown"] == {"1000": ["a"]}
+
+
 def test_repeated_texts_are_found_in_rank_order():
     ctx = "- same\n- same"
     rec = _rec(ctx, [{"text": "same", "evidence_ids": ["first"]}, {"text": "same", "evidence_ids": ["second"]}])
@@ -89,7 +95,7 @@ def test_repeated_texts_are_found_in_rank_order():
 @pytest.mark.parametrize("spans,field", [
     ([{"evidence_id": "", "start": 0, "end": 1}], "memories[0].evidence_spans[0].evidence_id"),
     ([{"evidence_id": "a", "start": -1, "end": 1}], "memories[0].evidence_spans[0].start"),
-    ([{"evidence_id": "a", "start": 0, "end": 1}, {"evidence_id": "a", "start": 2, "end": 2}],
+    ([{"evidence_id": "a", "start": 0, "end": 1}, {"evidence_id": "a", "start": 3, "end": 2}],
      "memories[0].evidence_spans[1].end"),
     ([{"evidence_id": "a", "start": 0, "end": 6}], "memories[0].evidence_spans[0].end"),
 ])

@@ -166,22 +166,35 @@ def test_mocked_metrics():
 
 
 def test_baseline_fallback_prefers_openclaw_itself_and_the_metric_direction():
-    pv = ProbeValues({"openclaw-real": {"u": {"p1": 1.0, "p2": 1.0}},
-                      "openclaw-real[profile=sessions]": {"u": {"p1": 0.0, "p2": 1.0}},
-                      "openclaw": {"u": {"p1": 0.0, "p2": 0.0}}, "bm25": {"u": {"p1": 0.0, "p2": 0.0}}},
-                     backend_of={c: c for c in ("openclaw-real", "openclaw-real[profile=sessions]", "openclaw",
-                                                "bm25")})
-    cond, rule = resolve_baseline({}, pv, "u", higher_is_better=False)
-    assert cond == "openclaw-real[profile=sessions]" and "chosen by the verdict" in rule  # lowest of OpenClaw itself
-    assert resolve_baseline({}, pv, "u", higher_is_better=True)[0] == "openclaw-real"
-    assert resolve_baseline({"baseline": "openclaw"}, pv, "u", True)[0] == "openclaw"  # the suite's own choice wins
-    # ... when it is native: a control baseline (nextjs-docs: full-context) is not "OpenClaw native"
-    assert resolve_baseline({"baseline": "bm25"}, pv, "u", True)[0] == "openclaw-real"
-    port_only = ProbeValues({"openclaw": {"u": {"p": 1.0}}, "bm25": {"u": {"p": 1.0}}},
+    def pv_of(metric):
+        return ProbeValues({"openclaw-real": {metric: {"p1": 1.0, "p2": 1.0}},
+                            "openclaw-real[profile=sessions]": {metric: {"p1": 0.0, "p2": 1.0}},
+                            "openclaw": {metric: {"p1": 0.0, "p2": 0.0}}, "bm25": {metric: {"p1": 0.0, "p2": 0.0}}},
+                           backend_of={c: c for c in ("openclaw-real", "openclaw-real[profile=sessions]", "openclaw",
+                                                      "bm25")})
+    # uncontained: the registry says lower is better; hit: higher is better
+    cond, rule = resolve_baseline({}, pv_of("uncontained"), "uncontained")
+    assert cond == "openclaw-real[profile=sessions]" and "lower is better" in rule  # lowest of OpenClaw itself
+    pv = pv_of("hit")
+    assert resolve_baseline({}, pv, "hit")[0] == "openclaw-real"
+    # one rule: a suite's saved choice on another metric does not override it; its words are kept when it agrees
+    assert resolve_baseline({"baseline": "openclaw"}, pv, "hit")[0] == "openclaw-real"
+    assert resolve_baseline({"baseline": "openclaw-real", "baseline_rule": "why"}, pv, "hit") == ("openclaw-real", "why")
+    port_only = ProbeValues({"openclaw": {"hit": {"p": 1.0}}, "bm25": {"hit": {"p": 1.0}}},
                             backend_of={"openclaw": "openclaw", "bm25": "bm25"})
-    assert resolve_baseline({}, port_only, "u", True)[0] == "openclaw"
-    assert resolve_baseline({"baseline": "bm25"}, ProbeValues({"bm25": {}}, backend_of={"bm25": "bm25"}), "u",
-                            True) == (None, "no OpenClaw native backend ran")
+    assert resolve_baseline({}, port_only, "hit")[0] == "openclaw"
+    assert resolve_baseline({"baseline": "bm25"}, ProbeValues({"bm25": {}}, backend_of={"bm25": "bm25"}), "hit") == \
+        (None, "no OpenClaw native backend ran")
+
+
+def test_an_unregistered_headline_is_an_error(tmp_path):
+    from tests.run_fixtures import madial_run
+
+    d = madial_run(tmp_path / "m", {"openclaw-real": {0}, "mine": {1}})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(MadialSuite, "retrieval_headline", "made_up")
+        with pytest.raises(VerdictError, match="suite madial: headline metric 'made_up' is not in the metric registry"):
+            suite_verdict(d)
 
 
 def cortex_run(path, llm=None, judge=None):

@@ -28,7 +28,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from services.adapters.registry import parse_variant
+from services.adapters.registry import role_of
+from services.coordinator import baseline as baseline_rule
 from services.coordinator import stats
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.results import RunDir
@@ -99,34 +100,27 @@ def _mean(values: dict[str, float | None]) -> float | None:
 
 
 def native_family(backend: str) -> int | None:
-    """0 for OpenClaw itself (any profile), 1 for the port's default preset (any variant), None otherwise."""
-    base = parse_variant(backend)[0]
-    return 0 if base == "openclaw-real" else 1 if base == "openclaw" else None
+    """0 for OpenClaw itself (any profile), 1 for the port's current release (any variant), None otherwise: the
+    backend's registry role (services/adapters/registry.py ROLES)."""
+    role = role_of(backend)
+    return 0 if role == "native" else 1 if role == "native-port" else None
 
 
 def is_native(backend: str | None) -> bool:
-    """OpenClaw's own memory: OpenClaw itself or the port, any profile, preset or variant."""
-    return bool(backend) and parse_variant(backend)[0].startswith("openclaw")
+    """OpenClaw's own memory, or the port of its current release, any profile or variant (by registry role)."""
+    return baseline_rule.is_native(backend)
 
 
-def resolve_baseline(metrics: dict[str, Any], pv: ProbeValues, metric: str, higher_is_better: bool
+def resolve_baseline(metrics: dict[str, Any], pv: ProbeValues, metric: str, higher_is_better: bool | None = None
                      ) -> tuple[str | None, str]:
-    """(baseline condition, the rule that chose it): the suite's own (`baseline`, or `strongest_native`) when it
-    is an OpenClaw native condition, else the strongest OpenClaw native condition on the headline, OpenClaw itself
-    before the port; None when no native backend ran (a suite's control baseline is not "OpenClaw native")."""
-    for key in ("baseline", "strongest_native"):
-        cond = metrics.get(key)
-        if cond and cond in pv.values and is_native(pv.backend_of.get(cond)):
-            return cond, metrics.get("baseline_rule") or (
-                "the suite's strongest OpenClaw native condition" if key == "strongest_native" else "the suite's baseline")
-    for family in (0, 1):
-        natives = [c for c, b in pv.backend_of.items() if c in pv.values and native_family(b) == family]
-        scored = [(m, c) for c in natives if (m := _mean(pv.values[c].get(metric) or {})) is not None]
-        if scored:
-            best = sorted(scored, key=lambda x: (-x[0] if higher_is_better else x[0], "[" in x[1], x[1]))[0][1]
-            return best, (f"the strongest OpenClaw native condition on {metric} (mean over the probes), "
-                          "OpenClaw itself before the port (chosen by the verdict: the suite names none)")
-    return None, "no OpenClaw native backend ran"
+    """(baseline condition, the rule that chose it): services/coordinator/baseline.choose on the verdict's headline,
+    the same rule every suite's scorecard uses; None when no OpenClaw native backend ran (a suite's control baseline
+    is not "OpenClaw native"). When the suite's scorecard chose the same condition its words are kept."""
+    cond, rule = baseline_rule.choose(pv.values, pv.backend_of, baseline_rule.means_of(pv.values, metric), metric,
+                                      fallback_to_control=False)
+    if cond is not None and cond == metrics.get("baseline") and metrics.get("baseline_rule"):
+        rule = metrics["baseline_rule"]
+    return cond, rule
 
 
 def word(comp: dict[str, Any], alpha: float = ALPHA) -> str:
@@ -195,6 +189,10 @@ def suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None) -> dict[s
     metric = suite.headline(answers_mocked, judge_mocked)
     if metric is None:
         raise VerdictError(f"suite {suite.name}: no headline metric")
+    try:
+        baseline_rule.direction(metric)
+    except KeyError as e:
+        raise VerdictError(f"suite {suite.name}: headline {e.args[0]}") from None
     hib, unit = pv.spec(metric)
     mocked_metrics = sorted(suite.mocked_metrics(answers_mocked, judge_mocked))
     kind = "answer" if metric in suite.answer_metrics else "retrieval"
@@ -252,13 +250,10 @@ def suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None) -> dict[s
 def backend_order(names: list[str]) -> list[str]:
     """Memory systems first, then the IR baselines, OpenClaw native (itself, then the port), then the controls;
     the run's own order within each group."""
+    groups = {"control": 4, "native": 3, "native-port": 3, "native-release": 3, "ir-baseline": 2}
+
     def group(b: str) -> int:
-        base = parse_variant(b)[0]
-        if base in CONTROLS:
-            return 4
-        if native_family(b) is not None or base.startswith("openclaw-20"):
-            return 3
-        return 2 if base in IR_BASELINES else 1
+        return groups.get(role_of(b), 1)
 
     return sorted(names, key=lambda b: (group(b), names.index(b)))
 

@@ -13,7 +13,7 @@ Which characters come from which message (`locate`):
 1. the backend's `context_spans` over formatted_context, when it gives them (authoritative);
 2. else each memory's text is found in the injected context (in rank order, each search starting where the previous
    memory ended; a memory found nowhere is *unlocated*, counted, and credits nothing) and its `evidence_spans` are
-   carried over; a memory without spans counts as a whole-text span for every one of its evidence ids (an extracted
+   carried over (a zero-length span: cited, none of it shown); a memory without spans counts as a whole-text span for every one of its evidence ids (an extracted
    fact's text comes from all its source messages; a one-message document's from that message).
 
 Credit (`shown_evidence`), for a budget of B tokens whose text ends at character `cut`:
@@ -81,7 +81,8 @@ def _span(s: Any) -> tuple[str, int, int]:
 
 
 def check_spans(spans: Iterable[Any], length: int, field: str) -> None:
-    """Every span inside [0, length] with start < end and an evidence id, else SpanError naming the span's field."""
+    """Every span inside [0, length] with start <= end and an evidence id, else SpanError naming the span's field. A
+    zero-length span says the memory cites the message but shows none of it (a snippet cut before its line)."""
     for j, s in enumerate(spans):
         eid, a, b = _span(s)
         where = f"{field}[{j}]"
@@ -89,8 +90,8 @@ def check_spans(spans: Iterable[Any], length: int, field: str) -> None:
             raise SpanError(f"{where}.evidence_id", "empty")
         if a < 0:
             raise SpanError(f"{where}.start", f"{a} is negative")
-        if b <= a:
-            raise SpanError(f"{where}.end", f"{b} is not after start {a}")
+        if b < a:
+            raise SpanError(f"{where}.end", f"{b} is before start {a}")
         if b > length:
             raise SpanError(f"{where}.end", f"{b} is past the end of the text ({length} characters)")
 

@@ -120,8 +120,18 @@ class ProbeValues:
     backend_of: dict[str, str] = field(default_factory=dict)
 
     def spec(self, metric: str) -> tuple[bool, str]:
-        """(higher_is_better, unit): the suite's own spec, else tokens and latency are lower-is-better counts, else
-        the metric registry's (an unregistered name is a higher-is-better rate)."""
+        """(higher_is_better, unit): the metric registry's when it has the metric (the one source of a metric's
+        direction); else the suite's own spec for its derived names, tokens and latency as lower-is-better counts,
+        else a higher-is-better rate. A suite spec that contradicts the registry is an error."""
+        from services.coordinator.metrics.registry import all_metrics
+
+        registered = all_metrics().get(metric)
+        if registered is not None:
+            own = self.specs.get(metric)
+            if own is not None and own[0] != registered.higher_is_better:
+                raise ValueError(f"metric {metric!r}: the suite says higher_is_better={own[0]}, the metric registry "
+                                 f"{registered.higher_is_better}")
+            return registered.higher_is_better, registered.unit or (own[1] if own else "rate")
         if metric in self.specs:
             return self.specs[metric]
         if metric == self.tokens:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from services.common import prompts
+from services.coordinator import baseline as baseline_rule_module
 from services.coordinator import stats
 from services.coordinator.metrics import budget
 from services.coordinator.metrics.judge import majority_vote
@@ -212,6 +213,15 @@ def compare_all(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]]
         out[cond] = {"baseline": baseline, "comparisons": [c.to_json() for c in comps],
                      "scorecard": stats.scorecard(comps)}
     return out
+
+
+def scorecard_baseline(pv: Any, metric: str, means: Mapping[str, float | None] | None = None
+                       ) -> tuple[str | None, str]:
+    """(the condition every scorecard compares with, why): services/coordinator/baseline.choose on `metric` over a
+    suite's ProbeValues (`means` when the suite's metric is one value per condition, not per probe)."""
+    return baseline_rule_module.choose(pv.values, pv.backend_of,
+                                       means if means is not None else baseline_rule_module.means_of(pv.values, metric),
+                                       metric)
 
 
 # ------------------------------------------------------------------------------------------------------

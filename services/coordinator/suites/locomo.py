@@ -34,11 +34,9 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from services.adapters.registry import parse_variant
 from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
 from services.coordinator.metrics import budget
@@ -74,13 +72,6 @@ HELD_OUT_METRICS = (budget.HEADLINE_METRIC, "turn_recall@5", "f1_cats_1_4")
 BASELINE_METRIC = budget.HEADLINE_METRIC
 
 
-def baseline_rule(metric: str, baseline: str | None = None) -> str:
-    """Why `baseline` (what `_baseline` chose) is the condition compared with, in words for the report."""
-    if baseline is not None and parse_variant(baseline)[0] not in ("openclaw-real", "openclaw"):
-        return ("no OpenClaw native profile ran, so the first control that ran (full-context, then compacted), "
-                "else the first condition by name")
-    return (f"the strongest OpenClaw native profile on {metric} (mean over the probes) among those that ran; "
-            "OpenClaw itself (openclaw-real) before the port")
 _DIA = re.compile(r"^D:?(\d+):0*(\d+)$")
 _SESSION_OF = re.compile(r"^D(\d+):")
 
@@ -351,9 +342,8 @@ class LocomoSuite(Suite):
                                        "interval over conversations for a rate at 0 or 1; paired permutation "
                                        "test flipping whole conversations"}
         out["held_out"] = held_out_check(per_cond, clusters, HELD_OUT_METRICS, self.seed)
-        baseline = _baseline(list(per_cond), per_cond, BASELINE_METRIC)
+        baseline, out["baseline_rule"] = C.scorecard_baseline(self.probe_values(samples), BASELINE_METRIC)
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule(BASELINE_METRIC, baseline)
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             budget.HEADLINE_METRIC, "budget_recall_auc", ("f1_cats_1_4", True, "rate"), ("f1", True, "rate"), ("turn_recall@5", True, "rate"),
             ("session_recall@5", True, "rate"), ("binary_j", True, "rate"),
@@ -455,30 +445,3 @@ def _render_statistics(metrics: dict[str, Any]) -> list[str]:
     out.append(C.md_table(["backend", "metric", "held-out inside CI of the mean", "inside prediction interval",
                            "farthest conversation"], rows))
     return out
-
-
-def _baseline(conds: list[str], per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]] | None = None,
-              metric: str = "") -> str | None:
-    """The condition every other is compared with: the strongest OpenClaw native profile on `metric` (mean over the
-    probes) among OpenClaw itself (`openclaw-real` and its profiles), else among the port's, else the first control
-    that ran. Without metric values the plain native backend is taken."""
-    for family in ("openclaw-real", "openclaw"):
-        natives = [c for c in conds if parse_variant(c)[0] == family]
-        if natives:
-            return strongest(natives, per_cond, metric) if per_cond and metric else (
-                family if family in natives else sorted(natives)[0])
-    for b in ("full-context", "compacted"):
-        if b in conds:
-            return b
-    return sorted(conds)[0] if conds else None
-
-
-def strongest(conds: list[str], per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]],
-              metric: str) -> str:
-    """The condition with the highest mean `metric` (over its probes with a value); ties go to the plain name, then
-    to name order."""
-    def mean(c: str) -> float:
-        vals = [v for v in (per_cond.get(c, {}).get(metric) or {}).values() if v is not None]
-        return sum(vals) / len(vals) if vals else float("-inf")
-
-    return sorted(conds, key=lambda c: (-mean(c), "[" in c, c))[0]

@@ -216,11 +216,8 @@ class LongMemEvalSuite(Suite):
                         co["by_type"].setdefault(cat, {})[m] = C.summary(
                             {p: x for p, x in vals[m].items() if cats[p] == cat}, seed, C.unit_of(m))
             out["conditions"][cond] = co
-        from services.coordinator.suites.locomo import _baseline, baseline_rule
-
-        baseline = _baseline(list(per_cond), per_cond, budget.HEADLINE_METRIC)
+        baseline, out["baseline_rule"] = C.scorecard_baseline(self.probe_values(samples), budget.HEADLINE_METRIC)
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule(budget.HEADLINE_METRIC, baseline)
         out["statistics"] = {"unit": "question", "method": "percentile bootstrap over questions (each question is "
                              "its own haystack), 1,000 resamples; Wilson interval for a rate at 0 or 1"}
         out["comparisons"] = C.compare_all(per_cond, baseline, [

@@ -38,7 +38,7 @@ from services.coordinator.suites.base import (
     SuiteData,
     condition_backends,
 )
-from services.coordinator.suites.locomo import _baseline, baseline_rule, compact_record
+from services.coordinator.suites.locomo import compact_record
 from services.coordinator.suites.registry import register
 
 KS = (1, 3, 5, 10)
@@ -158,9 +158,8 @@ class MadialSuite(Suite):
             seed = C.stable_seed(self.seed, cond)
             out["conditions"][cond] = {"n": len(rows), "latency": latency_summary(lat),
                                        "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()}}
-        baseline = _baseline(list(per_cond), per_cond, budget.HEADLINE_METRIC)
+        baseline, out["baseline_rule"] = C.scorecard_baseline(self.probe_values(samples), budget.HEADLINE_METRIC)
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule(budget.HEADLINE_METRIC, baseline)
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             budget.HEADLINE_METRIC, "budget_recall_auc", ("mrr", True, "rate"), ("recall@5", True, "rate"), ("primary_hit@5", True, "rate"),
             ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}

@@ -135,11 +135,8 @@ class OctybotSuite(Suite):
                 "na_queries": len(na_returned), "na_returned_something": sum(na_returned),
                 "failed": sorted(p for p, x in vals["pass"].items() if x == 0.0),
                 "latency": latency_summary(lat)}
-        from services.coordinator.suites.locomo import _baseline, baseline_rule
-
-        baseline = _baseline(list(per_cond), per_cond, "pass")
+        baseline, out["baseline_rule"] = C.scorecard_baseline(self.probe_values(samples), "pass")
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule("pass", baseline)
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             ("pass", True, "rate"), ("retrieval_pass", True, "rate"), ("store_pass", True, "rate"),
             ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}
