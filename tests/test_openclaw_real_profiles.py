@@ -148,6 +148,27 @@ def test_sessions_profile_cites_transcript_lines_by_message_id(sessions):
     assert h.evidence_ids == [MSG_LINES[n] for n in range(start, end + 1) if n in MSG_LINES]
     assert "s1-m0" in h.evidence_ids
     assert b.describe_config()["transcripts"] == "indexed and searched (sources memory + sessions)"
+    # Each message's line of OpenClaw's session text ("User: ..." / "Assistant: ...") is spanned with its id.
+    assert h.evidence_spans and {s.evidence_id for s in h.evidence_spans} == set(h.evidence_ids)
+    assert all(h.text[s.start:s.end] == EXPORTED[s.evidence_id] for s in h.evidence_spans)
+
+
+EXPORTED = {"s1-m0": "User: The dev server runs on port 3001.", "s1-m1": "Assistant: Noted: port 3001.",
+            "s1-m2": "User: We chose pnpm because it is faster.", "s2-m0": "User: /status",
+            "s2-m1": 'Assistant: Deploys go out on "Thursdays".'}
+
+
+def test_file_hits_span_the_hook_lines_openclaw_returns(default):
+    b, loop, _ = default
+    res = loop.run_until_complete(b.retrieve("demo", RetrieveQuery("which port does the dev server run on", 6,
+                                                                   reference_time=ASKED)))
+    top = res.memories[0]
+    shown = {s.evidence_id: top.text[s.start:s.end] for s in top.evidence_spans}
+    assert shown == {"s1-m0": 'user: "The dev server runs on port 3001."', "s1-m1": 'assistant: "Noted: port 3001."',
+                     "s1-m2": 'user: "We chose pnpm because it is faster."'}
+    at = res.formatted_context.index(top.text)
+    assert all(res.formatted_context[s.start + at:s.end + at] == shown[s.evidence_id] for s in top.evidence_spans)
+    assert b.counters()["spans_misaligned"] == 0
 
 
 def test_transcript_evidence_by_hand():

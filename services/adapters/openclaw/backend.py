@@ -33,6 +33,7 @@ from services.adapters.openclaw.index import FileInput, IndexStore
 from services.adapters.openclaw.keyword_search import KeywordSearch
 from services.adapters.openclaw.mmr_matrix import mmr_rerank_matrix
 from services.adapters.openclaw.presets import candidate_count, resolve_preset
+from services.adapters.openclaw.spans import file_snippet_spans, join_blocks, shifted, with_hidden_evidence
 from services.adapters.openclaw.workspace import (
     FlushSkipper,
     Workspace,
@@ -48,6 +49,7 @@ from services.common import prompts
 from services.common.transcripts import compact
 from services.common.types import (
     ChannelDiagnostics,
+    EvidenceSpan,
     IngestBatch,
     Memory,
     Message,
@@ -67,25 +69,70 @@ def citation(path: str, start: int, end: int) -> str:
     return f"{path}#L{start}-L{end}"
 
 
-def format_search_results(results: list[hybrid.Scored]) -> str:
+def search_results_block(results: list[hybrid.Scored], spans: list[list[EvidenceSpan]] | None = None
+                         ) -> tuple[str, list[EvidenceSpan]]:
+    """The memory_search results as the tool presents them (`[i] path#Lstart-Lend (score s)` + snippet), and each
+    snippet's evidence spans (`spans`, one list per result) moved to where the snippet sits in the block."""
     if not results:
-        return "## memory_search results\n(no results)"
+        return "## memory_search results\n(no results)", []
     parts = ["## memory_search results"]
+    out: list[EvidenceSpan] = []
+    pos = len(parts[0])
     for i, r in enumerate(results, 1):
-        parts.append(f"[{i}] {citation(r.path, r.start_line, r.end_line)} (score {r.score:.3f})\n{r.snippet}")
-    return "\n\n".join(parts)
+        head = f"[{i}] {citation(r.path, r.start_line, r.end_line)} (score {r.score:.3f})\n"
+        pos += 2  # the blank line between entries
+        if spans is not None:
+            out += shifted(spans[i - 1], pos + len(head))
+        parts.append(head + r.snippet)
+        pos += len(head) + len(r.snippet)
+    return "\n\n".join(parts), out
+
+
+def format_search_results(results: list[hybrid.Scored]) -> str:
+    return search_results_block(results)[0]
+
+
+def recent_notes_block(ws: Workspace | None, n: int) -> tuple[str, list[EvidenceSpan]]:
+    """The notes of the namespace's n newest sessions (their flush-written lines under a `### path (session id)`
+    heading), and one span per note line and evidence id over that line."""
+    if ws is None or n <= 0:
+        return "", []
+    head = f"## Recent memory notes (last {n} sessions)\n"
+    blocks = []
+    for sn in ws.recent_notes(n):
+        if not sn.lines:
+            continue
+        title = f"### {sn.path} (session {sn.session_id})\n"
+        sp, pos = [], len(title)
+        for line, ev in zip(sn.lines, sn.evidence, strict=True):
+            if line:
+                sp += [EvidenceSpan(e, pos, pos + len(line)) for e in ev]
+            pos += len(line) + 1
+        blocks.append((title + "\n".join(sn.lines), sp))
+    if not blocks:
+        return "", []
+    text, sp = join_blocks(blocks)
+    return head + text, shifted(sp, len(head))
 
 
 def format_recent_notes(ws: Workspace | None, n: int) -> str:
-    if ws is None or n <= 0:
-        return ""
-    blocks = []
-    for sn in ws.recent_notes(n):
-        if sn.lines:
-            blocks.append(f"### {sn.path} (session {sn.session_id})\n" + "\n".join(sn.lines))
-    if not blocks:
-        return ""
-    return f"## Recent memory notes (last {n} sessions)\n" + "\n\n".join(blocks)
+    return recent_notes_block(ws, n)[0]
+
+
+def context_with_spans(ws: Workspace | None, n: int, results: list[hybrid.Scored],
+                       spans: list[list[EvidenceSpan]]) -> tuple[str, list[EvidenceSpan]]:
+    """formatted_context (the recent notes block, then the memory_search results) and its evidence spans."""
+    return join_blocks([recent_notes_block(ws, n), search_results_block(results, spans)])
+
+
+def file_hit_spans(ws: Workspace | None, path: str, snippet: str, start: int, end: int) -> tuple[list[EvidenceSpan], int]:
+    """A memory-file hit's snippet spans from the workspace's line evidence (no file is re-read); the file's lines
+    as chunkMarkdown sees them: its lines, then the empty line after the final newline. A file the workspace does
+    not hold (nothing the sessions wrote) gives no spans."""
+    f = ws.files.get(path) if ws else None
+    if f is None:
+        return [], 0
+    return file_snippet_spans(snippet, f.lines + [""], f.line_evidence(), start, end)
 
 
 class OpenClawBackend(MemoryBackend):
@@ -175,7 +222,7 @@ class OpenClawBackend(MemoryBackend):
         self._index: IndexStore | None = None
         self._embedder = None
         self.n = {"llm_calls": 0, "flushes": 0, "flushes_skipped": 0, "chunks_indexed": 0, "searches": 0,
-                  "compactions": 0, "hook_files": 0}
+                  "compactions": 0, "hook_files": 0, "spans_misaligned": 0}
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -531,6 +578,8 @@ class OpenClawBackend(MemoryBackend):
         rows = self.index.chunk_rows(namespace)
         mtimes = self.index.file_mtimes(namespace) if results else {}
         memories = []
+        all_spans: list[list[EvidenceSpan]] = []
+        ws = self._ws.get(namespace)
         ceiling = float("inf")
         for r in results:
             # MMR re-orders by diversity, so OpenClaw's own scores need not fall monotonically down the list. The
@@ -541,10 +590,15 @@ class OpenClawBackend(MemoryBackend):
             ts = hybrid.date_from_path(r.path, self.params["dated_path_regex"])
             if ts is None:
                 ts = mtimes.get(r.path)
+            evidence = list(row.evidence) if row else []
+            spans, bad = file_hit_spans(ws, r.path, r.snippet, r.start_line, r.end_line)
+            self.n["spans_misaligned"] += bad
+            spans = with_hidden_evidence(spans, evidence)
+            all_spans.append(spans)
             memories.append(Memory(
                 id=r.id, text=r.snippet, score=ceiling, kind="chunk",
                 created_at=datetime.fromtimestamp(ts / 1000, UTC) if ts is not None else None,
-                source=r.path, evidence_ids=list(row.evidence) if row else [],
+                source=r.path, evidence_ids=evidence, evidence_spans=spans,
                 channel_scores={"hybrid": float(r.score), "vector": float(r.vector_score),
                                 "text": float(r.text_score)},
                 attributes={"path": r.path, "start_line": str(r.start_line), "end_line": str(r.end_line),
@@ -552,9 +606,8 @@ class OpenClawBackend(MemoryBackend):
                             "selected_by": "strict" if r.score >= self.params["min_score"] else "keyword-fallback",
                             "preset": self.config["preset"], "mode": "fts-only" if self.fts_only else "hybrid"},
             ))
-        recent = format_recent_notes(self._ws.get(namespace), self.config["recent_sessions"])
-        ctx = "\n\n".join(b for b in (recent, format_search_results(results)) if b)
-        return RetrieveResult(memories=memories, channels=diags, formatted_context=ctx)
+        ctx, ctx_spans = context_with_spans(ws, self.config["recent_sessions"], results, all_spans)
+        return RetrieveResult(memories=memories, channels=diags, formatted_context=ctx, context_spans=ctx_spans)
 
     # ------------------------------------------------------------------ introspection
     async def namespace_stats(self, namespace: str) -> NamespaceStats:

@@ -255,11 +255,13 @@ class InstallState:
     closed: list[str] = field(default_factory=list)  # sessions a /new has closed, in order
     transcript_lines: dict[str, dict[int, str]] = field(default_factory=dict)  # transcript path → line → message id
     first_ms: int | None = None  # the namespace's first message (its main session's id derives from it)
+    transcript_turns: dict[str, tuple[str, str]] = field(default_factory=dict)  # message id → (role, text) written
 
     def copy(self) -> InstallState:
         return InstallState(self.summary, list(self.window), self.compactions, self.flushed_cycle,
                             self.open_session, list(self.open_turns), list(self.closed),
-                            {k: dict(v) for k, v in self.transcript_lines.items()}, self.first_ms)
+                            {k: dict(v) for k, v in self.transcript_lines.items()}, self.first_ms,
+                            dict(self.transcript_turns))
 
     def tokens(self, system_prompt_tokens: int = 0) -> int:
         t = sum(estimate_tokens(x.text) for x in self.window) + system_prompt_tokens
