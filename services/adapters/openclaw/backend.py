@@ -162,6 +162,9 @@ class OpenClawBackend(MemoryBackend):
         "context_window": lifecycle.DEFAULT_CONTEXT_WINDOW,  # the model's window: the flush and compaction thresholds
         "session_boundary": "new",  # "new": each session ends with /new (the hook fires); "continue": one session
         "system_prompt_tokens": 0,  # prompt tokens a real turn adds beyond the messages (system prompt, tools)
+        # "open": the newest session of an ingest is the live conversation the question is asked in (no /new, no
+        # hook file); "closed": it is ended with /new at its last message like the others (the earlier replay).
+        "last_session": "open",
     }
     uses_embedder = True
     searches_sessions = False  # the port indexes memory files only; OpenClaw itself (openclaw-real) indexes transcripts
@@ -196,6 +199,8 @@ class OpenClawBackend(MemoryBackend):
         lifecycle.thresholds(cfg["context_window"])
         if cfg["session_boundary"] not in lifecycle.SESSION_BOUNDARIES:
             raise ValueError("openclaw: session_boundary must be 'new' or 'continue'")
+        if cfg["last_session"] not in lifecycle.LAST_SESSION:
+            raise ValueError(f"openclaw: last_session must be 'open' or 'closed', got {cfg['last_session']!r}")
         spt = cfg["system_prompt_tokens"]
         if not isinstance(spt, int) or isinstance(spt, bool) or spt < 0:
             raise ValueError("openclaw: system_prompt_tokens must be an integer >= 0")
@@ -219,6 +224,7 @@ class OpenClawBackend(MemoryBackend):
         self.thresholds = lifecycle.thresholds(int(self.config["context_window"]))
         self.store = SessionStore()
         self._ws: dict[str, Workspace] = {}
+        self._live: dict[str, tuple[int, int]] = {}  # namespace → the live session's (messages, cl100k tokens)
         self._index: IndexStore | None = None
         self._embedder = None
         self.n = {"llm_calls": 0, "flushes": 0, "flushes_skipped": 0, "chunks_indexed": 0, "searches": 0,
@@ -303,9 +309,19 @@ class OpenClawBackend(MemoryBackend):
         d["flush_prompt"] = "OpenClaw 2026.9.6 buildMemoryFlushPlan (prompt + systemPrompt, memory/<flush date>.md)"
         d["memory_md_curation"] = "none: MEMORY.md is read-only to the flush; dreaming promotes nothing in a replay"
         d["session_boundary"] = self.config["session_boundary"]
-        d["session_memory_hook"] = ("memory/YYYY-MM-DD-HHMM.md with the last 15 messages at each /new: a session's "
-                                    "/new comes at the next session's start, the newest session's at its last "
-                                    "message" if self.config["session_boundary"] == "new" else "never fires (no /new)")
+        open_last = self.config["last_session"] == "open"
+        d["session_memory_hook"] = ("memory/YYYY-MM-DD-HHMM.md (the date and time of the /new) with the last 15 "
+                                    "messages at each /new: a session's /new comes at the next session's start; the "
+                                    + ("newest session stays open (no /new)" if open_last else
+                                       "newest session's at its last message")
+                                    if self.config["session_boundary"] == "new" else "never fires (no /new)")
+        d["last_session"] = (("open: the newest session of an ingest is the live conversation the question is asked "
+                              "in (automatic reset is off by default), so it writes no hook file and is flushed only "
+                              "if OpenClaw's threshold fires inside it") if open_last else
+                             "closed: the newest session is ended with /new at its last message (a hook file)")
+        m, t = (sum(x) for x in zip(*self._live.values(), strict=True)) if self._live else (0, 0)
+        d["live_session"] = (f"{m} messages, {t} cl100k tokens over {len(self._live)} namespaces (Stats: "
+                             "live_session_messages, live_session_tokens, per namespace live_session_*:<namespace>)")
         d["transcripts"] = ("indexed and searched (sources memory + sessions)" if prof.search_sessions
                             else "indexed by OpenClaw (rememberAcrossConversations), not searched"
                             if self.searches_sessions else "not modelled by the port (memory_search does not "
@@ -320,6 +336,7 @@ class OpenClawBackend(MemoryBackend):
 
     async def reset(self, namespace: str) -> int:
         self._ws.pop(namespace, None)
+        self._live.pop(namespace, None)
         n = self.store.reset(namespace)
         await asyncio.to_thread(self.index.drop_namespace, namespace)
         return n
@@ -331,6 +348,7 @@ class OpenClawBackend(MemoryBackend):
         # Commit (synchronous from here: nothing can fail half-way on the event loop).
         self.store.apply(namespace, batch)
         self._ws[namespace] = staged
+        self._live[namespace] = lifecycle.live_session_size(staged.install)
         self.n["flushes"] += sum(1 for _, _, skip in work if not skip)
         self.n["flushes_skipped"] += sum(1 for _, _, skip in work if skip)
         self.n["chunks_indexed"] += chunks
@@ -388,7 +406,10 @@ class OpenClawBackend(MemoryBackend):
         """Replay the sessions through a real install's rules (lifecycle.py): every message joins the live session's
         transcript; after an assistant turn the flush runs when OpenClaw's threshold says so; before a user turn that
         would reach the compaction threshold it flushes (once per cycle) and compacts; with session_boundary "new"
-        each session ends with /new, where the session-memory hook writes the departing session's last messages."""
+        each session ends with /new (typed when the next one starts), where the session-memory hook writes the
+        departing session's last messages. The newest session stays open with last_session "open" (the live
+        conversation the question is asked in; the next ingest's first session closes it), and is closed at its last
+        message with "closed"."""
         st, th = staged.install, self.thresholds
         spt = int(self.config["system_prompt_tokens"])
         boundary_new = self.config["session_boundary"] == "new"
@@ -414,7 +435,8 @@ class OpenClawBackend(MemoryBackend):
                 if role == "assistant" and lifecycle.should_flush_after_turn(st, th, spt):
                     await self._plan_flush(staged, s, ms)
                     work.append((s, (), False))
-        if boundary_new and st.open_session is not None and st.open_turns:
+        if (boundary_new and self.config["last_session"] == "closed" and st.open_session is not None
+                and st.open_turns):
             self._close_session(namespace, staged, st.open_turns[-1].ms)
         return work
 
@@ -633,6 +655,7 @@ class OpenClawBackend(MemoryBackend):
         Returns the number of chunks (re)indexed."""
         chunks = await self.index_workspace(namespace, ws)
         self._ws[namespace] = ws
+        self._live[namespace] = lifecycle.live_session_size(ws.install)
         if batch is not None:
             self.store.apply(namespace, batch)
         return chunks
@@ -659,5 +682,17 @@ class OpenClawBackend(MemoryBackend):
     def disk_bytes(self) -> int:
         return self._index.disk_bytes() if self._index is not None else 0
 
+    def live_sessions(self) -> dict[str, tuple[int, int]]:
+        """namespace → (messages, cl100k tokens) of the session still open after its last ingest (the live
+        conversation, with last_session "open"; (0, 0) when the newest session was closed)."""
+        return dict(self._live)
+
     def counters(self) -> dict[str, int]:
-        return dict(self.n)
+        out = dict(self.n)
+        out["live_sessions"] = sum(1 for m, _ in self._live.values() if m)
+        out["live_session_messages"] = sum(m for m, _ in self._live.values())
+        out["live_session_tokens"] = sum(t for _, t in self._live.values())
+        for ns, (m, t) in sorted(self._live.items()):
+            out[f"live_session_messages:{ns}"] = m
+            out[f"live_session_tokens:{ns}"] = t
+        return out

@@ -38,6 +38,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from services.common.tokens import count_tokens
+
 DEFAULT_CONTEXT_WINDOW = 200_000
 RESERVE_TOKENS_FLOOR = 20_000  # DEFAULT_AGENT_COMPACTION_RESERVE_TOKENS_FLOOR
 SOFT_THRESHOLD_TOKENS = 4_000  # DEFAULT_MEMORY_FLUSH_SOFT_TOKENS
@@ -74,6 +76,7 @@ PROFILES: dict[str, Profile] = {
                                    "curated by a durable-language rule, no hook, no transcripts"),
 }
 SESSION_BOUNDARIES = ("new", "continue")
+LAST_SESSION = ("open", "closed")
 
 
 def resolve_profile(name: str) -> Profile:
@@ -304,3 +307,11 @@ def should_flush_after_turn(state: InstallState, th: Thresholds, system_prompt_t
 
 def should_compact_before(state: InstallState, incoming: str, th: Thresholds, system_prompt_tokens: int = 0) -> bool:
     return state.tokens(system_prompt_tokens) + estimate_tokens(incoming) >= th.compact_tokens
+
+
+def live_session_size(state: InstallState) -> tuple[int, int]:
+    """The live (still open) session: its messages and their cl100k tokens (services.common.tokens, per message
+    text, summed); (0, 0) when no session is open."""
+    if state.open_session is None:
+        return 0, 0
+    return len(state.open_turns), sum(count_tokens(t.text) for t in state.open_turns)

@@ -337,6 +337,7 @@ class OpenClawRealBackend(OpenClawBackend):
     # ------------------------------------------------------------------ ingest
     async def reset(self, namespace: str) -> int:
         self._ws.pop(namespace, None)
+        self._live.pop(namespace, None)
         n = self.store.reset(namespace)
         if self._root is not None:
             await self._call("POST", "/drop", {"agent": agent_id(namespace)})
