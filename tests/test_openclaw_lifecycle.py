@@ -153,8 +153,9 @@ HOOK_2 = ("# Session: 2026-03-03 11:03:00 UTC\n\n- **Session Key**: " + KEY + "\
 
 def test_default_profile_writes_hook_files_only(tmp_path):
     # Two short sessions never reach the 176k flush threshold: no flush, no LLM call, no MEMORY.md. Session 1's /new
-    # is typed when session 2 starts (03-03 11:00); session 2, the newest, is closed at its last message (11:03).
-    b, llm, hits = _ingest({"profile": "default"}, tmp_path)
+    # is typed when session 2 starts (03-03 11:00); with last_session "closed" session 2, the newest, is closed at its
+    # last message (11:03).
+    b, llm, hits = _ingest({"profile": "default", "last_session": "closed"}, tmp_path)
     assert b.workspace("demo") == {"memory/2026-03-03-1100.md": HOOK_1, "memory/2026-03-03-1103.md": HOOK_2}
     assert llm.tasks() == [] and b.counters()["hook_files"] == 2 and b.counters()["flushes"] == 0
     ws = b.workspace_state("demo")
@@ -168,9 +169,36 @@ def test_default_profile_writes_hook_files_only(tmp_path):
 
 
 def test_default_profile_across_two_ingests_keeps_one_hook_per_session(tmp_path):
-    # Ingested one session at a time, each newest session is closed at its own last message.
-    b, _, _ = _ingest({"profile": "default"}, tmp_path, batches=((S1,), (S2,)))
+    # last_session "closed", one session at a time: each newest session is closed at its own last message.
+    b, _, _ = _ingest({"profile": "default", "last_session": "closed"}, tmp_path, batches=((S1,), (S2,)))
     assert sorted(b.workspace("demo")) == ["memory/2026-03-01-1102.md", "memory/2026-03-03-1103.md"]
+    # last_session "open" (the default): session 1 stays live after the first ingest and is closed by the /new typed
+    # when session 2 starts; session 2 is the live conversation and writes nothing.
+    b, _, _ = _ingest({"profile": "default"}, tmp_path / "open", batches=((S1,), (S2,)))
+    assert sorted(b.workspace("demo")) == ["memory/2026-03-03-1100.md"]
+
+
+def test_the_last_session_is_the_live_conversation(tmp_path):
+    # Default last_session "open": session 1's /new (at session 2's start) writes HOOK_1; session 2 is still open when
+    # the question is asked, so no second hook file and no /new in the pending operations openclaw-real replays.
+    b, llm, _ = _ingest({"profile": "default"}, tmp_path)
+    assert b.workspace("demo") == {"memory/2026-03-03-1100.md": HOOK_1}
+    assert llm.tasks() == [] and b.counters()["hook_files"] == 1
+    st = b.workspace_state("demo").install
+    assert st.open_session == "s2" and [t.message_id for t in st.open_turns] == ["s2-m0", "s2-m1"]
+    # cl100k tokens per message: "/status" is one token; 'Deploys go out on "Thursdays".' is 10: Dep|loys| go| out|
+    # on| "|Th|urs|days|". -- 11 in all.
+    from services.common.tokens import count_tokens
+
+    assert (count_tokens("/status"), count_tokens('Deploys go out on "Thursdays".')) == (1, 10)
+    c = b.counters()
+    assert (c["live_sessions"], c["live_session_messages"], c["live_session_tokens"]) == (1, 2, 11)
+    assert (c["live_session_messages:demo"], c["live_session_tokens:demo"]) == (2, 11)
+    assert b.live_sessions() == {"demo": (2, 11)}
+    d = b.describe_config()
+    assert d["last_session"].startswith("open:") and d["live_session"].startswith("2 messages, 11 cl100k tokens")
+    with pytest.raises(ValueError, match="last_session must be 'open' or 'closed'"):
+        OpenClawBackend({"profile": "default", "last_session": "later", "embedder": "hash"})
 
 
 def test_continue_profile_flushes_by_threshold_once_per_cycle(tmp_path):

@@ -38,6 +38,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from services.common.tokens import count_tokens
+
 DEFAULT_CONTEXT_WINDOW = 200_000
 RESERVE_TOKENS_FLOOR = 20_000  # DEFAULT_AGENT_COMPACTION_RESERVE_TOKENS_FLOOR
 SOFT_THRESHOLD_TOKENS = 4_000  # DEFAULT_MEMORY_FLUSH_SOFT_TOKENS
@@ -74,6 +76,7 @@ PROFILES: dict[str, Profile] = {
                                    "curated by a durable-language rule, no hook, no transcripts"),
 }
 SESSION_BOUNDARIES = ("new", "continue")
+LAST_SESSION = ("open", "closed")
 
 
 def resolve_profile(name: str) -> Profile:
@@ -255,11 +258,13 @@ class InstallState:
     closed: list[str] = field(default_factory=list)  # sessions a /new has closed, in order
     transcript_lines: dict[str, dict[int, str]] = field(default_factory=dict)  # transcript path → line → message id
     first_ms: int | None = None  # the namespace's first message (its main session's id derives from it)
+    transcript_turns: dict[str, tuple[str, str]] = field(default_factory=dict)  # message id → (role, text) written
 
     def copy(self) -> InstallState:
         return InstallState(self.summary, list(self.window), self.compactions, self.flushed_cycle,
                             self.open_session, list(self.open_turns), list(self.closed),
-                            {k: dict(v) for k, v in self.transcript_lines.items()}, self.first_ms)
+                            {k: dict(v) for k, v in self.transcript_lines.items()}, self.first_ms,
+                            dict(self.transcript_turns))
 
     def tokens(self, system_prompt_tokens: int = 0) -> int:
         t = sum(estimate_tokens(x.text) for x in self.window) + system_prompt_tokens
@@ -302,3 +307,11 @@ def should_flush_after_turn(state: InstallState, th: Thresholds, system_prompt_t
 
 def should_compact_before(state: InstallState, incoming: str, th: Thresholds, system_prompt_tokens: int = 0) -> bool:
     return state.tokens(system_prompt_tokens) + estimate_tokens(incoming) >= th.compact_tokens
+
+
+def live_session_size(state: InstallState) -> tuple[int, int]:
+    """The live (still open) session: its messages and their cl100k tokens (services.common.tokens, per message
+    text, summed); (0, 0) when no session is open."""
+    if state.open_session is None:
+        return 0, 0
+    return len(state.open_turns), sum(count_tokens(t.text) for t in state.open_turns)

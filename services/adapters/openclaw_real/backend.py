@@ -37,16 +37,18 @@ from services.adapters.openclaw import hybrid, lifecycle
 from services.adapters.openclaw.backend import (
     OpenClawBackend,
     citation,
-    format_recent_notes,
-    format_search_results,
+    context_with_spans,
+    file_hit_spans,
 )
 from services.adapters.openclaw.lifecycle import agent_id
+from services.adapters.openclaw.spans import transcript_snippet_spans, with_hidden_evidence
 from services.adapters.openclaw.workspace import Workspace, hook_wfile
 from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, availability
 from services.common.embeddings import RemoteEmbedder
 from services.common.errors import DependencyError
 from services.common.types import (
     ChannelDiagnostics,
+    EvidenceSpan,
     Memory,
     RetrieveQuery,
     RetrieveResult,
@@ -85,6 +87,14 @@ def line_evidence(ws: Workspace | None, path: str, start: int, end: int) -> list
         for e in ev:
             out.setdefault(e, None)
     return list(out)
+
+
+def transcript_messages(ws: Workspace | None, path: str, start: int, end: int) -> list[tuple[str, str, str]]:
+    """(message id, role, text) of the messages on transcript lines start..end, in order (for evidence spans)."""
+    if ws is None:
+        return []
+    lines, turns = ws.install.transcript_lines.get(path, {}), ws.install.transcript_turns
+    return [(lines[n], *turns[lines[n]]) for n in range(start, end + 1) if n in lines and lines[n] in turns]
 
 
 def transcript_evidence(ws: Workspace | None, path: str, start: int, end: int) -> list[str]:
@@ -310,6 +320,7 @@ class OpenClawRealBackend(OpenClawBackend):
                     f"sessions/{agent}/{res['sessionId']}.jsonl", {})
                 for t, line in zip(turns, res["lines"], strict=True):
                     lines[int(line)] = t.message_id
+                    staged.install.transcript_turns[t.message_id] = (t.role, t.text)
                 continue
             _, at_ms, _session, predicted, evidence = ops[i]
             i += 1
@@ -326,6 +337,7 @@ class OpenClawRealBackend(OpenClawBackend):
     # ------------------------------------------------------------------ ingest
     async def reset(self, namespace: str) -> int:
         self._ws.pop(namespace, None)
+        self._live.pop(namespace, None)
         n = self.store.reset(namespace)
         if self._root is not None:
             await self._call("POST", "/drop", {"agent": agent_id(namespace)})
@@ -405,6 +417,7 @@ class OpenClawRealBackend(OpenClawBackend):
         self.n["searches"] += 1
         scored: list[hybrid.Scored] = []
         memories: list[Memory] = []
+        all_spans: list[list[EvidenceSpan]] = []
         ceiling = float("inf")
         min_score = self.config["min_score"] if self.config["min_score"] is not None else OPENCLAW_DEFAULTS["minScore"]
         for r in res["results"]:
@@ -424,22 +437,30 @@ class OpenClawRealBackend(OpenClawBackend):
                 channels["vector"] = float(vec)
             if txt is not None:
                 channels["text"] = float(txt)
+            snippet = r.get("snippet") or ""
+            if r.get("source") == "sessions":
+                evidence = transcript_evidence(ws, path, start, end)
+                spans, bad = transcript_snippet_spans(snippet, transcript_messages(ws, path, start, end))
+            else:
+                evidence = line_evidence(ws, path, start, end)
+                spans, bad = file_hit_spans(ws, path, snippet, start, end)
+            self.n["spans_misaligned"] += bad
+            spans = with_hidden_evidence(spans, evidence)
+            all_spans.append(spans)
             memories.append(Memory(
-                id=rid, text=r.get("snippet") or "", score=ceiling, kind="chunk",
+                id=rid, text=snippet, score=ceiling, kind="chunk",
                 created_at=datetime.fromtimestamp(ts / 1000, UTC) if ts is not None else None,
-                source=path, evidence_ids=(transcript_evidence(ws, path, start, end) if r.get("source") == "sessions"
-                                           else line_evidence(ws, path, start, end)), channel_scores=channels,
+                source=path, evidence_ids=evidence, evidence_spans=spans, channel_scores=channels,
                 attributes={"path": path, "start_line": str(start), "end_line": str(end),
                             "citation": citation(path, start, end),
                             "selected_by": "strict" if score >= min_score else "keyword-fallback",
                             "release": f"openclaw {OPENCLAW_VERSION}",
                             "mode": "fts-only" if self.fts_only else "hybrid"},
             ))
-        recent = format_recent_notes(ws, self.config["recent_sessions"])
-        ctx = "\n\n".join(b for b in (recent, format_search_results(scored)) if b)
+        ctx, ctx_spans = context_with_spans(ws, self.config["recent_sessions"], scored, all_spans)
         diag = ChannelDiagnostics("openclaw", len(memories), int(float(res.get("searchMs") or 0) * 1e6),
                                   f"OpenClaw {OPENCLAW_VERSION} memory_search (sidecar)")
-        return RetrieveResult(memories=memories, channels=[diag], formatted_context=ctx)
+        return RetrieveResult(memories=memories, channels=[diag], formatted_context=ctx, context_spans=ctx_spans)
 
     @contextlib.contextmanager
     def search_params(self, *, min_score: float | None = None, decay: bool | None = None) -> Iterator[None]:
