@@ -227,7 +227,15 @@ def probe_values(budget_rec: Mapping[str, Any] | None, gold: Sequence[str],
     out["budget_recall_auc"] = budget_auc(recalls, budgets)
     if budget_rec is not None:
         out["budget_tokens"] = float(shown_tokens(budget_rec))
+        out["budget_unlocated"] = float(budget_rec.get("unlocated") or 0)
     return out
+
+
+def unlocated_memories(budget_rec: Mapping[str, Any]) -> int:
+    """Memories of one retrieval whose text was not found in what the backend injected (they credit nothing: the
+    rig cannot tell what of them the agent saw); a backend that rewrites its memories' text when it formats them
+    should send context_spans."""
+    return int(budget_rec.get("unlocated") or 0)
 
 
 def shown_tokens(budget_rec: Mapping[str, Any], budget: int = HEADLINE_BUDGET) -> int:
@@ -240,6 +248,7 @@ def _register() -> None:
         metric(budget_metric(b), higher_is_better=True, unit="rate")(recall_at_budget)
     metric("budget_recall_auc", higher_is_better=True, unit="rate")(budget_auc)
     metric("budget_tokens", higher_is_better=False, unit="tokens")(shown_tokens)
+    metric("budget_unlocated", higher_is_better=False, unit="count")(unlocated_memories)
 
 
 _register()

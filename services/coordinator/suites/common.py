@@ -428,6 +428,11 @@ def render_budget(metrics: Mapping[str, Any], conds: list[str], gold_what: str) 
         rows.append([c, *(fmt_ci(o.get(budget.budget_metric(b))) if b == budget.HEADLINE_BUDGET
                           else fmt((o.get(budget.budget_metric(b)) or {}).get("mean")) for b in budget.BUDGETS),
                      fmt((o.get("budget_recall_auc") or {}).get("mean")),
-                     fmt((o.get("budget_tokens") or {}).get("mean"), 0)])
-    out.append(md_table(["backend", *(f"{b} tok" for b in budget.BUDGETS), "area", "tokens shown"], rows))
+                     fmt((o.get("budget_tokens") or {}).get("mean"), 0),
+                     fmt((o.get("budget_unlocated") or {}).get("mean"), 2)])
+    out.append(md_table(["backend", *(f"{b} tok" for b in budget.BUDGETS), "area", "tokens shown",
+                         "unlocated / probe"], rows))
+    out += ["", "Unlocated / probe: memories whose text was not found in what the backend injected (mean per probe); "
+                "they credit nothing, so a backend that rewrites its memories when it formats them should send "
+                "`context_spans` (proto/memrig/v1/memory_backend.proto)."]
     return out
