@@ -20,6 +20,8 @@ from typing import Any
 
 import psutil
 
+from services.common import interrupt
+
 RESULTS_ROOT = Path(os.environ.get("MEMRIG_RESULTS_DIR", "results"))
 PROVENANCE_PACKAGES = (
     "memrig", "grpcio", "protobuf", "aiohttp", "numpy", "torch", "sentence-transformers", "wordllama",
@@ -99,9 +101,10 @@ class RunDir:
         return json.loads(self.run_json.read_text()) if self.run_json.exists() else {}
 
     def write_run(self, run: dict[str, Any]) -> None:
-        tmp = self.run_json.with_suffix(".tmp")
-        tmp.write_text(json.dumps(run, indent=2, sort_keys=False, default=str))
-        tmp.replace(self.run_json)
+        with interrupt.critical():  # Ctrl-C waits for it (services/common/interrupt.py)
+            tmp = self.run_json.with_suffix(".tmp")
+            tmp.write_text(json.dumps(run, indent=2, sort_keys=False, default=str))
+            tmp.replace(self.run_json)
 
     def samples(self) -> list[dict[str, Any]]:
         """The latest sample per key (later lines win, so a resumed run supersedes an errored sample)."""
@@ -134,7 +137,7 @@ class RunDir:
         return {s["key"] for s in self.samples() if s.get("status") == "ok"}
 
     def append_sample(self, sample: dict[str, Any]) -> None:
-        with self.samples_path.open("a+b") as f:
+        with interrupt.critical(), self.samples_path.open("a+b") as f:
             # a line torn by a crash has no newline: start on a fresh line so it cannot swallow this sample
             torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
             f.write((("\n" if torn else "") + json.dumps(sample, default=str) + "\n").encode())
