@@ -150,6 +150,13 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], suite: Suite, er
     if verdict_md:
         title, _, rest = header.partition("\n")
         header = "\n".join((title, "", verdict_md.rstrip(), "", VERDICT_END, rest))
+    stop = run.get("interrupted")
+    if stop:
+        title, _, rest = header.partition("\n")
+        header = "\n".join((title, "", f"> **Interrupted** (Ctrl-C at {stop.get('at')}): this report scores the "
+                             f"{stop.get('samples_ok', 0)} sample(s) that finished before it; the rest never ran. "
+                             "The same command with the same --out resumes the run (finished samples are kept).",
+                             rest))
     parts = [header, "", suite.render(metrics)]
     sections = (render_judge_agreement(run, metrics), render_peer_pairs(metrics), render_failures(errors, failures),
                 render_configs(run))

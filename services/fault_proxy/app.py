@@ -31,6 +31,7 @@ from aiohttp import web
 from prometheus_client import REGISTRY
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from services.common.http_input import HANDLER_ARGS, oversized
 from services.fault_proxy.engine import FaultEngine
 from services.fault_proxy.faults import (
     HEADER_PREFIX,
@@ -47,6 +48,7 @@ from services.fault_proxy.faults import (
     Throttle,
     Truncate,
     header_faults,
+    nesting_error,
     parse_fault,
 )
 from services.fault_proxy.metrics import FAULTS_INJECTED, INJECTED_DELAY, REQUESTS, UPSTREAM_DURATION
@@ -92,6 +94,10 @@ def _error(status: int, message: str, field_name: str = "") -> web.Response:
 
 @web.middleware
 async def _admin_auth(request: web.Request, handler):
+    too_long = oversized(request)  # a URL or header past its limit: named here, not aiohttp's raw 400
+    if too_long is not None:
+        status, field_name, message = too_long
+        return _error(status, message, field_name)
     st = request.app[STATE]
     token = st.config.admin_token
     is_admin = request.path.startswith(ADMIN_PREFIX)
@@ -142,7 +148,7 @@ async def _json_body(request: web.Request, allow_empty: bool = False) -> Any:
     try:
         value = json.loads(raw)
     except RecursionError:
-        raise FaultError("body", "not valid JSON: nested too deeply") from None
+        raise nesting_error(raw) from None
     except ValueError as e:
         raise FaultError("body", f"not valid JSON: {e}") from None
     bad = _lone_surrogate(value)
@@ -587,7 +593,8 @@ async def _on_cleanup(app: web.Application) -> None:
 
 def make_proxy_app(config: ProxyConfig, engine: FaultEngine | None = None) -> web.Application:
     """The proxy app; it serves the admin API under /__admin unless `config.admin_on_proxy_port` is False."""
-    app = web.Application(middlewares=[_admin_auth], client_max_size=64 * 1024 * 1024)
+    app = web.Application(middlewares=[_admin_auth], client_max_size=64 * 1024 * 1024,
+                          handler_args=HANDLER_ARGS)
     app[STATE] = ProxyState(config, engine or FaultEngine())
     app[_IS_ADMIN_APP] = False
     if config.admin_on_proxy_port:
@@ -601,7 +608,7 @@ def make_proxy_app(config: ProxyConfig, engine: FaultEngine | None = None) -> we
 
 def make_admin_app(proxy_app: web.Application) -> web.Application:
     """A separate admin-only app sharing the proxy app's state (for --admin-port)."""
-    app = web.Application(middlewares=[_admin_auth])
+    app = web.Application(middlewares=[_admin_auth], handler_args=HANDLER_ARGS)
     app[STATE] = proxy_app[STATE]
     app[_IS_ADMIN_APP] = True
     add_admin_routes(app)
