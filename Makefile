@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation mutation-listed k8s-check
+.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image clean mutation mutation-listed k8s-check
 
 setup: $(STAMP)
 
@@ -118,6 +118,12 @@ load: setup
 
 load-bench: setup
 	$(BIN)/python -m loadtests.bench --out $(if $(OUT),$(OUT),results/load-bench)
+
+# Tenant sharding: retrieve throughput over 1/2/4 cortex-mock shards (processes here, pods in deploy/k8s), the
+# tenants placed by the fault proxy's --shard-map rule (loadtests/shards.py). About 2 min a shard count here.
+load-bench-shards: setup
+	nice -n 5 $(BIN)/python -m loadtests.shards --out $(if $(OUT),$(OUT),results/load-bench-shards) \
+		$(if $(SHARDS),--shards $(SHARDS),)
 
 # Mutation testing (cosmic-ray) over the modules behind quoted numbers: kill rate per module + survivors in
 # results/mutation/report.md. CPU-heavy (see README); MODULES=a.py,b.py limits it. Not part of `make test`.
