@@ -2,7 +2,7 @@
 its own process on this machine (as each is its own pod in deploy/k8s), the tenants spread by the fault proxy's
 rule (services/fault_proxy/shards.py).
 
-    python -m loadtests.shards --out DIR [--shards 1,2,4] [--tenants 8] [--memories 1000] [--embedder minilm]
+    python -m loadtests.shards --out DIR [--shards 1,2,4] [--tenants 8] [--memories 500] [--embedder minilm]
                                [--slo-p99-ms 250] [--start-rate 50] [--factor 1.5] [--step-s 4] [--refine 1]
 
 For each shard count S:
@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="output directory (shards.json, shards.md)")
     ap.add_argument("--shards", type=lambda v: [int(x) for x in v.split(",") if x.strip()], default=[1, 2, 4])
     ap.add_argument("--tenants", type=int, default=8)
-    ap.add_argument("--memories", type=int, default=1000, help="memories per tenant")
+    ap.add_argument("--memories", type=int, default=500, help="memories per tenant")
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--mode", choices=["fast", "full"], default="fast")
     ap.add_argument("--top-k", type=int, default=10)
