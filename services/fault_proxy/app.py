@@ -52,6 +52,7 @@ from services.fault_proxy.faults import (
     parse_fault,
 )
 from services.fault_proxy.metrics import FAULTS_INJECTED, INJECTED_DELAY, REQUESTS, UPSTREAM_DURATION
+from services.fault_proxy.shards import Shard, shard_owner
 from services.fault_proxy.store import FaultExists, FaultNotFound
 
 ADMIN_PREFIX = "/__admin"
@@ -68,6 +69,16 @@ class ProxyConfig:
     upstream_timeout_s: float = 300.0
     refresh_interval_s: float = 0.25  # background refresh (Redis mode) so removals on other replicas release
     store_kind: str = "local"
+    # Tenant sharding (services/fault_proxy/shards.py): when set, each request goes to the shard that owns its
+    # x-api-key, and `upstream` is unused.
+    shards: tuple[Shard, ...] = ()
+
+    def upstream_for(self, api_key: str | None) -> tuple[str, int | None]:
+        """(base URL, shard index or None) a request with this x-api-key is forwarded to."""
+        if not self.shards:
+            return self.upstream, None
+        i = shard_owner(api_key, [s.name for s in self.shards])
+        return self.shards[i].url, i
 
 
 @dataclass
@@ -316,7 +327,8 @@ async def status(request: web.Request) -> web.Response:
     st = request.app[STATE]
     await st.engine.refresh()
     return web.json_response({
-        "upstream": st.config.upstream, "seed": st.engine.seed, "requests": st.engine.requests_seen,
+        "upstream": st.config.upstream, "shards": [{"name": x.name, "url": x.url} for x in st.config.shards],
+        "seed": st.engine.seed, "requests": st.engine.requests_seen,
         "faults": len(st.engine.faults), "store": st.config.store_kind,
         "allow_header_faults": st.config.allow_header_faults,
     })
@@ -467,10 +479,13 @@ class _ProxiedRequest:
         request, cfg = self.request, self.st.config
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP
                    and not (cfg.allow_header_faults and k.lower().startswith(HEADER_PREFIX))}
+        base, shard = cfg.upstream_for(request.headers.get("x-api-key"))
+        if shard is not None:
+            self.entry["shard"] = cfg.shards[shard].name
         t0 = time.perf_counter()
         self.entry["upstream"] = True
         try:
-            async with self.st.session.request(request.method, cfg.upstream + request.path_qs,
+            async with self.st.session.request(request.method, base + request.path_qs,
                                                data=body if body else None, headers=headers,
                                                allow_redirects=False) as up:
                 rbody = await up.read()
