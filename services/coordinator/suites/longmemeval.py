@@ -1,4 +1,13 @@
-"""`longmemeval`: the LongMemEval "oracle" file (Wu et al., ICLR 2025; MIT), loaded from a path.
+"""`longmemeval`: LongMemEval (Wu et al., ICLR 2025; MIT), its "oracle" or its "S" file, loaded from a path.
+
+Variants (option `variant`): `oracle` (each question's haystack is its evidence sessions; default file
+longmemeval/longmemeval_oracle_dev.json) and `s` (the ~48-session, ~115k-token haystacks the field reports; default
+file longmemeval/longmemeval_s_cleaned.json, the official file, fetched by `make data-longmemeval-s`). `auto` (the
+default) reads the variant off the file: oracle when every question's haystack holds only its answer sessions, S
+otherwise; a named variant the file contradicts is an error. `file` may be gzip (`.gz`). Only memrig's 400 dev
+question ids (suites/data/longmemeval_dev_ids.txt, those of longmemeval_oracle_dev.json) are ever loaded: a file's
+other questions (the official files have 500) are held out, left out before anything else (`full: true` included)
+and counted in the data info, never scored. The variant, the file and that count are in run.json and the report.
 
 Each question is its own namespace holding its haystack sessions (dated from `haystack_dates`); message id =
 `<session_id>_<turn index, 1-based over all turns>` (the official turn id). Per backend, one answering condition.
@@ -21,9 +30,12 @@ Default: a seeded sample of 30 questions stratified by question type; `full: tru
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
 import random
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from services.common.tokens import count_tokens
@@ -41,10 +53,12 @@ from services.coordinator.metrics.retrieval import (
 from services.coordinator.suites import common as C
 from services.coordinator.suites.base import (
     Condition,
+    OptionError,
     Probe,
     ProbeValues,
     Suite,
     SuiteData,
+    SuiteUnavailable,
     condition_backends,
 )
 from services.coordinator.suites.locomo import compact_record
@@ -53,6 +67,38 @@ from services.coordinator.suites.registry import register
 KS = (1, 3, 5, 10, 30, 50)
 TYPES = ("single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
          "temporal-reasoning", "knowledge-update")
+
+
+# variant -> its default file under the data directory
+VARIANT_FILES = {"oracle": "longmemeval/longmemeval_oracle_dev.json", "s": "longmemeval/longmemeval_s_cleaned.json"}
+VARIANT_LABELS = {"oracle": "oracle", "s": "S"}
+DEV_IDS_PATH = Path(__file__).resolve().parent / "data" / "longmemeval_dev_ids.txt"
+
+
+@functools.cache
+def dev_question_ids() -> frozenset[str]:
+    """memrig's 400 dev question ids (one a line, '#' lines comments); every other id is held out."""
+    lines = DEV_IDS_PATH.read_text(encoding="utf-8").splitlines()
+    return frozenset(x.strip() for x in lines if x.strip() and not x.startswith("#"))
+
+
+def read_questions(path: Path) -> list[dict[str, Any]]:
+    """The question list of a LongMemEval file: JSON, or gzip-compressed JSON when the name ends in .gz."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        raw = json.load(f)
+    if not isinstance(raw, list):
+        raise ValueError(f"{path}: expected a JSON list of questions, got a {type(raw).__name__}")
+    for i, q in enumerate(raw):
+        if not isinstance(q, dict) or not isinstance(q.get("question_id"), str):
+            raise ValueError(f"{path}: question [{i}] has no string question_id")
+    return raw
+
+
+def haystack_variant(items: list[dict[str, Any]]) -> str:
+    """'oracle' when every question's haystack holds only its answer sessions (what the oracle file is), else 's'."""
+    oracle = all(set(q["haystack_session_ids"]) <= set(q.get("answer_session_ids") or []) for q in items)
+    return "oracle" if oracle else "s"
 
 
 def parse_lme_date(s: str) -> datetime:
@@ -103,19 +149,43 @@ def question_batch(q: dict[str, Any]) -> tuple[IngestBatch, list[str], list[str]
 @register
 class LongMemEvalSuite(Suite):
     name = "longmemeval"
-    description = ("LongMemEval oracle (real data, MIT): per-question haystacks; official recall_any/recall_all/"
-                   "ndcg_any@k at session and turn level, QA accuracy through the binary judge.")
+    description = ("LongMemEval oracle or S (real data, MIT; option variant): per-question haystacks, memrig's 400 "
+                   "dev questions only; official recall_any/recall_all/ndcg_any@k at session and turn level, QA "
+                   "accuracy through the binary judge.")
     retrieval_headline = budget.HEADLINE_METRIC
     answer_headline = "qa_accuracy"
     answer_metrics = {"qa_accuracy": "judge"}
-    defaults = {"data_dir": None, "file": "longmemeval/longmemeval_oracle_dev.json", "questions": 30,
+    defaults = {"data_dir": None, "variant": "auto", "file": "", "questions": 30,
                 "full": False, "types": ",".join(TYPES), "top_k": 10, "mode": "fast", "answer": True}
 
+    def _data_file(self) -> tuple[str, str, Path]:
+        """(variant asked for, file as named, its path): an empty `file` is the variant's default file."""
+        variant = str(self.options["variant"] or "auto").strip().lower()
+        if variant not in ("auto", *VARIANT_FILES):
+            raise OptionError("variant", f"expected one of auto, {', '.join(VARIANT_FILES)}; got {variant!r}")
+        file = str(self.options["file"] or VARIANT_FILES["oracle" if variant == "auto" else variant])
+        try:
+            path = C.resolve_data_file(self.options["data_dir"], file)
+        except SuiteUnavailable as e:
+            if variant == "s" and not self.options["file"]:
+                raise SuiteUnavailable(f"{e}; `make data-longmemeval-s` fetches the official S file and checks "
+                                       f"it") from None
+            raise
+        return variant, file, path
+
     def load(self) -> SuiteData:
-        path = C.resolve_data_file(self.options["data_dir"], self.options["file"])
-        raw = json.loads(path.read_text())
+        asked, file, path = self._data_file()
+        raw = read_questions(path)
+        dev = dev_question_ids()
+        in_dev = [q for q in raw if q["question_id"] in dev]  # held-out questions never get further than this
+        held_out = len(raw) - len(in_dev)
+        variant = haystack_variant(in_dev)
+        if asked != "auto" and asked != variant:
+            raise OptionError("variant", f"{asked} asked, but {path} is LongMemEval {VARIANT_LABELS[variant]} (its "
+                                         f"haystacks {'hold only' if variant == 'oracle' else 'go beyond'} the answer "
+                                         "sessions)")
         types = {t.strip() for t in str(self.options["types"]).split(",") if t.strip()}
-        items = [q for q in raw if q["question_type"] in types]
+        items = [q for q in in_dev if q["question_type"] in types]
         items.sort(key=lambda q: q["question_id"])  # the file's order is not the official one: fix an order
         if not self.options["full"]:
             items = C.stratified_sample(items, lambda q: q["question_type"], int(self.options["questions"]),
@@ -138,7 +208,9 @@ class LongMemEvalSuite(Suite):
                       "sessions": [x.session_id for x in batch.sessions],
                       "answer_session_ids": q.get("answer_session_ids", [])},
             ))
-        self._info = {"source": str(path), "licence": "MIT (xiaowu0162/LongMemEval)", "questions": len(probes),
+        self._info = {"variant": variant, "file": file, "source": str(path), "licence": "MIT (xiaowu0162/LongMemEval)",
+                      "questions": len(probes), "held_out_left_out": held_out,
+                      "dev_split": f"{len(dev)} dev question ids (suites/data/longmemeval_dev_ids.txt)",
                       "retrieval_skipped": skipped, "sampling": {"seed": self.seed, "full": self.options["full"],
                                                                   "questions": self.options["questions"]}}
         return SuiteData(corpora=corpora, probes=probes, info=self._info)
@@ -230,7 +302,13 @@ class LongMemEvalSuite(Suite):
     def render(self, metrics: dict[str, Any]) -> str:
         m = metrics["conditions"]
         conds = sorted(m)
-        out = ["## LongMemEval (oracle)", "",
+        data = metrics.get("data") or {}
+        label = VARIANT_LABELS.get(str(data.get("variant") or "oracle"), "oracle")
+        out = [f"## LongMemEval ({label})", ""]
+        if data.get("file"):
+            out += [f"Data: `{data['file']}` (LongMemEval {label}); memrig's dev questions only, "
+                    f"{data.get('held_out_left_out', 0)} held-out question(s) of the file left out, never scored.", ""]
+        out += [
                f"QA accuracy = binary judge CORRECT rate ({C.judge_label(metrics)}). Retrieval metrics are the "
                "official recall_any / recall_all / ndcg_any (abstention and no-user-gold questions skipped).", "",
                "### Headline (mean [95% CI])", ""]
@@ -288,7 +366,6 @@ class LongMemEvalSuite(Suite):
         out += ["", f"### QA accuracy by question type{jud}", ""]
         out.append(C.md_table(["backend", *types], [[c, *(C.fmt_ci(m[c]["by_type"].get(t, {}).get("qa_accuracy"))
                                                           for t in types)] for c in conds]))
-        data = metrics.get("data") or {}
         if data:
             sk = data.get("retrieval_skipped", {})
             out += ["", f"Data: {data.get('questions')} questions; retrieval averages skip {sk.get('abstention', 0)} "
