@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image wheelhouse clean mutation mutation-listed k8s-check
+.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf data-longmemeval-s bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image wheelhouse clean mutation mutation-listed k8s-check
 
 setup: $(STAMP)
 
@@ -93,6 +93,14 @@ up: setup
 
 down: setup
 	$(BIN)/memrig down
+
+# LongMemEval S, the official file (~264 MB; Hugging Face dataset xiaowu0162/longmemeval-cleaned, MIT), put in the
+# data directory (DATA_DIR: $$MEMRIG_DATA_DIR, else ../shared/data) as longmemeval/longmemeval_s_cleaned.json, checked
+# by the content digest the repository records (services/datasets.py). SRC=PATH takes a local copy instead of
+# downloading. Exit 3: the file is in place but unchecked, because no digest is recorded for it yet.
+DATA_DIR ?= $(or $(MEMRIG_DATA_DIR),../shared/data)
+data-longmemeval-s: | $(BIN)/python
+	$(BIN)/python -m services.datasets get longmemeval-s $(DATA_DIR) $(if $(SRC),--src $(SRC),)
 
 # Order-only on the venv's python: an existing venv (VENV=/abs/path) is used as it is.
 $(BIN)/python:

@@ -3,8 +3,10 @@ fetched from a .tar.gz (file:// here), a bad archive never replacing good files.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
+import json
 import tarfile
 from pathlib import Path
 
@@ -96,3 +98,84 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert "datasets: b.txt: missing" in capsys.readouterr().err
     assert datasets.main(["fetch", str(tmp_path / "d"), "--sums", str(tmp_path / "SUMS"),
                           "--url", "file:///nonexistent.tar.gz"]) == 2
+
+
+# -- content digests (LongMemEval S): canonical JSON, key order and whitespace do not matter -----------------------
+SAMPLE = "longmemeval/longmemeval_s_sample24.json.gz"
+
+
+def _sample(data_dir: Path) -> Path:
+    if not (data_dir / SAMPLE).exists():
+        pytest.skip(f"[requires:data] {SAMPLE} not found under {data_dir}")
+    return data_dir / SAMPLE
+
+
+def test_the_content_digest_is_sha256_of_sorted_compact_utf8_json(tmp_path):
+    (tmp_path / "a.json").write_text('{"b": [1, 2.5, "é"],\n  "a": {"z": null, "y": true}}', encoding="utf-8")
+    canonical = '{"a":{"y":true,"z":null},"b":[1,2.5,"é"]}'.encode()  # by hand
+    assert datasets.canonical_json(datasets.load_json(tmp_path / "a.json")) == canonical
+    assert datasets.content_digest(tmp_path / "a.json") == hashlib.sha256(canonical).hexdigest()
+    with gzip.open(tmp_path / "a.json.gz", "wt", encoding="utf-8") as f:
+        f.write('{"a":{"z":null,"y":true},"b":[1,2.5,"\\u00e9"]}')  # another key order, an escaped é, gzip
+    assert datasets.content_digest(tmp_path / "a.json.gz") == hashlib.sha256(canonical).hexdigest()
+
+
+def _reordered(value):
+    """The same JSON with every object's keys in reverse order."""
+    if isinstance(value, dict):
+        return {k: _reordered(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reordered(v) for v in value]
+    return value
+
+
+def test_the_recorded_sample_digest_checks_the_sample_a_reordered_copy_and_not_a_tampered_one(data_dir, tmp_path):
+    sample = _sample(data_dir)
+    expected = datasets.CONTENT_DIGESTS[SAMPLE]
+    assert datasets.verify_content(sample, expected) == expected
+    raw = datasets.load_json(sample)
+    copy = tmp_path / "reordered.json"
+    copy.write_text(json.dumps(_reordered(raw), indent=3, ensure_ascii=True), encoding="utf-8")
+    assert copy.read_bytes() != datasets.canonical_json(raw)  # really another serialisation
+    assert datasets.verify_content(copy, expected) == expected
+    raw[5]["haystack_sessions"][3][0]["content"] += " "  # one character of one turn
+    bad = tmp_path / "tampered.json"
+    bad.write_text(json.dumps(raw), encoding="utf-8")
+    got = datasets.content_digest(bad)
+    assert got != expected
+    with pytest.raises(datasets.DigestMismatch) as e:
+        datasets.verify_content(bad, expected, SAMPLE)
+    assert str(e.value).startswith(f"{bad} ({SAMPLE}): content sha256 {got}, expected {expected}")
+    # the command line: exit 0 on the copy, 1 on the tampered file, naming it and both digests
+    assert datasets.main(["verify", str(copy), "--as", SAMPLE]) == 0
+    assert datasets.main(["verify", str(bad), "--as", SAMPLE]) == 1
+
+
+def test_get_checks_before_it_moves_in_and_says_when_it_cannot_check(data_dir, tmp_path, capsys):
+    sample = _sample(data_dir)
+    spec = datasets.OfficialFile("longmemeval/s.json", "file:///nonexistent", datasets.CONTENT_DIGESTS[SAMPLE], "t")
+    root = tmp_path / "data"
+    path, digest = datasets.get_official(spec, root, src=sample)  # a .gz source is written decompressed
+    assert path == root / "longmemeval" / "s.json" and digest == spec.content_sha256
+    assert path.read_bytes()[:1] == b"[" and datasets.get_official(spec, root) == (path, digest)  # in place: checked
+    bad = tmp_path / "bad.json"
+    raw = datasets.load_json(sample)
+    raw[0]["answer"] = "something else"
+    bad.write_text(json.dumps(raw))
+    before = path.read_bytes()
+    with pytest.raises(datasets.DigestMismatch, match=rf"{bad} \(for longmemeval/s.json\): content sha256 "
+                                                      rf"[0-9a-f]{{64}}, expected {spec.content_sha256}.*nothing "
+                                                      "was written"):
+        datasets.get_official(spec, root, src=bad)
+    assert path.read_bytes() == before and [p.name for p in path.parent.iterdir()] == ["s.json"]  # no .part left
+    # no recorded digest (the official S file today): put in place, never said to check; exit 3
+    assert datasets.OFFICIAL["longmemeval-s"].content_sha256 is None
+    assert datasets.OFFICIAL["longmemeval-s"].url.endswith(
+        "/datasets/xiaowu0162/longmemeval-cleaned/resolve/main/longmemeval_s_cleaned.json")
+    assert datasets.main(["get", "longmemeval-s", str(root), "--src", str(bad)]) == 3
+    err = capsys.readouterr().err
+    assert "longmemeval_s_cleaned.json is in place, NOT checked: the repository records no content digest" in err
+    assert (root / "longmemeval" / "longmemeval_s_cleaned.json").exists()
+    (tmp_path / "notjson.json").write_text("[1,")
+    assert datasets.main(["get", "longmemeval-s", str(tmp_path / "d2"), "--src", str(tmp_path / "notjson.json")]) == 2
+    assert not (tmp_path / "d2" / "longmemeval" / "longmemeval_s_cleaned.json").exists()
