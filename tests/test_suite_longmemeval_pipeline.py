@@ -360,3 +360,17 @@ def test_render_names_the_variant_the_file_and_the_held_out_count():
                          "only, 3 held-out question(s) of the file left out, never scored.")
     s._info = {}
     assert s.render(s.score(_two_conditions())).startswith("## LongMemEval (oracle)\n\nQA accuracy")
+
+
+def test_render_says_which_bm25_each_figure_is():
+    samples = _two_conditions()
+    for smp in samples:
+        new = {"openclaw": "bm25", "other": "bm25-official"}[smp["condition"]]
+        smp["retrievals"] = {new: smp["retrievals"][smp["condition"]]}
+        smp["condition"] = new
+    s = LongMemEvalSuite({}, seed=0)
+    s._info = {}
+    md = s.render(s.score(samples))
+    assert "Which BM25: `bm25` is the rig's BM25 (regex tokens \\w\\w+ lower-cased, English stopwords out" in md
+    assert "; `bm25-official` is BM25 as LongMemEval's own code runs it (text.split(\" \") with case kept" in md
+    assert "Which BM25" not in s.render(s.score(_two_conditions()))

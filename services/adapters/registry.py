@@ -81,6 +81,18 @@ for _method, _what in (("bm25", "Okapi BM25 (k1 1.2, b 0.75)"), ("dense", "embed
     ))
 
 
+# BM25 as LongMemEval's own retrieval code runs it (ir_baselines/ranking.py), so a LongMemEval figure can be set
+# beside the official one; not in bench-all's default set.
+register(BackendSpec(
+    "bm25-official", "services.adapters.ir_baselines", "services.adapters.ir_baselines.backend:IRBaselineBackend",
+    config={"method": "bm25", "bm25_tokens": "official", "bm25_scoring": "okapi", "k1": 1.5, "b": 0.75,
+            "bm25_epsilon": 0.25,
+            "stopwords": "none", "index_roles": "user", "rank_all": True},
+    description="Control IR baseline: BM25 as LongMemEval's code runs it (split on spaces, case kept, rank_bm25 "
+                "BM25Okapi k1 1.5 b 0.75) over the user turns.", role="ir-baseline", default=False,
+))
+
+
 def _optional_specs() -> None:
     """Backends whose modules may not exist yet in a partial checkout register themselves on import."""
     for mod in ("services.adapters.openclaw.registry_entry", "services.adapters.openclaw_real.registry_entry",

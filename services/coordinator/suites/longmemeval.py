@@ -101,6 +101,16 @@ def haystack_variant(items: list[dict[str, Any]]) -> str:
     return "oracle" if oracle else "s"
 
 
+# Which BM25 a condition's figures are (services/adapters/ir_baselines/ranking.py): the report says it beside them.
+BM25_NOTES = {
+    "bm25": "the rig's BM25 (regex tokens \\w\\w+ lower-cased, English stopwords out, bm25s lucene k1 1.2 b 0.75, every "
+            "turn indexed)",
+    "hybrid": "RRF of the rig's BM25 (as `bm25`) and dense",
+    "bm25-official": "BM25 as LongMemEval's own code runs it (text.split(\" \") with case kept, rank_bm25 BM25Okapi "
+                     "k1 1.5 b 0.75, user turns only)",
+}
+
+
 def parse_lme_date(s: str) -> datetime:
     """'2023/05/28 (Sun) 19:47' -> aware UTC datetime."""
     parts = s.split()
@@ -323,6 +333,9 @@ class LongMemEvalSuite(Suite):
                                "session recall_all@5 (rank)", "session ndcg_any@5",
                                "turn recall_all@10", "ctx tokens", "p50 ms"], rows))
         out += C.mock_note(metrics)
+        bm25 = [f"`{c}` is {BM25_NOTES[c]}" for c in conds if c in BM25_NOTES]
+        if bm25:
+            out += ["", f"Which BM25: {'; '.join(bm25)}."]
         out += C.render_budget(metrics, conds, "the user turns marked has_answer")
         for level in ("session", "turn"):
             out += ["", f"### {level.capitalize()} level, k = {', '.join(map(str, KS))}", ""]
