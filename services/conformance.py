@@ -101,6 +101,42 @@ class Conformance:
             return f"INVALID_ARGUMENT: {e.details()}"
         raise AssertionError(f"expected INVALID_ARGUMENT naming {field_name!r}, but the call succeeded")
 
+    async def _prepare_checks(self, stub, fact_ns: str) -> None:
+        """Prepare is optional: UNIMPLEMENTED passes (the rig then prepares nothing) and makes its other checks
+        N/A; implemented, it must leave a namespace searchable, accept an unknown one, and name a missing one."""
+        implemented = True
+
+        async def c_prepare():
+            nonlocal implemented
+            try:
+                r = await stub.Prepare(pb.PrepareRequest(namespace=fact_ns), timeout=DEADLINE * 5)
+            except grpc.aio.AioRpcError as e:
+                if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                implemented = False
+                return "not implemented (optional: the rig then has nothing to prepare)"
+            if self.recall == "exact":
+                res = await self._retrieve(stub, fact_ns, FACT_QUERY, 3)
+                assert any(f"{self.run}-fact-2" in m.evidence_ids or "17 days" in m.text for m in res.memories), \
+                    "after Prepare, retrieve no longer finds the fact"
+            return f"{r.server_duration_ns / 1e6:.1f} ms server-side" + (f" ({r.note})" if r.note else "")
+
+        await self.check("Prepare (optional) leaves the namespace searchable", c_prepare)
+        unknown = "Prepare of an unknown namespace is not an error"
+        missing = "Prepare without namespace → INVALID_ARGUMENT naming 'namespace'"
+        if not implemented:
+            self.results += [Check(unknown, "N/A", "Prepare not implemented"), Check(missing, "N/A", "Prepare not "
+                                                                                                  "implemented")]
+            return
+
+        async def c_unknown():
+            await stub.Prepare(pb.PrepareRequest(namespace=self.ns("never-prepared")), timeout=DEADLINE)
+            return "OK"
+
+        await self.check(unknown, c_unknown)
+        await self.check(missing, lambda: self.expect_invalid(stub.Prepare(pb.PrepareRequest(namespace=""),
+                                                                           timeout=DEADLINE), "namespace"))
+
     async def run_all(self) -> list[Check]:
         async with aio_channel(self.target) as ch:
             stub = pb_grpc.MemoryBackendServiceStub(ch)
@@ -151,6 +187,7 @@ class Conformance:
 
             await self.check("ingest → settle → retrieve finds an exact fact", c_exact, needs_exact=True)
             await self.check("evidence ids carried back", c_evidence, needs_exact=True)
+            await self._prepare_checks(stub, fact_ns)
 
             async def c_topk_and_order():
                 ns = self.ns("topk")

@@ -1,7 +1,8 @@
 """Run one suite over a set of backends and write the run directory.
 
 Phases: start backends (as processes through the launcher, or in-process, or at given addresses) → describe →
-reset/ingest/settle every namespace → probes × conditions with bounded concurrency, each sample appended to
+reset/ingest/settle every namespace → probes × conditions with bounded concurrency (a namespace's first timed
+retrieve on a backend right after its untimed Prepare, recorded in run.json as setup), each sample appended to
 samples.jsonl as it finishes → score → report. A backend that fails (at start, ingest or mid-run) is recorded
 with its reason; the others finish. Re-running into the same directory runs only what is missing.
 """
@@ -240,6 +241,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         await asyncio.gather(*(one(p, c) for p, c in work))
 
         # -- score + report -------------------------------------------------------------------------
+        # Prepare (untimed setup before each namespace's first timed retrieve): its time is setup, not latency
+        run["prepare"] = {**prev.get("prepare", {}), **ctx.prepare_summary()}
         run["llm_cache"] = _cache_summary(roles, llm_clients, cache_before)
         run["failures"] = failures
         run["duration_s"] = time.monotonic() - t_start
