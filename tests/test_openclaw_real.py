@@ -154,6 +154,27 @@ def test_each_namespace_manager_answers_one_throwaway_search_after_its_first_syn
 
 
 @needs_openclaw
+def test_prepare_syncs_and_searches_once_untimed_and_changes_no_result(real):
+    """The rig's Prepare (sidecar /prepare) before a namespace's first timed search: OpenClaw's sync and one
+    throwaway search on its agent, counted in Stats; the timed search after it returns exactly what it would have."""
+    b, loop = real
+    loop.run_until_complete(b.ingest("prep:a", IngestBatch(documents=(
+        Document("p1", "- The staging host is called plover.", None, "MEMORY.md"),))))
+    loop.run_until_complete(b.ingest("prep:b", IngestBatch(documents=(
+        Document("p2", "- The backup host is called dunlin.", None, "MEMORY.md"),))))
+    _search(real, "host", ns="prep:b")  # another agent used the process last
+    before = [(m.id, m.score, m.evidence_ids) for m in _search(real, "staging host", ns="prep:a", ref=DAY0)]
+    _search(real, "host", ns="prep:b")
+    n = b.n.get("prepares", 0)
+    note = loop.run_until_complete(b.prepare("prep:a"))
+    assert note == "OpenClaw sync + one throwaway search on the namespace's agent"
+    assert b.n["prepares"] == n + 1 and b.n["prepare_ms_total"] >= 0
+    after = [(m.id, m.score, m.evidence_ids) for m in _search(real, "staging host", ns="prep:a", ref=DAY0)]
+    assert after == before and after[0][2] == ["p1"]
+    assert loop.run_until_complete(b.prepare("never-ingested")) == "" and b.n["prepares"] == n + 1
+
+
+@needs_openclaw
 def test_path_outside_the_workspace_is_rejected_and_nothing_is_stored(real):
     b, loop = real
     with pytest.raises(ValidationError, match="documents"):

@@ -404,6 +404,18 @@ class OpenClawRealBackend(OpenClawBackend):
         return SettleResult(settled=True, items_indexed=st.items, counts=counts)
 
     # ------------------------------------------------------------------ search
+    async def prepare(self, namespace: str) -> str:
+        """The rig's untimed setup before the namespace's first timed search (sidecar /prepare): OpenClaw's sync and
+        one throwaway search on this agent, so the switch to it (one process hosts every namespace's agent) and a
+        new manager's first search are paid here, counted in Stats (prepares, prepare_ms_total), not in Retrieve."""
+        if namespace not in self._ws or self._root is None:
+            return ""
+        r = await self._call("POST", "/prepare", {"agent": agent_id(namespace),
+                                                  "workspace": str(self.workspace_dir(namespace))})
+        self.n["prepares"] = self.n.get("prepares", 0) + 1
+        self.n["prepare_ms_total"] = self.n.get("prepare_ms_total", 0) + round(float(r["prepareMs"]))
+        return "OpenClaw sync + one throwaway search on the namespace's agent"
+
     async def retrieve(self, namespace: str, query: RetrieveQuery) -> RetrieveResult:
         ws = self._ws.get(namespace)
         if ws is None:
