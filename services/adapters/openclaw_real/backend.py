@@ -282,10 +282,10 @@ class OpenClawRealBackend(OpenClawBackend):
             "clock": "reference_time → OpenClaw's Date.now() for each search (wall clock when absent)",
             "latency": ("each namespace's OpenClaw manager answers one throwaway search after its first sync (a new "
                         "manager's first search costs several times a later one), counted in Stats (first_searches, "
-                        "first_search_ms_total); one process hosts every namespace's agent, and a search right after "
-                        "another agent's activity still pays OpenClaw's switch (~200 ms here), which a single-user "
-                        "gateway does not: a suite with a namespace per question (LongMemEval) carries it in every "
-                        "search"),
+                        "first_search_ms_total); the first search after a namespace's ingest still costs ~1.4 s here, "
+                        "so the rig's Prepare (OpenClaw's sync + one more throwaway search, untimed, right before the "
+                        "namespace's first timed search; Stats prepares, prepare_ms_total) pays it instead "
+                        "(services/studies/openclaw_prepare.py)"),
             "workspace_writer": ("the flush notes: services.adapters.openclaw.workspace (same files, dates and mtimes "
                                  "as the port); hook files and transcripts: OpenClaw's own code (session-memory "
                                  "handler, session transcript store)" if self.profile.flush == "threshold" else
