@@ -282,7 +282,7 @@ class OpenClawRealBackend(OpenClawBackend):
             "clock": "reference_time → OpenClaw's Date.now() for each search (wall clock when absent)",
             "latency": ("each namespace's OpenClaw manager answers one throwaway search after its first sync (a new "
                         "manager's first search costs several times a later one), counted in Stats (first_searches, "
-                        "first_search_ms_total); the first search after a namespace's ingest still costs ~1.4 s here, "
+                        "first_search_ms_total); the first search after a namespace's ingest still costs ~1 s here, "
                         "so the rig's Prepare (OpenClaw's sync + one more throwaway search, untimed, right before the "
                         "namespace's first timed search; Stats prepares, prepare_ms_total) pays it instead "
                         "(services/studies/openclaw_prepare.py)"),
