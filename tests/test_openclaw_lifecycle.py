@@ -120,8 +120,38 @@ def test_profiles_and_port_config_errors():
         OpenClawBackend({"profile": "default", "session_boundary": "later", "embedder": "hash"})
     with pytest.raises(ValueError, match="flush_skip_rate"):
         OpenClawBackend({"profile": "default", "flush_skip_rate": 0.5, "embedder": "hash"})
-    with pytest.raises(ValueError, match="system_prompt_tokens"):
+    with pytest.raises(ValueError, match="system_prompt_tokens must be an integer >= 0"):
         OpenClawBackend({"profile": "default", "system_prompt_tokens": -1, "embedder": "hash"})
+    # The measured default (31257) is above a 32k window's flush threshold (20576): every turn would flush and compact.
+    with pytest.raises(ValueError, match=r"system_prompt_tokens \(31257\) must be below the flush threshold "
+                                         r"\(20576 at context_window 32768\)"):
+        OpenClawBackend({"profile": "default", "context_window": 32_768, "embedder": "hash"})
+    OpenClawBackend({"profile": "default", "context_window": 32_768, "system_prompt_tokens": 20_575, "embedder": "hash"})
+    # The idealised every-session flush has no threshold to be below.
+    OpenClawBackend({"profile": "flush-every-session", "context_window": 32_768, "embedder": "hash"})
+
+
+def test_system_prompt_tokens_default_is_the_measured_figure():
+    # OpenClaw 2026.9.6's system prompt (7950) + tool definitions (23307) for a default install, cl100k, as stated in
+    # services/adapters/openclaw/README.md; the slow test in test_openclaw_system_prompt.py re-measures it.
+    assert L.SYSTEM_PROMPT_TOKENS == 7_950 + 23_307 == 31_257
+    assert OpenClawBackend.defaults["system_prompt_tokens"] == L.SYSTEM_PROMPT_TOKENS
+    b = OpenClawBackend({"profile": "default", "embedder": "hash"})
+    assert b.config["system_prompt_tokens"] == 31_257
+    assert "system_prompt_tokens 31257" in b.describe_config()["flush"]
+
+
+def test_flush_and_compaction_thresholds_count_the_system_prompt():
+    # Window 200000: reserve 20000, soft 4000 -> the context flushes at 176000 and compacts at 180000 tokens. With the
+    # 31257-token system prompt the transcript flushes at 176000 - 31257 = 144743 tokens and compacts at 148743.
+    th, spt = L.thresholds(200_000), L.SYSTEM_PROMPT_TOKENS
+    below = L.InstallState(window=[L.Turn("a", "user", "x" * (4 * 144_742), 0)])  # ceil(chars / 4) = 144742
+    at = L.InstallState(window=[L.Turn("a", "user", "x" * (4 * 144_742 + 1), 0)])  # 144743
+    assert below.tokens(spt) == 175_999 and at.tokens(spt) == 176_000
+    assert not L.should_flush_after_turn(below, th, spt) and L.should_flush_after_turn(at, th, spt)
+    assert not L.should_flush_after_turn(at, th, 0)  # transcript tokens alone: 144743 < 176000
+    # Before a turn: 176000 + ceil(15997 / 4) = 180000 compacts; 15996 chars (3999 tokens) stay below it.
+    assert L.should_compact_before(at, "y" * 15_997, th, spt) and not L.should_compact_before(at, "y" * 15_996, th, spt)
 
 
 def _ingest(cfg, tmp_path, batches=((S1, S2),)):
@@ -205,7 +235,8 @@ def test_continue_profile_flushes_by_threshold_once_per_cycle(tmp_path):
     # Window 40: flush at 15 tokens, compaction at 30. Tokens: s1-m0 9, s1-m1 5 (14 after the first assistant turn:
     # no flush), s1-m2 9 (14 + 9 = 23 < 30 before it), s2-m0 2, s2-m1 8: 33 >= 15 after s2-m1 -> one flush, dated by
     # that turn (03-03), into memory/2026-03-03.md; no /new, so no hook file, and MEMORY.md is never written.
-    b, llm, _ = _ingest({"profile": "default", "context_window": 40, "session_boundary": "continue"}, tmp_path)
+    b, llm, _ = _ingest({"profile": "default", "context_window": 40, "session_boundary": "continue",
+                          "system_prompt_tokens": 0}, tmp_path)
     assert llm.tasks() == ["flush"]
     system, *_, user = llm.calls[0][1]
     assert system["content"] == L.flush_plan(ms(S2.messages[1].ts)).system_prompt
@@ -224,7 +255,8 @@ def test_continue_profile_compacts_before_a_turn(tmp_path):
     # (14 + 9 = 23 >= 18): flushed this cycle -> compact only; compaction keeps the newest 20000 tokens, i.e. all of
     # them, so cycle 1 starts over the threshold: before s2-m0 it flushes and compacts again; after s2-m1 (cycle 2)
     # it flushes once more.
-    b, llm, _ = _ingest({"profile": "default", "context_window": 24, "session_boundary": "continue"}, tmp_path)
+    b, llm, _ = _ingest({"profile": "default", "context_window": 24, "session_boundary": "continue",
+                          "system_prompt_tokens": 0}, tmp_path)
     assert llm.tasks() == ["flush", "compaction", "flush", "compaction", "flush"]
     assert b.counters()["compactions"] == 2
     second = llm.calls[2][1]

@@ -221,7 +221,7 @@ def test_flush_every_session_matches_the_port_and_writes_no_transcript(tmp_path_
 def test_continue_boundary_flushes_with_openclaws_plan(tmp_path_factory):
     # Window 40 (flush at 15 tokens): one flush after s2-m1, no /new, so no hook file and no reset in the transcript.
     b, loop, llm = _start(tmp_path_factory, {"profile": "default", "context_window": 40,
-                                             "session_boundary": "continue"})
+                                             "session_boundary": "continue", "system_prompt_tokens": 0})
     try:
         assert llm.tasks() == ["flush"]
         assert llm.calls[0][1][0]["content"] == L.flush_plan(ms(S2.messages[-1].ts)).system_prompt

@@ -161,7 +161,9 @@ class OpenClawBackend(MemoryBackend):
         "profile": "flush-every-session",
         "context_window": lifecycle.DEFAULT_CONTEXT_WINDOW,  # the model's window: the flush and compaction thresholds
         "session_boundary": "new",  # "new": each session ends with /new (the hook fires); "continue": one session
-        "system_prompt_tokens": 0,  # prompt tokens a real turn adds beyond the messages (system prompt, tools)
+        # prompt tokens a real turn adds beyond the messages: OpenClaw 2026.9.6's system prompt + tool definitions for
+        # a default install, measured (lifecycle.SYSTEM_PROMPT_TOKENS); the flush threshold counts them
+        "system_prompt_tokens": lifecycle.SYSTEM_PROMPT_TOKENS,
         # "open": the newest session of an ingest is the live conversation the question is asked in (no /new, no
         # hook file); "closed": it is ended with /new at its last message like the others (the earlier replay).
         "last_session": "open",
@@ -196,14 +198,12 @@ class OpenClawBackend(MemoryBackend):
         if prof.search_sessions and not self.searches_sessions:
             raise ValueError(f"openclaw: profile {prof.name!r} searches session transcripts, which the port does not "
                              "index; run it on OpenClaw itself: openclaw-real[profile=sessions]")
-        lifecycle.thresholds(cfg["context_window"])
+        th = lifecycle.thresholds(cfg["context_window"])
         if cfg["session_boundary"] not in lifecycle.SESSION_BOUNDARIES:
             raise ValueError("openclaw: session_boundary must be 'new' or 'continue'")
         if cfg["last_session"] not in lifecycle.LAST_SESSION:
             raise ValueError(f"openclaw: last_session must be 'open' or 'closed', got {cfg['last_session']!r}")
-        spt = cfg["system_prompt_tokens"]
-        if not isinstance(spt, int) or isinstance(spt, bool) or spt < 0:
-            raise ValueError("openclaw: system_prompt_tokens must be an integer >= 0")
+        lifecycle.check_system_prompt_tokens(cfg["system_prompt_tokens"], th if prof.flush == "threshold" else None)
         if prof.flush == "threshold" and float(cfg["flush_skip_rate"]) > 0:
             raise ValueError("openclaw: flush_skip_rate models the idealised every-session flush; use it with "
                              "profile 'flush-every-session'")

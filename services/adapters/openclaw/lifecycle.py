@@ -12,7 +12,9 @@ decide when memory gets written, read off the package's own code (`dist/`, openc
 - **Tokens** are OpenClaw's estimate, ceil(chars / 4) per message (`estimateTokens`; chars in UTF-16 units; the
   CJK weighting is not modelled), over the active window (the last compaction summary + the messages after it).
   A real run adds the model's reported prompt usage, which includes the system prompt and tool schemas: that part
-  is the stated variable `system_prompt_tokens` (0 by default, so the flush fires as late as it can).
+  is the stated variable `system_prompt_tokens`, by default `SYSTEM_PROMPT_TOKENS` = 31,257, what OpenClaw 2026.9.6
+  itself builds for a default install's turn, counted in cl100k (services/adapters/openclaw_real/system_prompt.py).
+  At a 200k window the transcript therefore flushes at 176,000 - 31,257 = 144,743 tokens.
 - **The flush writes** the model's reply to `memory/<date of the flush>.md` only (OpenClaw creates the file before
   the turn, empty if the model stores nothing) with the 2026.9.6 prompts (`flush_prompts`); MEMORY.md is read-only
   to it. MEMORY.md is written by dreaming's deep promotion, which promotes only entries recalled by at least 3
@@ -49,6 +51,12 @@ HOOK_MESSAGES = 15  # session-memory hook: hooks.internal.entries["session-memor
 HOOK_SOURCE = "webchat"  # the hook's "Source" line for a /new typed in the Control UI chat
 SILENT_REPLY_TOKEN = "NO_REPLY"
 COMPACTED_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+# What a default install sends before the conversation on every turn, in cl100k tokens: OpenClaw 2026.9.6's system
+# prompt (7,950, with AGENTS.md, SOUL.md, IDENTITY.md and USER.md injected as Project Context) + its 54 tool definitions
+# under onboarding's `tools.profile: "full"` (23,307, each `{name, description, parameters}` as JSON), in the `steady`
+# state (BOOTSTRAP.md consumed). Built by OpenClaw's own code and counted by services/adapters/openclaw_real/
+# system_prompt.py (`python -m services.adapters.openclaw_real.system_prompt`); a slow test re-measures it.
+SYSTEM_PROMPT_TOKENS = 31_257
 
 
 @dataclass(frozen=True)
@@ -96,14 +104,28 @@ class Thresholds:
     force_flush_bytes: int
 
 
-def thresholds(context_window: int, system_prompt_tokens: int = 0) -> Thresholds:
-    """buildMemoryFlushPlan's numbers and the runner's two thresholds for a context window."""
+def thresholds(context_window: int) -> Thresholds:
+    """buildMemoryFlushPlan's numbers and the runner's two thresholds for a context window (in context tokens: the
+    transcript plus `system_prompt_tokens`, see `InstallState.tokens`)."""
     if not isinstance(context_window, int) or isinstance(context_window, bool) or context_window <= 0:
         raise ValueError(f"openclaw: context_window must be a positive integer, got {context_window!r}")
     reserve = min(RESERVE_TOKENS_FLOOR, context_window // 4)
     soft = min(SOFT_THRESHOLD_TOKENS, (context_window - reserve) // 2)
     compact = max(0, context_window - reserve)
     return Thresholds(context_window, reserve, soft, max(0, compact - soft), compact, FORCE_FLUSH_TRANSCRIPT_BYTES)
+
+
+def check_system_prompt_tokens(system_prompt_tokens: object, th: Thresholds | None = None) -> int:
+    """A valid `system_prompt_tokens`: an integer >= 0, and below `th`'s flush threshold when the flush follows
+    OpenClaw's rule (at or above it every turn would flush and compact, an install that cannot hold a conversation)."""
+    spt = system_prompt_tokens
+    if not isinstance(spt, int) or isinstance(spt, bool) or spt < 0:
+        raise ValueError(f"openclaw: system_prompt_tokens must be an integer >= 0, got {spt!r}")
+    if th is not None and spt >= th.flush_tokens:
+        raise ValueError(f"openclaw: system_prompt_tokens ({spt}) must be below the flush threshold "
+                         f"({th.flush_tokens} at context_window {th.context_window}); lower system_prompt_tokens or "
+                         "raise context_window")
+    return spt
 
 
 def estimate_tokens(text: str) -> int:
