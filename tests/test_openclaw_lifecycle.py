@@ -156,7 +156,8 @@ def test_flush_and_compaction_thresholds_count_the_system_prompt():
 
 def _ingest(cfg, tmp_path, batches=((S1, S2),)):
     llm = InProcessMockLLM()
-    b = OpenClawBackend({"embedder": "hash", **cfg},
+    # Without onboarding's files unless a test asks for them (test_default_profile_writes_hook_files_only does).
+    b = OpenClawBackend({"embedder": "hash", "bootstrap": False, **cfg},
                         BackendContext(data_dir=tmp_path, embedding_cache_path=str(tmp_path / "e.sqlite"), _llm=llm))
 
     async def go():
@@ -185,8 +186,14 @@ def test_default_profile_writes_hook_files_only(tmp_path):
     # Two short sessions never reach the 176k flush threshold: no flush, no LLM call, no MEMORY.md. Session 1's /new
     # is typed when session 2 starts (03-03 11:00); with last_session "closed" session 2, the newest, is closed at its
     # last message (11:03).
-    b, llm, hits = _ingest({"profile": "default", "last_session": "closed"}, tmp_path)
-    assert b.workspace("demo") == {"memory/2026-03-03-1100.md": HOOK_1, "memory/2026-03-03-1103.md": HOOK_2}
+    b, llm, hits = _ingest({"profile": "default", "last_session": "closed", "bootstrap": True}, tmp_path)
+    files = b.workspace("demo")
+    boot = {k: v for k, v in files.items() if not k.startswith("memory/")}
+    assert {k: v for k, v in files.items() if k.startswith("memory/")} == {"memory/2026-03-03-1100.md": HOOK_1,
+                                                                           "memory/2026-03-03-1103.md": HOOK_2}
+    # Onboarding's files (the installed package's templates, when it is there); BOOTSTRAP.md went with memory/.
+    templates, _ = L.bootstrap_templates()
+    assert boot == {k: v for k, v in templates.items() if k != "BOOTSTRAP.md"}
     assert llm.tasks() == [] and b.counters()["hook_files"] == 2 and b.counters()["flushes"] == 0
     ws = b.workspace_state("demo")
     ev = dict(zip(ws.files["memory/2026-03-03-1100.md"].lines, ws.files["memory/2026-03-03-1100.md"].evidence,
@@ -269,3 +276,44 @@ def test_flush_every_session_profile_is_the_idealisation(tmp_path):
     files = b.workspace("demo")
     assert "memory/2026-03-01.md" in files and all("-1" not in p for p in files)
     assert b.describe_config()["flush"] == "after every session (idealisation)"
+
+
+def test_strip_front_matter_as_load_template():
+    assert L.strip_front_matter("---\ntitle: x\n---\n\n# A\nb\n") == "# A\nb\n"
+    assert L.strip_front_matter("\ufeff---\r\nt: 1\r\n---\r\n  x\r\n") == "x\n"  # BOM, CRLF, leading space
+    assert L.strip_front_matter("---\nt: 1\n---") == ""  # the closing delimiter at the very end
+    assert L.strip_front_matter("# no front matter\r\n") == "# no front matter\r\n"  # unchanged, CR kept
+    assert L.strip_front_matter("---\nunterminated\n") == "---\nunterminated\n"
+
+
+def test_bootstrap_md_goes_once_the_workspace_holds_memory():
+    t = {"SOUL.md": "soul", "IDENTITY.md": "id", "USER.md": "user"}
+    fresh = {"AGENTS.md": "a", "BOOTSTRAP.md": "b", **t}
+    assert not L.bootstrap_consumed(fresh, t)
+    assert L.bootstrap_consumed({**fresh, "memory/2026-03-03-1100.md": ""}, t)
+    assert L.bootstrap_consumed({**fresh, "MEMORY.md": ""}, t)
+    assert L.bootstrap_consumed({**fresh, "USER.md": "user\n- prefers tea"}, t)  # a profile file was edited
+    assert not L.bootstrap_consumed({**fresh, "AGENTS.md": "edited", "notes/x.md": ""}, t)
+
+
+def test_bootstrap_files_with_and_without_the_package(tmp_path, monkeypatch):
+    templates, _ = L.bootstrap_templates()
+    if templates:  # the installed package: one open session, no memory yet, so BOOTSTRAP.md stays
+        b = OpenClawBackend({"embedder": "hash", "profile": "default"},
+                            BackendContext(data_dir=tmp_path, embedding_cache_path=str(tmp_path / "e.sqlite"),
+                                           _llm=InProcessMockLLM()))
+        asyncio.run(b.ingest("demo", IngestBatch(sessions=(S1,))))
+        assert b.workspace("demo") == templates and list(templates) == list(L.BOOTSTRAP_FILES)
+        assert sorted(b.index.file_mtimes("demo")) == ["USER.md"]  # the only one memory_search indexes
+        hits = asyncio.run(b.retrieve("demo", RetrieveQuery("stable user preferences and profile facts", 6,
+                                                            reference_time=T0 + timedelta(days=400))))
+        assert hits.memories[0].source == "USER.md" and hits.memories[0].attributes["decay"] == "1.000000"  # evergreen
+        assert "USER.md" in b.describe_config()["bootstrap_files"]
+    from services.adapters.openclaw_real import node
+
+    monkeypatch.setattr(node, "installed_openclaw_version", lambda: None)
+    b, _, _ = _ingest({"profile": "default", "bootstrap": True}, tmp_path / "b", batches=((S1,),))
+    assert b.workspace("demo") == {}
+    assert "is not installed" in b.describe_config()["bootstrap_files"]
+    with pytest.raises(ValueError, match="config 'bootstrap' expects bool"):
+        OpenClawBackend({"profile": "default", "bootstrap": "yes", "embedder": "hash"})

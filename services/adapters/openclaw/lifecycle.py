@@ -27,6 +27,10 @@ decide when memory gets written, read off the package's own code (`dist/`, openc
   so transcripts are indexed; plain `memory_search` searches them only with `experimental.sessionMemory: true` and
   `sources: ["memory", "sessions"]` (the `sessions` profile).
 
+- **The workspace starts with onboarding's files** (`BOOTSTRAP_FILES`, read from the installed package's templates by
+  `bootstrap_templates`): AGENTS.md, SOUL.md, IDENTITY.md, USER.md, BOOTSTRAP.md; BOOTSTRAP.md goes once the workspace
+  holds memory (`bootstrap_consumed`). memory_search indexes USER.md alone of them.
+
 Profiles (`PROFILES`): `default` (2026.9.6 as installed with onboarding), `sessions` (default + transcript search)
 and `flush-every-session` (the rig's earlier idealisation: a flush after every session, MEMORY.md curated by rule).
 """
@@ -91,6 +95,61 @@ def resolve_profile(name: str) -> Profile:
     if name not in PROFILES:
         raise ValueError(f"openclaw: profile must be one of {', '.join(PROFILES)}; got {name!r}")
     return PROFILES[name]
+
+
+# ---------------------------------------------------------------------------------------------- the workspace onboarding writes
+# What `ensureAgentWorkspace` (dist/workspace-DDLxBwAa.mjs line 606, with ensureBootstrapFiles: onboarding and every
+# reply) writes into a brand-new workspace, in its order: AGENTS.md, SOUL.md, IDENTITY.md, USER.md (each only if
+# absent), then BOOTSTRAP.md (the first-run ritual) when setup is not complete. Not TOOLS.md or HEARTBEAT.md: their
+# templates ship but 2026.9.6 does not write them. Of these memory_search indexes USER.md alone (`listMemoryFiles`,
+# dist/internal-xwKaATp-.mjs line 129: MEMORY.md, USER.md, memory/**/*.md, plus extraPaths, empty by default), as an
+# evergreen file (no decay); all but BOOTSTRAP.md-after-setup are injected into the system prompt as Project Context.
+BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "BOOTSTRAP.md")
+BOOTSTRAP_RITUAL = "BOOTSTRAP.md"
+PROFILE_FILES = ("SOUL.md", "IDENTITY.md", "USER.md")  # WORKSPACE_ONBOARDING_PROFILE_FILENAMES
+_FM_OPEN = re.compile(r"---[^\S\n]*\n")
+_FM_CLOSE = re.compile(r"(?:^|\n)---[^\S\n]*(?:\n|(?![\s\S]))")
+_JS_LEADING_SPACE = re.compile("^[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+")
+
+
+def strip_front_matter(content: str) -> str:
+    """workspace.ts `stripFrontMatter`: the body after a leading `---` ... `---` block (BOM dropped, line ends made
+    \\n, leading whitespace removed); the content unchanged when it has no complete block."""
+    norm = content.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    m = _FM_OPEN.match(norm)
+    if not m:
+        return content
+    tail = norm[m.end():]
+    c = _FM_CLOSE.search(tail)
+    if not c:
+        return content
+    return _JS_LEADING_SPACE.sub("", tail[c.end():])
+
+
+def bootstrap_templates() -> tuple[dict[str, str], str]:
+    """The bootstrap files a fresh install writes, read at run time from the installed openclaw package's templates
+    (`docs/reference/templates/<name>`, front matter stripped as `loadTemplate` does), and where they came from; ({},
+    why not) when the pinned package is not installed."""
+    from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, installed_openclaw_version
+
+    v = installed_openclaw_version()
+    if v != OPENCLAW_VERSION:
+        return {}, (f"openclaw {OPENCLAW_VERSION} is not installed ({'found ' + v if v else 'absent'}; "
+                    "make setup-openclaw): the workspace starts without onboarding's files")
+    d = SIDECAR_DIR / "node_modules" / "openclaw" / "docs" / "reference" / "templates"
+    try:
+        files = {name: strip_front_matter((d / name).read_text(encoding="utf-8")) for name in BOOTSTRAP_FILES}
+    except OSError as e:
+        return {}, f"openclaw {v}'s templates cannot be read ({e}): the workspace starts without onboarding's files"
+    return files, f"openclaw {v} templates ({d})"
+
+
+def bootstrap_consumed(files: dict[str, str], templates: dict[str, str]) -> bool:
+    """Whether the next turn's ensureAgentWorkspace deletes BOOTSTRAP.md (`reconcileWorkspaceBootstrapCompletionState`:
+    the workspace shows user content: memory/ exists, or MEMORY.md, or a profile file differs from its template)."""
+    if any(p.startswith("memory/") or p == "MEMORY.md" for p in files):
+        return True
+    return any(name in files and name in templates and files[name] != templates[name] for name in PROFILE_FILES)
 
 
 # ---------------------------------------------------------------------------------------------- flush plan
