@@ -137,3 +137,13 @@ def test_locomo_scores_the_budget_headline_from_the_samples():
     assert pv.values["cortex"]["budget_recall@1000"] == {"conv-1:q1": 0.5}
     assert pv.values["cortex"]["budget_recall@250"] == {"conv-1:q1": 0.0}
     assert LocomoSuite.retrieval_headline == "budget_recall@1000"
+
+
+def test_report_html_draws_the_recall_budget_curve():
+    from services.coordinator.report_html import recall_curves
+
+    metrics = {"conditions": {c: {"overall": {f"budget_recall@{b}": {"mean": v * b / 4000} for b in B.BUDGETS}}
+                              for c, v in (("bm25", 1.0), ("openclaw-real", 0.5))}}
+    (title, img), = recall_curves(metrics)
+    assert title == "Recall at a context budget (share of gold evidence shown)"
+    assert img.startswith("data:image/png;base64,")

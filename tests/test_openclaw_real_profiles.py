@@ -37,6 +37,17 @@ def _start(tmp_path_factory, cfg):
     return b, loop, llm
 
 
+def _start_batches(tmp_path_factory, cfg, batches):
+    loop = asyncio.new_event_loop()
+    d = tmp_path_factory.mktemp("ocr")
+    b = OpenClawRealBackend({"embedder": "hash", **cfg},
+                            BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"), _llm=InProcessMockLLM()))
+    loop.run_until_complete(b.start())
+    for sessions in batches:
+        loop.run_until_complete(b.ingest("demo", IngestBatch(sessions=tuple(sessions))))
+    return b, loop, None
+
+
 def _stop(b, loop):
     loop.run_until_complete(b.close())
     loop.close()
@@ -87,7 +98,7 @@ def test_default_hook_files_equal_the_ports_rendering(default):
     b, loop, _ = default
     t = _transcript(b, loop)
     key, sid = t["sessionKey"], t["sessionId"]
-    files = b.workspace("demo")
+    files = {p: c for p, c in b.workspace("demo").items() if p.startswith("memory/")}
     assert files == {
         "memory/2026-03-03-1100.md": L.render_hook_file(ms(S2.started_at), key, sid, [
             'user: "The dev server runs on port 3001."', 'assistant: "Noted: port 3001."',
@@ -108,7 +119,11 @@ def test_the_ports_hook_files_are_openclaws_byte_for_byte(default, tmp_path):
     loop.run_until_complete(port.start())
     try:
         loop.run_until_complete(port.ingest("demo", IngestBatch(sessions=(S1, S2))))
-        assert port.workspace("demo") == b.workspace("demo") and len(b.workspace("demo")) == 1
+        # The whole workspace: the hook file and onboarding's files (OpenClaw's ensureAgentWorkspace wrote them for
+        # openclaw-real, the port read the package's templates).
+        assert port.workspace("demo") == b.workspace("demo")
+        assert sorted(b.workspace("demo")) == ["AGENTS.md", "IDENTITY.md", "SOUL.md", "USER.md",
+                                               "memory/2026-03-03-1100.md"]
         assert f"- **Session ID**: {_transcript(b, loop)['sessionId']}" in port.workspace("demo")["memory/2026-03-03-1100.md"]
     finally:
         loop.run_until_complete(port.close())
@@ -129,10 +144,51 @@ def test_closed_last_session_ends_with_new_like_the_port(tmp_path_factory):
                                BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"),
                                               _llm=InProcessMockLLM()))
         loop.run_until_complete(port.ingest("demo", IngestBatch(sessions=(S1, S2))))
-        assert port.workspace("demo") == files and len(files) == 2
+        assert port.workspace("demo") == files and sum(p.startswith("memory/") for p in files) == 2
         assert b.counters()["live_session_messages"] == 0
     finally:
         _stop(b, loop)
+
+
+def test_onboardings_files_are_openclaws_and_bootstrap_md_goes_with_the_first_memory(default, tmp_path_factory):
+    # OpenClaw's ensureAgentWorkspace wrote AGENTS.md, SOUL.md, IDENTITY.md, USER.md and BOOTSTRAP.md before the first
+    # message; the hook file of session 1's /new made memory/, so its next run (the question's turn) deleted
+    # BOOTSTRAP.md. The port's files (the package's templates, front matter stripped) are the same bytes.
+    b, loop, _ = default
+    root = b.workspace_dir("demo")
+    templates, source = L.bootstrap_templates()
+    assert "openclaw 2026.9.6 templates" in source
+    assert sorted(p.name for p in root.glob("*.md")) == ["AGENTS.md", "IDENTITY.md", "SOUL.md", "USER.md"]
+    for name in ("AGENTS.md", "IDENTITY.md", "SOUL.md", "USER.md"):
+        assert (root / name).read_bytes() == templates[name].encode("utf-8"), name
+    # One session, still open: no memory yet, so BOOTSTRAP.md stays, on both; then a reset and a fresh ingest (OpenClaw
+    # forgets the workspace's setup state on /drop, as `agents delete` does, so the new workspace is not "vanished").
+    b1, loop1, _ = _start_batches(tmp_path_factory, {"profile": "default"}, [(S1,)])
+    try:
+        r1 = b1.workspace_dir("demo")
+        assert sorted(p.name for p in r1.glob("*.md")) == sorted(L.BOOTSTRAP_FILES)
+        assert (r1 / "BOOTSTRAP.md").read_bytes() == templates["BOOTSTRAP.md"].encode("utf-8")
+        d = tmp_path_factory.mktemp("port")
+        port = OpenClawBackend({"embedder": "hash", "profile": "default"},
+                               BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"),
+                                              _llm=InProcessMockLLM()))
+        loop1.run_until_complete(port.ingest("demo", IngestBatch(sessions=(S1,))))
+        assert port.workspace("demo") == b1.workspace("demo") and sorted(port.workspace("demo")) == sorted(
+            L.BOOTSTRAP_FILES)
+        loop1.run_until_complete(b1.reset("demo"))
+        loop1.run_until_complete(b1.ingest("demo", IngestBatch(sessions=(S1, S2))))
+        assert sorted(p.name for p in r1.glob("*.md")) == ["AGENTS.md", "IDENTITY.md", "SOUL.md", "USER.md"]
+    finally:
+        _stop(b1, loop1)
+
+
+def test_memory_search_finds_user_md_only_of_onboardings_files(default):
+    # listMemoryFiles indexes USER.md (evergreen) but not AGENTS.md, SOUL.md or IDENTITY.md.
+    b, loop, _ = default
+    hits = _search(b, loop, "stable user preferences and profile facts as directives")
+    assert hits and hits[0].source == "USER.md" and hits[0].evidence_ids == []
+    assert not any(h.source in ("AGENTS.md", "SOUL.md", "IDENTITY.md") for h in
+                   _search(b, loop, "Who You Are core truths boundaries vibe continuity identity"))
 
 
 def test_default_searches_memory_files_only(default):
@@ -221,11 +277,11 @@ def test_flush_every_session_matches_the_port_and_writes_no_transcript(tmp_path_
 def test_continue_boundary_flushes_with_openclaws_plan(tmp_path_factory):
     # Window 40 (flush at 15 tokens): one flush after s2-m1, no /new, so no hook file and no reset in the transcript.
     b, loop, llm = _start(tmp_path_factory, {"profile": "default", "context_window": 40,
-                                             "session_boundary": "continue"})
+                                             "session_boundary": "continue", "system_prompt_tokens": 0})
     try:
         assert llm.tasks() == ["flush"]
         assert llm.calls[0][1][0]["content"] == L.flush_plan(ms(S2.messages[-1].ts)).system_prompt
-        assert list(b.workspace("demo")) == ["memory/2026-03-03.md"]
+        assert list(b.workspace("demo")) == ["AGENTS.md", "IDENTITY.md", "SOUL.md", "USER.md", "memory/2026-03-03.md"]
         assert [e["type"] for e in _transcript(b, loop)["events"]].count("reset") == 0
     finally:
         _stop(b, loop)

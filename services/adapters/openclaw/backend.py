@@ -161,10 +161,16 @@ class OpenClawBackend(MemoryBackend):
         "profile": "flush-every-session",
         "context_window": lifecycle.DEFAULT_CONTEXT_WINDOW,  # the model's window: the flush and compaction thresholds
         "session_boundary": "new",  # "new": each session ends with /new (the hook fires); "continue": one session
-        "system_prompt_tokens": 0,  # prompt tokens a real turn adds beyond the messages (system prompt, tools)
+        # prompt tokens a real turn adds beyond the messages: OpenClaw 2026.9.6's system prompt + tool definitions for
+        # a default install, measured (lifecycle.SYSTEM_PROMPT_TOKENS); the flush threshold counts them
+        "system_prompt_tokens": lifecycle.SYSTEM_PROMPT_TOKENS,
         # "open": the newest session of an ingest is the live conversation the question is asked in (no /new, no
         # hook file); "closed": it is ended with /new at its last message like the others (the earlier replay).
         "last_session": "open",
+        # Start each namespace's workspace with what onboarding writes (lifecycle.BOOTSTRAP_FILES, read from the
+        # installed openclaw package's templates); BOOTSTRAP.md goes once the workspace holds memory, as OpenClaw's
+        # next turn deletes it. USER.md is indexed and searched (evergreen); the others are not.
+        "bootstrap": True,
     }
     uses_embedder = True
     searches_sessions = False  # the port indexes memory files only; OpenClaw itself (openclaw-real) indexes transcripts
@@ -196,14 +202,12 @@ class OpenClawBackend(MemoryBackend):
         if prof.search_sessions and not self.searches_sessions:
             raise ValueError(f"openclaw: profile {prof.name!r} searches session transcripts, which the port does not "
                              "index; run it on OpenClaw itself: openclaw-real[profile=sessions]")
-        lifecycle.thresholds(cfg["context_window"])
+        th = lifecycle.thresholds(cfg["context_window"])
         if cfg["session_boundary"] not in lifecycle.SESSION_BOUNDARIES:
             raise ValueError("openclaw: session_boundary must be 'new' or 'continue'")
         if cfg["last_session"] not in lifecycle.LAST_SESSION:
             raise ValueError(f"openclaw: last_session must be 'open' or 'closed', got {cfg['last_session']!r}")
-        spt = cfg["system_prompt_tokens"]
-        if not isinstance(spt, int) or isinstance(spt, bool) or spt < 0:
-            raise ValueError("openclaw: system_prompt_tokens must be an integer >= 0")
+        lifecycle.check_system_prompt_tokens(cfg["system_prompt_tokens"], th if prof.flush == "threshold" else None)
         if prof.flush == "threshold" and float(cfg["flush_skip_rate"]) > 0:
             raise ValueError("openclaw: flush_skip_rate models the idealised every-session flush; use it with "
                              "profile 'flush-every-session'")
@@ -227,6 +231,14 @@ class OpenClawBackend(MemoryBackend):
         self._live: dict[str, tuple[int, int]] = {}  # namespace → the live session's (messages, cl100k tokens)
         self._index: IndexStore | None = None
         self._embedder = None
+        # onboarding's files (name → content) and where they came from; ({}, "off") with bootstrap false
+        if not self.config["bootstrap"]:
+            self.bootstrap_files, self.bootstrap_source = {}, "off (bootstrap false)"
+        elif p["release"] != "openclaw 2026.9.6":
+            self.bootstrap_files, self.bootstrap_source = {}, (f"off: onboarding's templates are 2026.9.6's, this "
+                                                                f"preset is {p['release']}")
+        else:
+            self.bootstrap_files, self.bootstrap_source = lifecycle.bootstrap_templates()
         self.n = {"llm_calls": 0, "flushes": 0, "flushes_skipped": 0, "chunks_indexed": 0, "searches": 0,
                   "compactions": 0, "hook_files": 0, "spans_misaligned": 0}
 
@@ -297,6 +309,10 @@ class OpenClawBackend(MemoryBackend):
     def profile_description(self) -> dict[str, Any]:
         prof, th = self.profile, self.thresholds
         d: dict[str, Any] = {"profile": prof.name, "profile_summary": prof.summary}
+        d["bootstrap_files"] = (f"{', '.join(self.bootstrap_files)} from {self.bootstrap_source}; memory_search "
+                                "indexes USER.md (evergreen) only; BOOTSTRAP.md is deleted once the workspace holds "
+                                "memory/ or MEMORY.md (OpenClaw's next turn)" if self.bootstrap_files
+                                else self.bootstrap_source)
         if prof.flush == "every-session":
             d["flush"] = "after every session (idealisation)"
             d["flush_prompt"] = "prompts.FLUSH_SYSTEM + flush_user(session date) (the earlier upstream wording)"
@@ -373,15 +389,27 @@ class OpenClawBackend(MemoryBackend):
         """The namespace's workspace with `batch` applied (flush notes, MEMORY.md curation or the install's hook files,
         documents), on a copy: nothing is committed. Shared by `openclaw-real`, so port and real OpenClaw index the
         same files."""
-        staged = (self._ws.get(namespace) or Workspace()).copy()
+        prev = self._ws.get(namespace)
+        staged = (prev or Workspace()).copy()
         staged.pending = []
-        if self.profile.flush == "threshold":
-            work = await self._replay_install(namespace, staged, self._segments(namespace, batch))
-        else:
-            work = await self._flush_every_session(staged, self._segments(namespace, batch))
         now = datetime.now(UTC)
+        segments = self._segments(namespace, batch)
+        if prev is None and self.bootstrap_files:
+            # Onboarding writes them before the first conversation (mtime: the first message, or now).
+            first = min((utc(s.message_time(m)) for s, msgs in segments for m in msgs), default=now)
+            at_ms = int(first.timestamp() * 1000)
+            for name, content in self.bootstrap_files.items():
+                staged.files[name] = hook_wfile(content, {}, at_ms)
+        if self.profile.flush == "threshold":
+            work = await self._replay_install(namespace, staged, segments)
+        else:
+            work = await self._flush_every_session(staged, segments)
         for d in batch.documents:
             apply_document(staged, d, now)
+        if lifecycle.BOOTSTRAP_RITUAL in staged.files and lifecycle.bootstrap_consumed(
+                {p: f.content if p in lifecycle.PROFILE_FILES else "" for p, f in staged.files.items()},
+                self.bootstrap_files):
+            del staged.files[lifecycle.BOOTSTRAP_RITUAL]  # the question's turn runs ensureAgentWorkspace first
         return staged, work
 
     async def _flush_every_session(self, staged: Workspace, segments) -> list:

@@ -370,13 +370,32 @@ class OpenClawRealBackend(OpenClawBackend):
                 p.write_text(old[0], encoding="utf-8")
                 os.utime(p, ns=(old[1] * 1_000_000, old[1] * 1_000_000))
 
+    async def _ensure_workspace(self, namespace: str, staged: Workspace, root: Path) -> None:
+        """OpenClaw's own ensureAgentWorkspace on the namespace's workspace (onboarding's, and each reply's): it writes
+        the bootstrap files into a new workspace and deletes BOOTSTRAP.md once the workspace holds memory. The staged
+        workspace then holds the bootstrap files exactly as OpenClaw left them on disk."""
+        res = await self._call("POST", "/workspace/ensure", {"agent": agent_id(namespace), "workspace": str(root)})
+        on_disk = set(res["files"])
+        for name in lifecycle.BOOTSTRAP_FILES:
+            if name in on_disk:
+                content = await asyncio.to_thread((root / name).read_text, encoding="utf-8")
+                f = staged.files.get(name)
+                if f is None or f.content != content:
+                    staged.files[name] = hook_wfile(content, {}, f.mtime_ms if f else 0)
+            else:
+                staged.files.pop(name, None)
+
     async def index_workspace(self, namespace: str, staged: Workspace) -> int:
         root = self.workspace_dir(namespace)
         root.mkdir(parents=True, exist_ok=True)
+        if self.bootstrap_files and namespace not in self._ws:
+            await self._ensure_workspace(namespace, staged, root)  # onboarding, before the first conversation
         if staged.pending:
             await self._apply_pending(namespace, staged, root)
         files = {safe_relpath(p): (f.content, f.mtime_ms) for p, f in staged.files.items()}
         before = await asyncio.to_thread(self._write_files, root, files)
+        if self.bootstrap_files:
+            await self._ensure_workspace(namespace, staged, root)  # the question's turn runs it before answering
         # force: OpenClaw's incremental sync re-reads memory files only once its file watcher has marked them dirty
         # (debounced, so timing-dependent); a forced sync re-reads them now. Unchanged chunks keep their cached
         # embeddings (OpenClaw's embedding cache), so this costs chunking, not re-embedding.
