@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-openclaw up down proto proto-check lint observe load load-bench clean mutation mutation-listed k8s-check
+.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf data-longmemeval-s bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image wheelhouse clean mutation mutation-listed k8s-check
 
 setup: $(STAMP)
 
@@ -94,6 +94,14 @@ up: setup
 down: setup
 	$(BIN)/memrig down
 
+# LongMemEval S, the official file (~264 MB; Hugging Face dataset xiaowu0162/longmemeval-cleaned, MIT), put in the
+# data directory (DATA_DIR: $$MEMRIG_DATA_DIR, else ../shared/data) as longmemeval/longmemeval_s_cleaned.json, checked
+# by the content digest the repository records (services/datasets.py). SRC=PATH takes a local copy instead of
+# downloading. Exit 3: the file is in place but unchecked, because no digest is recorded for it yet.
+DATA_DIR ?= $(or $(MEMRIG_DATA_DIR),../shared/data)
+data-longmemeval-s: | $(BIN)/python
+	$(BIN)/python -m services.datasets get longmemeval-s $(DATA_DIR) $(if $(SRC),--src $(SRC),)
+
 # Order-only on the venv's python: an existing venv (VENV=/abs/path) is used as it is.
 $(BIN)/python:
 	$(MAKE) setup
@@ -119,6 +127,12 @@ load: setup
 load-bench: setup
 	$(BIN)/python -m loadtests.bench --out $(if $(OUT),$(OUT),results/load-bench)
 
+# Tenant sharding: retrieve throughput over 1/2/4 cortex-mock shards (processes here, pods in deploy/k8s), the
+# tenants placed by the fault proxy's --shard-map rule (loadtests/shards.py). About 2 min a shard count here.
+load-bench-shards: setup
+	nice -n 5 $(BIN)/python -m loadtests.shards --out $(if $(OUT),$(OUT),results/load-bench-shards) \
+		$(if $(SHARDS),--shards $(SHARDS),)
+
 # Mutation testing (cosmic-ray) over the modules behind quoted numbers: kill rate per module + survivors in
 # results/mutation/report.md. CPU-heavy (see README); MODULES=a.py,b.py limits it. Not part of `make test`.
 mutation: setup
@@ -135,6 +149,19 @@ mutation-listed: setup
 k8s-check: setup
 	@test -d deploy/k8s/check/node_modules || npm ci --prefix deploy/k8s/check --no-audit --no-fund
 	$(BIN)/python -m services.k8s_check
+
+# The one image of every rig service (deploy/Dockerfile), named as deploy/k8s/components/image names it
+# (IMAGE=NAME:TAG builds another name and writes it there). docker, podman or buildah, whichever works; without one
+# it says what the build needs and exits 2. OFFLINE=1 installs only from deploy/wheelhouse (make wheelhouse).
+image: | $(BIN)/python
+	$(BIN)/python -m services.k8s_check.image --torch-version $(TORCH_VERSION) $(if $(IMAGE),--image $(IMAGE),) \
+		$(if $(filter 1,$(OFFLINE)),--offline,) $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE),)
+
+# Every wheel the image installs, for an offline build (a connected machine; several hundred MB with torch).
+wheelhouse: | $(BIN)/python
+	$(BIN)/python -m pip download -q -d deploy/wheelhouse "torch==$(TORCH_VERSION)" --index-url https://download.pytorch.org/whl/cpu
+	$(BIN)/python -m pip download -q -d deploy/wheelhouse ".[dev,ann,mem0-oss]" "mem0ai==2.2.1" setuptools wheel \
+		$$($(BIN)/python -c "from services.adapters.quaid_real.source import needed_pins; print(' '.join(f'{d}=={v}' for d, v in needed_pins().items()))")
 
 clean:
 	rm -rf results/.tmp build *.egg-info

@@ -78,12 +78,12 @@ API_KEY = "memrig-bench"
 
 # ------------------------------------------------------------------------------------------------- seeding
 async def seed_memories(url: str, n: int, seed: int, batch: int = 250, parallel: int = 2,
-                        user_id: str = "bench") -> dict[str, Any]:
+                        user_id: str = "bench", api_key: str = API_KEY) -> dict[str, Any]:
     texts = memory_texts(n, seed)
     batches = [texts[i:i + batch] for i in range(0, n, batch)]
     sem = asyncio.Semaphore(parallel)
     t0 = time.perf_counter()
-    async with aiohttp.ClientSession(headers={"x-api-key": API_KEY},
+    async with aiohttp.ClientSession(headers={"x-api-key": api_key},
                                      timeout=aiohttp.ClientTimeout(total=600)) as s:
         async def one(k: int, msgs: list[str]) -> int:
             body = {"messages": [{"role": "user", "content": t} for t in msgs], "session_id": f"bench-seed-{k}",

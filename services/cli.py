@@ -11,11 +11,12 @@
     memrig conformance --target HOST:PORT
     memrig report RUN_DIR                re-score and re-render from samples.jsonl (no re-running; a suite
                                          run or a whole bench-all run with its verdict)
-    memrig compare RUN_A RUN_B [--fail-on M] [--json]  what moved between two runs; exit 1 on a gated regression
+    memrig compare RUN_A RUN_B [--fail-on M] [--json]  what moved between two runs; exit 1 on a gated regression,
+                                                      2 on bad input, 3 when incomplete
     memrig judge-agreement --labels FILE [--judge local]  every QA judge against human-labelled answers
     memrig serve SERVICE [--port P] ...  run one service in the foreground
     memrig list                          suites, backends, services
-Exit codes: 0 success, 1 a check/run failed, 2 bad usage or bad input.
+Exit codes: 0 success, 1 a check/run failed, 2 bad usage or bad input (compare: 3 incomplete), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.registry import all_specs, default_backends, get_spec, split_names
+from services.common import interrupt
 from services.common.types import ValidationError
 from services.launcher import SERVICES, Rig
 
@@ -147,13 +149,16 @@ def parse_targets(values: list[str] | None) -> dict[str, str]:
 
 
 def cmd_bench(args) -> int:
-    from services.coordinator.runner import TerminalProgress, run_suite
+    from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id
+    from services.coordinator.runner import TerminalProgress, mark_interrupted, run_suite
 
     backends = split_names(args.backends) or list(parse_targets(args.target)) or default_backends()
     for b in backends:
         get_spec(b)
     cfg = _bench_config(args, args.suite, backends, args.out)
-    outcome = asyncio.run(run_suite(cfg, TerminalProgress()))
+    run_dir = RunDir(cfg.out_dir or (RESULTS_ROOT / new_run_id(cfg.suite)))
+    cfg.out_dir = str(run_dir.path)
+    outcome = interrupt.run(run_suite(cfg, TerminalProgress()), lambda: mark_interrupted(run_dir))
     print(f"\n{outcome.state}: {outcome.run_dir}/report.md")
     for b, reason in outcome.failures.items():
         print(f"  backend {b}: {reason}")
@@ -277,19 +282,33 @@ def cmd_ingest(args) -> int:
                       f"stored with the same content (journal {j.path})")
                 return
             client, rig, _ = await _client_for(args.backend, None, args.embedder)
+            stop = interrupt.on_exit(rig.stop_all)
             try:  # the whole namespace as the one batch the next replay ingests: journaled only if it is taken
                 await client.ingest(args.namespace, IngestBatch(sessions=tuple(stored + plan.new)))
                 settled = await client.settle(args.namespace, 600)
             finally:
                 await client.close()
                 rig.stop_all()
-            j.commit(stored, plan.new)
+                interrupt.forget(stop)
+            with interrupt.critical():  # Ctrl-C waits for the commit: the journal is never half written
+                j.commit(stored, plan.new)
+                state["journaled"] = str(j.path)
         print(f"ingested into {where}: {len(plan.new)} sessions, {sum(len(s.messages) for s in plan.new)} messages "
               f"(settled={settled.settled}, in-process, journaled at {j.path}){skipped}")
 
+    def interrupted() -> str:
+        if addr:
+            return (f"interrupted: the ingest into {where} over gRPC at {addr} was cut; the backend keeps its own "
+                    "state and may hold part of the batch (`memrig reset` clears the namespace)")
+        if state.get("journaled"):
+            return f"interrupted after the ingest into {where} was journaled at {state['journaled']}"
+        return (f"interrupted: nothing ingested into {where}; its journal is as it was (the next ingest of "
+                f"{Path(args.file).name} starts over)")
+
     get_spec(args.backend)
+    state: dict[str, str] = {}
     addr = args.target or running_backend(args.backend)
-    asyncio.run(over_grpc(addr) if addr else in_process())
+    interrupt.run(over_grpc(addr) if addr else in_process(), interrupted)
     return 0
 
 
@@ -618,7 +637,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bench-all run: re-render the verdict and report from the suites' saved metrics only")
     p.set_defaults(fn=cmd_report)
 
-    p = sub.add_parser("compare", help="which metrics moved between two runs beyond their intervals, what changed")
+    p = sub.add_parser("compare", help="which metrics moved between two runs beyond their intervals, what changed; "
+                       "exit 1 gated regression, 2 bad input, 3 incomplete (a suite or backend failing or missing "
+                       "in one run, errored probes, lost samples)")
     p.add_argument("run_a", help="the reference run (a suite run dir or a bench-all run dir)")
     p.add_argument("run_b", help="the run to check against it")
     p.add_argument("--fail-on", action="append", default=[], metavar="SPEC",
@@ -667,6 +688,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("load-bench", "loadtests.bench", "highest sustained retrieve rate and proxy overhead"),
         ("fidelity", "services.studies.fidelity", "port vs real OpenClaw, query by query"),
         ("sensitivity", "services.studies.sensitivity", "native baseline by embedder × minScore"),
+        ("power", "services.coordinator.power", "what a run could detect, and the units a difference needs"),
     ):
         p = sub.add_parser(name, help=helptext, add_help=False)
         p.set_defaults(fn=_delegate(module), passthrough=True)

@@ -101,6 +101,42 @@ class Conformance:
             return f"INVALID_ARGUMENT: {e.details()}"
         raise AssertionError(f"expected INVALID_ARGUMENT naming {field_name!r}, but the call succeeded")
 
+    async def _prepare_checks(self, stub, fact_ns: str) -> None:
+        """Prepare is optional: UNIMPLEMENTED passes (the rig then prepares nothing) and makes its other checks
+        N/A; implemented, it must leave a namespace searchable, accept an unknown one, and name a missing one."""
+        implemented = True
+
+        async def c_prepare():
+            nonlocal implemented
+            try:
+                r = await stub.Prepare(pb.PrepareRequest(namespace=fact_ns), timeout=DEADLINE * 5)
+            except grpc.aio.AioRpcError as e:
+                if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                implemented = False
+                return "not implemented (optional: the rig then has nothing to prepare)"
+            if self.recall == "exact":
+                res = await self._retrieve(stub, fact_ns, FACT_QUERY, 3)
+                assert any(f"{self.run}-fact-2" in m.evidence_ids or "17 days" in m.text for m in res.memories), \
+                    "after Prepare, retrieve no longer finds the fact"
+            return f"{r.server_duration_ns / 1e6:.1f} ms server-side" + (f" ({r.note})" if r.note else "")
+
+        await self.check("Prepare (optional) leaves the namespace searchable", c_prepare)
+        unknown = "Prepare of an unknown namespace is not an error"
+        missing = "Prepare without namespace → INVALID_ARGUMENT naming 'namespace'"
+        if not implemented:
+            self.results += [Check(unknown, "N/A", "Prepare not implemented"), Check(missing, "N/A", "Prepare not "
+                                                                                                  "implemented")]
+            return
+
+        async def c_unknown():
+            await stub.Prepare(pb.PrepareRequest(namespace=self.ns("never-prepared")), timeout=DEADLINE)
+            return "OK"
+
+        await self.check(unknown, c_unknown)
+        await self.check(missing, lambda: self.expect_invalid(stub.Prepare(pb.PrepareRequest(namespace=""),
+                                                                           timeout=DEADLINE), "namespace"))
+
     async def run_all(self) -> list[Check]:
         async with aio_channel(self.target) as ch:
             stub = pb_grpc.MemoryBackendServiceStub(ch)
@@ -149,8 +185,27 @@ class Conformance:
                     "the memory holding the fact does not cite its message id"
                 return f"{sum(len(m.evidence_ids) for m in res.memories)} evidence ids, all ingested"
 
+            async def c_spans():
+                from services.common.types import result_from_pb
+                from services.coordinator.context import retrieval_record
+                from services.coordinator.metrics import budget
+
+                res = await self._retrieve(stub, fact_ns, FACT_QUERY, 3)
+                rec = retrieval_record(result_from_pb(res), 0, [])
+                budget.check_record(rec)  # raises SpanError naming the span that does not fit its text
+                # a memory's spans name only ids it cites (context_spans may cover more: e.g. auto-loaded notes)
+                stray = sorted({s.evidence_id for m in res.memories for s in m.evidence_spans
+                                if s.evidence_id not in set(m.evidence_ids)})
+                assert not stray, f"evidence_spans name ids their memory does not cite: {stray[:5]}"
+                spans = [s for m in res.memories for s in m.evidence_spans] + list(res.context_spans)
+                acc = budget.account(rec, (budget.HEADLINE_BUDGET,))
+                return (f"{len(spans)} spans, all inside their texts; {acc['unlocated']} memories not found in the "
+                        "injected context")
+
             await self.check("ingest → settle → retrieve finds an exact fact", c_exact, needs_exact=True)
             await self.check("evidence ids carried back", c_evidence, needs_exact=True)
+            await self.check("evidence spans fit their texts (recall at a context budget)", c_spans, needs_exact=True)
+            await self._prepare_checks(stub, fact_ns)
 
             async def c_topk_and_order():
                 ns = self.ns("topk")
@@ -172,8 +227,13 @@ class Conformance:
 
             async def c_reset():
                 a, b = self.ns("iso-a"), self.ns("iso-b")
-                await self._ingest(stub, a, [_session("s-a", [FACT], self.t0, f"{self.run}-isoa")])
-                await self._ingest(stub, b, [_session("s-b", [FACT], self.t0, f"{self.run}-isob")])
+                # each fact session is followed by a later one: a system may keep the newest session as the live
+                # conversation rather than memory (OpenClaw does until the next /new)
+                later = self.t0 + timedelta(days=1)
+                await self._ingest(stub, a, [_session("s-a", [FACT], self.t0, f"{self.run}-isoa"),
+                                             _session("s-a2", FILLER[3:4], later, f"{self.run}-isoa-next")])
+                await self._ingest(stub, b, [_session("s-b", [FACT], self.t0, f"{self.run}-isob"),
+                                             _session("s-b2", FILLER[3:4], later, f"{self.run}-isob-next")])
                 await self._settle(stub, a)
                 await self._settle(stub, b)
                 await stub.Reset(pb.ResetRequest(namespace=a), timeout=DEADLINE)

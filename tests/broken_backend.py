@@ -33,7 +33,9 @@ class BrokenServicer(pb_grpc.MemoryBackendServiceServicer):
         return pb.SettleResponse(settled=True)
 
     async def Retrieve(self, request, context):
-        mems = [pb.Memory(id=m.id, text=m.content, score=i * 0.1, evidence_ids=["made-up-id"])
+        # a span past its text's end (what recall at a context budget cannot credit)
+        mems = [pb.Memory(id=m.id, text=m.content, score=i * 0.1, evidence_ids=["made-up-id"],
+                          evidence_spans=[pb.EvidenceSpan(evidence_id="made-up-id", start=0, end=len(m.content) + 5)])
                 for i, m in enumerate(self.messages)]
         return pb.RetrieveResponse(memories=mems)
 

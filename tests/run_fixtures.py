@@ -38,14 +38,18 @@ def write_suite_run(path: Path, suite: str, samples: list[dict[str, Any]], backe
 
 
 def madial_sample(backend: str, i: int, hit: bool, tokens: float = 100.0, latency: float = 1.0) -> dict[str, Any]:
-    """MADial probe d<i> (gold mem-<i>) answered by `backend`: the gold memory at rank 1, or an unrelated one."""
+    """MADial probe d<i> (gold mem-<i>) answered by `backend`: the gold memory at rank 1 (shown whole at every context
+    budget), or an unrelated one."""
     ev = f"mem-{i}" if hit else f"mem-9{i:02d}"
     return {"key": f"{backend}|d{i}", "suite": "madial", "condition": backend, "condition_context": [f"backend:{backend}"],
             "probe_id": f"d{i:02d}", "category": "user-1", "question": "q", "ground_truth": "", "expected": [],
             "evidence_ids": [f"mem-{i}"], "namespace": "archive", "meta": {"primary": f"mem-{i}"},
             "retrievals": {backend: {"memories": [{"id": ev, "score": 1.0, "evidence_ids": [ev], "text": "t"}],
                                      "latency_ms": latency, "server_ms": latency / 2, "degraded": False,
-                                     "context_tokens": tokens}},
+                                     "context_tokens": tokens,
+                                     # the one memory shown whole at every budget (metrics/budget.account)
+                                     "budget": {"tokens": int(tokens), "unlocated": 0,
+                                                "shown": {str(b): [ev] for b in (250, 500, 1000, 2000, 4000)}}}},
             "context_tokens": tokens, "status": "ok"}
 
 

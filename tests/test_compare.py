@@ -78,13 +78,16 @@ def test_a_weakened_backend_is_reported_and_fails_the_gate(runs, capsys):
     assert r5["delta"] == pytest.approx(-0.6) and r5["ci"][1] < 0 and r5["direction"] == "worse"
     assert r5["p"] == pytest.approx(2 / 64, abs=0.006)
     assert {r["backend"] for r in res["changed"]} == {"mine"}  # bm25 and native did not move
-    assert [(r["suite"], r["backend"], r["metric"]) for r in res["regressions"]] == [("madial", "mine", "recall@5")]
+    # the headline is recall at the 1,000-token budget; the fixture shows the rank-1 memory whole, so it moves as R@5
+    assert [(r["suite"], r["backend"], r["metric"]) for r in res["regressions"]] == [
+        ("madial", "mine", "budget_recall@1000")]
     assert res["exit_status"] == 1
     changes = {c["key"]: (c["a"], c["b"]) for c in res["config_changes"]}
     assert changes == {"git_sha": ("aaaa", "bbbb"), "backend mine.config.top_k": (None, 2)}
     md = render_markdown(res)
     assert "**Regression** on --fail-on headline: exit status 1." in md
     assert "| madial | mine | recall@5 | 100.0% | 40.0% | −60.0 pts [" in md
+    assert "| madial | mine | budget_recall@1000 | 100.0% | 40.0% | −60.0 pts [" in md
     assert run_cli("compare", str(a), str(weak), "--fail-on", "headline") == 1
     assert run_cli("compare", str(a), str(weak)) == 0  # without a gate: a report, never a failure
     # the gate can be limited to backends that did not move, or name another metric
@@ -109,8 +112,11 @@ def test_timing_is_apart_and_gates_only_when_named(tmp_path):
 def test_tokens_are_compared_lower_is_better(tmp_path):
     a = madial_run(tmp_path / "a", HITS, tokens={"mine": 100.0})
     b = madial_run(tmp_path / "b", HITS, tokens={"mine": 90.0})
-    [r] = compare_runs(a, b)["changed"]
+    changed = {r["metric"]: r for r in compare_runs(a, b)["changed"]}
+    assert set(changed) == {"token_spend", "budget_tokens"}  # tokens injected, and shown at the budget (both < 1,000)
+    r = changed["token_spend"]
     assert (r["metric"], r["delta"], r["direction"], r["higher_is_better"]) == ("token_spend", -10.0, "better", False)
+    assert (changed["budget_tokens"]["delta"], changed["budget_tokens"]["direction"]) == (-10.0, "better")
 
 
 def test_unpaired_runs_combine_the_two_intervals():

@@ -56,8 +56,10 @@ async def test_broken_backend_fails_with_a_readable_list():
     text = render(results, "broken")
     for name in ("top_k respected and scores non-increasing", "Reset isolates namespaces",
                  "unknown namespace returns empty, not an error", "empty query → INVALID_ARGUMENT naming 'query'",
-                 "a rejected batch leaves nothing half ingested", "evidence ids carried back"):
+                 "a rejected batch leaves nothing half ingested", "evidence ids carried back",
+                 "evidence spans fit their texts (recall at a context budget)"):
         assert by[name].status == "FAIL", text
+    assert "evidence_spans[0].end" in by["evidence spans fit their texts (recall at a context budget)"].detail, text
     assert "FAIL  top_k respected" in text
     assert text.strip().splitlines()[-1].startswith("Result: FAIL")
 

@@ -339,14 +339,17 @@ def test_rate_limit_validation_and_decisions():
         "rate_per_s": 0.5, "burst": 1.0, "status": 429}
     assert parse_fault({"type": "rate_limit", "attributes": {"rate_per_s": 5}}).attributes["burst"] == 5.0
     assert _field({"type": "rate_limit", "attributes": {"rate_per_s": 5, "burst": 0.5}}) == "attributes.burst"
-    s = parse_fault({"type": "rate_limit", "name": "rl", "attributes": {"rate_per_s": 0, "burst": 1}})
+    # issue 37: a zero rate (a bucket that never refills: every request past the burst refused for good) is
+    # refused by name; a slow one refills: 1 s at 0.01/s leaves 0.01 tokens, the next in (1 - 0.01) / 0.01 = 99 s
+    assert _field({"type": "rate_limit", "attributes": {"rate_per_s": 0, "burst": 1}}) == "attributes.rate_per_s"
+    s = parse_fault({"type": "rate_limit", "name": "rl", "attributes": {"rate_per_s": 0.01, "burst": 1}})
     st = s.kind.new_state(s, 50.0)
     assert (st.tokens, st.last) == (1.0, 50.0)
     d = decide(s, REQ, 1, 50.0, st)[0]
     assert d.action is None and d.drawn == {"tokens_left": 0.0}
-    d = decide(s, REQ, 1, 51.0, st)[0]  # a zero rate never refills: Retry-After falls back to 60 s
-    assert d.drawn == {"tokens_left": 0.0, "retry_after_s": 60.0}
-    assert d.action == Respond(429, error_body("rl", 429, "rate limited (injected)"), (("Retry-After", "60"),))
+    d = decide(s, REQ, 1, 51.0, st)[0]
+    assert d.drawn == {"tokens_left": 0.01, "retry_after_s": 99.0}
+    assert d.action == Respond(429, error_body("rl", 429, "rate limited (injected)"), (("Retry-After", "99"),))
     s = parse_fault({"type": "rate_limit", "name": "rl", "attributes": {"rate_per_s": 4, "burst": 1,
                                                                          "retry_after_s": 7.5, "status": 503}})
     st = s.kind.new_state(s, 0.0)

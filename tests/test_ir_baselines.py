@@ -11,7 +11,14 @@ import pytest
 
 from services.adapters.client import InProcessBackendClient
 from services.adapters.ir_baselines.backend import IRBaselineBackend
-from services.adapters.ir_baselines.ranking import ranks_of, rrf, stable_order, tokenise
+from services.adapters.ir_baselines.ranking import (
+    OkapiBM25Index,
+    official_tokens,
+    ranks_of,
+    rrf,
+    stable_order,
+    tokenise,
+)
 from services.adapters.registry import default_backends, get_spec
 from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session
 
@@ -199,3 +206,41 @@ async def test_bm25_reproduces_locomo_dev(data_dir):
     o = suite.score(samples)["conditions"]["bm25"]["overall"]["turn_recall_any@10"]
     assert o["n"] == 1032 and o["units"] == 7
     assert o["mean"] == pytest.approx(593 / 1032, abs=1e-12)
+
+
+# -- BM25 as LongMemEval's own code runs it (bm25-official) ----------------------------------------------------------
+def test_official_tokens_split_on_single_spaces_and_keep_case():
+    assert official_tokens("I moved to  Paris.") == ["I", "moved", "to", "", "Paris."]
+
+
+def test_okapi_index_is_rank_bm25_bm25okapi_by_hand():
+    docs = [["a", "b"], ["a", "c", "c"], ["a"]]
+    idx = OkapiBM25Index(docs, k1=1.5, b=0.75, epsilon=0.25)
+    # N 3; n(a) 3 -> ln(0.5) - ln(3.5) < 0; n(b) = n(c) = 1 -> ln(2.5) - ln(1.5); mean of the three is the floor base
+    idf_bc = math.log(2.5) - math.log(1.5)
+    idf_a = 0.25 * (math.log(0.5) - math.log(3.5) + 2 * idf_bc) / 3
+    assert idx.idf == pytest.approx({"a": idf_a, "b": idf_bc, "c": idf_bc})
+    avgdl = 6 / 3
+    part = lambda tf, dl: tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * dl / avgdl))  # noqa: E731
+    got = idx.scores(["c", "a", "zzz", "c"])  # a repeated query token counts twice; an unknown one adds nothing
+    want = [idf_a * part(1, 2), 2 * idf_bc * part(2, 3) + idf_a * part(1, 3), idf_a * part(1, 1)]
+    assert got.tolist() == pytest.approx(want)
+
+
+async def test_bm25_official_indexes_user_turns_with_case_kept_and_ranks_every_one():
+    spec = get_spec("bm25-official")
+    assert spec.role == "ir-baseline" and "bm25-official" not in default_backends()
+    b = IRBaselineBackend(spec.config)
+    await b.ingest("ns", IngestBatch(sessions=(Session("S1", T0, (
+        Message("D1:1", "user", "Cat sat"), Message("D1:2", "assistant", "cat cat cat"),
+        Message("D1:3", "user", "the cat ran"), Message("D1:4", "user", "nothing here"))),)))
+    res = await b.retrieve("ns", RetrieveQuery("cat", top_k=10))
+    # the assistant turn is not indexed; "Cat" is not "cat"; the two turns without "cat" are still ranked (score 0)
+    assert [m.id for m in res.memories] == ["D1:3", "D1:1", "D1:4"]
+    assert res.memories[0].score > 0 and res.memories[1].score == res.memories[2].score == 0.0
+    assert (await b.namespace_stats("ns")).items == 3
+    d = await InProcessBackendClient(IRBaselineBackend(spec.config)).describe()
+    assert d["config"]["tokeniser"].startswith('official: text.split(" ")')
+    assert d["config"]["bm25_implementation"].startswith("rank_bm25 0.2.2 BM25Okapi")
+    with pytest.raises(ValueError, match="'bm25_tokens' must be one of"):
+        IRBaselineBackend({"method": "bm25", "bm25_tokens": "nltk"})

@@ -3,7 +3,7 @@ and which way a delta is good) and its unit, pinned by hand."""
 
 from __future__ import annotations
 
-from services.coordinator.metrics import judge, latency, memory_state, qa, retrieval, tokens
+from services.coordinator.metrics import budget, judge, latency, memory_state, qa, retrieval, tokens
 from services.coordinator.metrics.registry import all_metrics, get_metric
 
 # name: (higher is better, unit, defining module)
@@ -28,6 +28,14 @@ EXPECTED = {
     "recall_at_3": (True, "rate", retrieval), "recall_at_5": (True, "rate", retrieval),
     "recall_at_k": (True, "rate", retrieval), "relevance_density": (True, "rate", retrieval),
     "retrieval_hit_rate": (True, "rate", retrieval),
+    # per-probe headline indicators, registered for their direction (services/coordinator/baseline.py)
+    "hit": (True, "rate", retrieval), "pass": (True, "rate", retrieval), "doc_hit": (True, "rate", retrieval),
+    "uncontained": (False, "rate", retrieval), "f1_cats_1_4": (True, "rate", qa), "qa_accuracy": (True, "rate", qa),
+    "judge_score": (True, "score", judge),
+    # recall at a context budget
+    **{f"budget_recall@{b}": (True, "rate", budget) for b in (250, 500, 1000, 2000, 4000)},
+    "budget_recall_auc": (True, "rate", budget), "budget_tokens": (False, "tokens", budget),
+    "budget_unlocated": (False, "count", budget),
 }
 
 

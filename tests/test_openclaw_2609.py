@@ -58,7 +58,8 @@ class AxisEmbedder:
 
 
 def make(config=None, embedder=None):
-    b = OpenClawBackend({"preset": "openclaw-2026-09", **(config or {})}, BackendContext(embedder_name="hash"))
+    b = OpenClawBackend({"preset": "openclaw-2026-09", "bootstrap": False, **(config or {})},
+                        BackendContext(embedder_name="hash"))
     if embedder is not None:
         b._embedder = embedder
     return b

@@ -85,7 +85,7 @@ S3 = session("s3", 31, ("user", "We chose iron-session over JWT."), ("assistant"
 def make(config=None, llm=None, embedder="hash"):
     ctx = BackendContext(embedder_name=embedder)
     ctx._llm = llm or FakeLLM()
-    b = OpenClawBackend(config or {}, ctx)
+    b = OpenClawBackend({"bootstrap": False, **(config or {})}, ctx)  # an empty workspace: the hand-computed searches
     return b, InProcessBackendClient(b)
 
 

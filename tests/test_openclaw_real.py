@@ -125,7 +125,7 @@ def test_ingest_more_then_reset_only_that_namespace(real):
     got = {m.evidence_ids[0] for m in _search(real, "host", ns="other:ns") if m.evidence_ids}
     assert got == {"o1", "o2"}
     st = loop.run_until_complete(b.settle("other:ns", 5))
-    assert st.counts["files"] == 1
+    assert st.counts["files"] == 2  # MEMORY.md and onboarding's USER.md (memory_search indexes both)
     assert loop.run_until_complete(b.reset("other:ns")) == 2
     assert _search(real, "host", ns="other:ns") == []
     assert _search(real, "pnpm", ns="demo")  # another namespace is untouched
@@ -151,6 +151,27 @@ def test_each_namespace_manager_answers_one_throwaway_search_after_its_first_syn
     ingest("warm:a", "w4", "- The cache server is called heron.")
     assert b.n["first_searches"] == n0 + 3
     assert "one throwaway search" in b.describe_config()["latency"]
+
+
+@needs_openclaw
+def test_prepare_syncs_and_searches_once_untimed_and_changes_no_result(real):
+    """The rig's Prepare (sidecar /prepare) before a namespace's first timed search: OpenClaw's sync and one
+    throwaway search on its agent, counted in Stats; the timed search after it returns exactly what it would have."""
+    b, loop = real
+    loop.run_until_complete(b.ingest("prep:a", IngestBatch(documents=(
+        Document("p1", "- The staging host is called plover.", None, "MEMORY.md"),))))
+    loop.run_until_complete(b.ingest("prep:b", IngestBatch(documents=(
+        Document("p2", "- The backup host is called dunlin.", None, "MEMORY.md"),))))
+    _search(real, "host", ns="prep:b")  # another agent used the process last
+    before = [(m.id, m.score, m.evidence_ids) for m in _search(real, "staging host", ns="prep:a", ref=DAY0)]
+    _search(real, "host", ns="prep:b")
+    n = b.n.get("prepares", 0)
+    note = loop.run_until_complete(b.prepare("prep:a"))
+    assert note == "OpenClaw sync + one throwaway search on the namespace's agent"
+    assert b.n["prepares"] == n + 1 and b.n["prepare_ms_total"] >= 0
+    after = [(m.id, m.score, m.evidence_ids) for m in _search(real, "staging host", ns="prep:a", ref=DAY0)]
+    assert after == before and after[0][2] == ["p1"]
+    assert loop.run_until_complete(b.prepare("never-ingested")) == "" and b.n["prepares"] == n + 1
 
 
 @needs_openclaw

@@ -23,7 +23,7 @@ AVAIL = availability()
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not AVAIL.ok, reason=f"[requires:openclaw] openclaw-real unavailable: {AVAIL.reason}")]
 ASKED = T0 + timedelta(days=3)
-MSG_LINES = {2: "s1-m0", 3: "s1-m1", 4: "s1-m2", 6: "s2-m0", 7: "s2-m1"}  # line 1 header, 5 and 8 the /new resets
+MSG_LINES = {2: "s1-m0", 3: "s1-m1", 4: "s1-m2", 6: "s2-m0", 7: "s2-m1"}  # line 1 header, 5 the /new reset
 
 
 def _start(tmp_path_factory, cfg):
@@ -35,6 +35,17 @@ def _start(tmp_path_factory, cfg):
     loop.run_until_complete(b.start())
     loop.run_until_complete(b.ingest("demo", IngestBatch(sessions=(S1, S2))))
     return b, loop, llm
+
+
+def _start_batches(tmp_path_factory, cfg, batches):
+    loop = asyncio.new_event_loop()
+    d = tmp_path_factory.mktemp("ocr")
+    b = OpenClawRealBackend({"embedder": "hash", **cfg},
+                            BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"), _llm=InProcessMockLLM()))
+    loop.run_until_complete(b.start())
+    for sessions in batches:
+        loop.run_until_complete(b.ingest("demo", IngestBatch(sessions=tuple(sessions))))
+    return b, loop, None
 
 
 def _stop(b, loop):
@@ -68,15 +79,14 @@ def test_default_transcript_is_openclaws_with_a_reset_at_each_new(default):
     b, loop, llm = default
     t = _transcript(b, loop)
     ev = t["events"]
-    assert [e["type"] for e in ev] == ["session", "message", "message", "message", "reset", "message", "message",
-                                       "reset"]
+    assert [e["type"] for e in ev] == ["session", "message", "message", "message", "reset", "message", "message"]
     assert [e["message"]["content"][0]["text"] for e in ev if e["type"] == "message"] == \
         [m.content for m in S1.messages + S2.messages]
     assert [e["message"]["role"] for e in ev if e["type"] == "message"] == ["user", "assistant", "user", "user",
                                                                               "assistant"]
-    # Session 1's /new comes when session 2 starts; session 2, the newest, is closed at its last message.
-    assert [(e["timestamp"], e["reason"]) for e in ev if e["type"] == "reset"] == \
-        [("2026-03-03T11:00:00.000Z", "new"), ("2026-03-03T11:03:00.000Z", "new")]
+    # Session 1's /new comes when session 2 starts; session 2, the newest, is the live conversation (last_session
+    # "open"): its messages are in the transcript, no /new ends it.
+    assert [(e["timestamp"], e["reason"]) for e in ev if e["type"] == "reset"] == [("2026-03-03T11:00:00.000Z", "new")]
     assert t["sessionKey"] == f"agent:{agent_id('demo')}:main"
     path = f"sessions/{agent_id('demo')}/{t['sessionId']}.jsonl"
     assert b.workspace_state("demo").install.transcript_lines == {path: MSG_LINES}
@@ -88,15 +98,12 @@ def test_default_hook_files_equal_the_ports_rendering(default):
     b, loop, _ = default
     t = _transcript(b, loop)
     key, sid = t["sessionKey"], t["sessionId"]
-    files = b.workspace("demo")
+    files = {p: c for p, c in b.workspace("demo").items() if p.startswith("memory/")}
     assert files == {
         "memory/2026-03-03-1100.md": L.render_hook_file(ms(S2.started_at), key, sid, [
             'user: "The dev server runs on port 3001."', 'assistant: "Noted: port 3001."',
             'user: "We chose pnpm because it is faster."']),
-        # "/status" is a slash command: the hook leaves it out.
-        "memory/2026-03-03-1103.md": L.render_hook_file(ms(S2.messages[-1].ts), key, sid, [
-            'assistant: "Deploys go out on \\"Thursdays\\"."']),
-    }
+    }  # session 2 is live: no hook file for it
     root = b.workspace_dir("demo")
     assert (root / "memory/2026-03-03-1100.md").read_text() == files["memory/2026-03-03-1100.md"]
     assert not (root / "MEMORY.md").exists()
@@ -112,10 +119,76 @@ def test_the_ports_hook_files_are_openclaws_byte_for_byte(default, tmp_path):
     loop.run_until_complete(port.start())
     try:
         loop.run_until_complete(port.ingest("demo", IngestBatch(sessions=(S1, S2))))
-        assert port.workspace("demo") == b.workspace("demo") and len(b.workspace("demo")) == 2
+        # The whole workspace: the hook file and onboarding's files (OpenClaw's ensureAgentWorkspace wrote them for
+        # openclaw-real, the port read the package's templates).
+        assert port.workspace("demo") == b.workspace("demo")
+        assert sorted(b.workspace("demo")) == ["AGENTS.md", "IDENTITY.md", "SOUL.md", "USER.md",
+                                               "memory/2026-03-03-1100.md"]
         assert f"- **Session ID**: {_transcript(b, loop)['sessionId']}" in port.workspace("demo")["memory/2026-03-03-1100.md"]
     finally:
         loop.run_until_complete(port.close())
+
+
+def test_closed_last_session_ends_with_new_like_the_port(tmp_path_factory):
+    # last_session "closed" (the earlier replay): session 2 is closed at its last message by OpenClaw's /new (a second
+    # reset and hook file, dated 11:03, the time of that /new); the port writes the same bytes.
+    b, loop, _ = _start(tmp_path_factory, {"profile": "default", "last_session": "closed"})
+    try:
+        t = _transcript(b, loop)
+        assert [e["type"] for e in t["events"]].count("reset") == 2
+        files = b.workspace("demo")
+        assert files["memory/2026-03-03-1103.md"] == L.render_hook_file(
+            ms(S2.messages[-1].ts), t["sessionKey"], t["sessionId"], ['assistant: "Deploys go out on \\"Thursdays\\"."'])
+        d = tmp_path_factory.mktemp("port")
+        port = OpenClawBackend({"embedder": "hash", "profile": "default", "last_session": "closed"},
+                               BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"),
+                                              _llm=InProcessMockLLM()))
+        loop.run_until_complete(port.ingest("demo", IngestBatch(sessions=(S1, S2))))
+        assert port.workspace("demo") == files and sum(p.startswith("memory/") for p in files) == 2
+        assert b.counters()["live_session_messages"] == 0
+    finally:
+        _stop(b, loop)
+
+
+def test_onboardings_files_are_openclaws_and_bootstrap_md_goes_with_the_first_memory(default, tmp_path_factory):
+    # OpenClaw's ensureAgentWorkspace wrote AGENTS.md, SOUL.md, IDENTITY.md, USER.md and BOOTSTRAP.md before the first
+    # message; the hook file of session 1's /new made memory/, so its next run (the question's turn) deleted
+    # BOOTSTRAP.md. The port's files (the package's templates, front matter stripped) are the same bytes.
+    b, loop, _ = default
+    root = b.workspace_dir("demo")
+    templates, source = L.bootstrap_templates()
+    assert "openclaw 2026.9.6 templates" in source
+    assert sorted(p.name for p in root.glob("*.md")) == ["AGENTS.md", "IDENTITY.md", "SOUL.md", "USER.md"]
+    for name in ("AGENTS.md", "IDENTITY.md", "SOUL.md", "USER.md"):
+        assert (root / name).read_bytes() == templates[name].encode("utf-8"), name
+    # One session, still open: no memory yet, so BOOTSTRAP.md stays, on both; then a reset and a fresh ingest (OpenClaw
+    # forgets the workspace's setup state on /drop, as `agents delete` does, so the new workspace is not "vanished").
+    b1, loop1, _ = _start_batches(tmp_path_factory, {"profile": "default"}, [(S1,)])
+    try:
+        r1 = b1.workspace_dir("demo")
+        assert sorted(p.name for p in r1.glob("*.md")) == sorted(L.BOOTSTRAP_FILES)
+        assert (r1 / "BOOTSTRAP.md").read_bytes() == templates["BOOTSTRAP.md"].encode("utf-8")
+        d = tmp_path_factory.mktemp("port")
+        port = OpenClawBackend({"embedder": "hash", "profile": "default"},
+                               BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"),
+                                              _llm=InProcessMockLLM()))
+        loop1.run_until_complete(port.ingest("demo", IngestBatch(sessions=(S1,))))
+        assert port.workspace("demo") == b1.workspace("demo") and sorted(port.workspace("demo")) == sorted(
+            L.BOOTSTRAP_FILES)
+        loop1.run_until_complete(b1.reset("demo"))
+        loop1.run_until_complete(b1.ingest("demo", IngestBatch(sessions=(S1, S2))))
+        assert sorted(p.name for p in r1.glob("*.md")) == ["AGENTS.md", "IDENTITY.md", "SOUL.md", "USER.md"]
+    finally:
+        _stop(b1, loop1)
+
+
+def test_memory_search_finds_user_md_only_of_onboardings_files(default):
+    # listMemoryFiles indexes USER.md (evergreen) but not AGENTS.md, SOUL.md or IDENTITY.md.
+    b, loop, _ = default
+    hits = _search(b, loop, "stable user preferences and profile facts as directives")
+    assert hits and hits[0].source == "USER.md" and hits[0].evidence_ids == []
+    assert not any(h.source in ("AGENTS.md", "SOUL.md", "IDENTITY.md") for h in
+                   _search(b, loop, "Who You Are core truths boundaries vibe continuity identity"))
 
 
 def test_default_searches_memory_files_only(default):
@@ -148,6 +221,32 @@ def test_sessions_profile_cites_transcript_lines_by_message_id(sessions):
     assert h.evidence_ids == [MSG_LINES[n] for n in range(start, end + 1) if n in MSG_LINES]
     assert "s1-m0" in h.evidence_ids
     assert b.describe_config()["transcripts"] == "indexed and searched (sources memory + sessions)"
+    # Each message's line of OpenClaw's session text ("User: ..." / "Assistant: ...") is spanned with its id.
+    assert h.evidence_spans and {s.evidence_id for s in h.evidence_spans} == set(h.evidence_ids)
+    assert all(h.text[s.start:s.end] == EXPORTED[s.evidence_id] for s in h.evidence_spans)
+    # OpenClaw indexes the live session's messages too (same transcript, after the last reset boundary), and plain
+    # memory_search returns hits of the agent's own session: session 2 is still open, yet its message is found.
+    live = [h for h in _search(b, loop, "when do deploys go out Thursdays") if h.source.startswith("sessions/")]
+    assert any("s2-m1" in h.evidence_ids for h in live)
+    assert b.counters()["live_session_messages:demo"] == 2
+
+
+EXPORTED = {"s1-m0": "User: The dev server runs on port 3001.", "s1-m1": "Assistant: Noted: port 3001.",
+            "s1-m2": "User: We chose pnpm because it is faster.", "s2-m0": "User: /status",
+            "s2-m1": 'Assistant: Deploys go out on "Thursdays".'}
+
+
+def test_file_hits_span_the_hook_lines_openclaw_returns(default):
+    b, loop, _ = default
+    res = loop.run_until_complete(b.retrieve("demo", RetrieveQuery("which port does the dev server run on", 6,
+                                                                   reference_time=ASKED)))
+    top = res.memories[0]
+    shown = {s.evidence_id: top.text[s.start:s.end] for s in top.evidence_spans}
+    assert shown == {"s1-m0": 'user: "The dev server runs on port 3001."', "s1-m1": 'assistant: "Noted: port 3001."',
+                     "s1-m2": 'user: "We chose pnpm because it is faster."'}
+    at = res.formatted_context.index(top.text)
+    assert all(res.formatted_context[s.start + at:s.end + at] == shown[s.evidence_id] for s in top.evidence_spans)
+    assert b.counters()["spans_misaligned"] == 0
 
 
 def test_transcript_evidence_by_hand():
@@ -178,11 +277,11 @@ def test_flush_every_session_matches_the_port_and_writes_no_transcript(tmp_path_
 def test_continue_boundary_flushes_with_openclaws_plan(tmp_path_factory):
     # Window 40 (flush at 15 tokens): one flush after s2-m1, no /new, so no hook file and no reset in the transcript.
     b, loop, llm = _start(tmp_path_factory, {"profile": "default", "context_window": 40,
-                                             "session_boundary": "continue"})
+                                             "session_boundary": "continue", "system_prompt_tokens": 0})
     try:
         assert llm.tasks() == ["flush"]
         assert llm.calls[0][1][0]["content"] == L.flush_plan(ms(S2.messages[-1].ts)).system_prompt
-        assert list(b.workspace("demo")) == ["memory/2026-03-03.md"]
+        assert list(b.workspace("demo")) == ["AGENTS.md", "IDENTITY.md", "SOUL.md", "USER.md", "memory/2026-03-03.md"]
         assert [e["type"] for e in _transcript(b, loop)["events"]].count("reset") == 0
     finally:
         _stop(b, loop)

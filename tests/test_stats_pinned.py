@@ -158,7 +158,9 @@ def test_compare_feeds_each_figure_its_own_seed():
     assert (c.delta, *c.ci_delta) == stats.cluster_bootstrap_ci(diffs, None, 200, seed=12)
     assert c.p == stats.paired_permutation_test([vb[k] for k in ids], [va[k] for k in ids], 500, seed=13)
     assert c.delta == pytest.approx(c.mean_b - c.mean_a)
-    assert c.extra == {"method_a": stats.BOOTSTRAP_PROBE, "method_b": stats.BOOTSTRAP_PROBE}
+    power = stats.min_detectable_difference(diffs)
+    assert c.extra == {"method_a": stats.BOOTSTRAP_PROBE, "method_b": stats.BOOTSTRAP_PROBE, "power": power}
+    assert c.mdd == power["mdd"] and power["units"] == 12
     # nothing in common: no p, no winner
     none = stats.compare("m", "A", "B", {"x": 1.0}, {"y": 1.0})
     assert (none.n, none.p, none.stars, none.winner, none.mean_a) == (0, None, "", "n/a", None)

@@ -13,7 +13,7 @@ from tests.fixtures_suites import run_inprocess
 
 def test_markdown_subset():
     h = markdown_to_html("## T\n\n| a | b |\n|---|---|\n| 1 | **2** |\n\n- x `y`\n> warn")
-    assert '<h2 id="t">T</h2>' in h and "<td><b>2</b></td>" in h and "<li>x <code>y</code></li>" in h
+    assert '<h2 id="t">T</h2>' in h and '<td data-label="b"><b>2</b></td>' in h and "<li>x <code>y</code></li>" in h
     assert "<blockquote>warn</blockquote>" in h and "---" not in h
 
 
@@ -169,7 +169,7 @@ def test_markdown_links_line_breaks_anchors_and_code():
           "```json\n{\"k\": \"<v>\"}\n```\nafter")
     h = markdown_to_html(md)
     # a link; the bracketed interval after it stays text; <br> is kept, any other tag escaped
-    assert '<td><a href="#locomo">better</a> +1 [0, 2]<br>x&lt;script&gt;</td>' in h
+    assert '<td data-label="a"><a href="#locomo">better</a> +1 [0, 2]<br>x&lt;script&gt;</td>' in h
     # GitHub's anchors: the second heading with the same slug gets -1
     assert '<h1 id="locomo">locomo</h1>' in h and '<h2 id="locomo-1">LoCoMo</h2>' in h
     assert '<h1 id="cortex-v1">cortex-v1</h1>' in h

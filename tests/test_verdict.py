@@ -58,7 +58,7 @@ def madial_dir(tmp_path):
 
 def test_madial_verdict_by_hand(madial_dir):
     v = suite_verdict(madial_dir)
-    assert v["headline"]["metric"] == "recall@5" and v["headline"]["kind"] == "retrieval"
+    assert v["headline"]["metric"] == "budget_recall@1000" and v["headline"]["kind"] == "retrieval"
     assert v["baseline"] == {"condition": "openclaw-real", "backend": "openclaw-real",
                              "rule": v["baseline"]["rule"]} and "strongest" in v["baseline"]["rule"]
     rows = v["backends"]
@@ -70,7 +70,7 @@ def test_madial_verdict_by_hand(madial_dir):
     assert nat["ci"][0] > 0
     # the suite's own scorecard entry, verbatim: the page and the section it links to print the same numbers
     metrics = json.loads((madial_dir / "metrics.json").read_text())
-    entry = next(x for x in metrics["comparisons"]["mine"]["comparisons"] if x["metric"] == "recall@5")
+    entry = next(x for x in metrics["comparisons"]["mine"]["comparisons"] if x["metric"] == "budget_recall@1000")
     assert nat["source"] == "suite scorecard" and (nat["delta"], nat["p"], nat["ci"]) == (
         entry["delta"], entry["p"], list(entry["ci_delta"]))
 
@@ -78,6 +78,11 @@ def test_madial_verdict_by_hand(madial_dir):
     assert bm["against"] == "bm25" and bm["delta"] == pytest.approx(0.5)
     assert bm["p"] == pytest.approx(2 / 32, abs=0.006) and bm["p"] > 0.05
     assert bm["ci"][0] == pytest.approx(0.2) and bm["word"] == SAME  # CI excludes 0, p does not: no word
+    # power: differences 1 on 5 probes, 0 on 5: sd (ddof 1) sqrt(2.5 / 9), se sd / sqrt(10), 9 df
+    from scipy.stats import t as student_t
+    se = (2.5 / 9) ** 0.5 / 10 ** 0.5
+    assert bm["mdd"] == pytest.approx((student_t.ppf(0.975, 9) + student_t.ppf(0.8, 9)) * se)
+    assert round(bm["mdd"] * 100, 1) == 52.4 and bm["mdd_why"] == ""
 
     assert rows["bm25"]["vs_native"]["delta"] == pytest.approx(0.3)
     assert rows["bm25"]["vs_native"]["p"] == pytest.approx(0.25, abs=0.015)
@@ -140,12 +145,12 @@ def test_the_weak_suite_note_names_the_option_that_runs_every_unit_its_data_hold
 
 
 @pytest.mark.parametrize("cls,answers,judge,want", [
-    (LocomoSuite, True, True, "turn_recall@5"), (LocomoSuite, False, True, "f1_cats_1_4"),  # F1 needs no judge
-    (LocomoSuite, False, False, "f1_cats_1_4"), (LongMemEvalSuite, False, True, "session_recall_all@5"),
+    (LocomoSuite, True, True, "budget_recall@1000"), (LocomoSuite, False, True, "f1_cats_1_4"),  # F1 needs no judge
+    (LocomoSuite, False, False, "f1_cats_1_4"), (LongMemEvalSuite, False, True, "budget_recall@1000"),
     (LongMemEvalSuite, False, False, "qa_accuracy"), (CortexV1Suite, True, True, "hit"),
     (CortexV1Suite, False, True, "hit"), (CortexV1Suite, False, False, "judge_score"),
     (ArclightSuite, True, False, "hit"), (ArclightSuite, False, False, "judge_mean"),
-    (MadialSuite, False, False, "recall@5"), (OctybotSuite, False, False, "pass"),
+    (MadialSuite, False, False, "budget_recall@1000"), (OctybotSuite, False, False, "pass"),
     (QuaidWeeksSuite, True, True, "recall_at_5"), (PoisonedMemorySuite, True, True, "uncontained"),
     (NextjsDocsSuite, True, True, "doc_hit"),
 ])
@@ -161,22 +166,35 @@ def test_mocked_metrics():
 
 
 def test_baseline_fallback_prefers_openclaw_itself_and_the_metric_direction():
-    pv = ProbeValues({"openclaw-real": {"u": {"p1": 1.0, "p2": 1.0}},
-                      "openclaw-real[profile=sessions]": {"u": {"p1": 0.0, "p2": 1.0}},
-                      "openclaw": {"u": {"p1": 0.0, "p2": 0.0}}, "bm25": {"u": {"p1": 0.0, "p2": 0.0}}},
-                     backend_of={c: c for c in ("openclaw-real", "openclaw-real[profile=sessions]", "openclaw",
-                                                "bm25")})
-    cond, rule = resolve_baseline({}, pv, "u", higher_is_better=False)
-    assert cond == "openclaw-real[profile=sessions]" and "chosen by the verdict" in rule  # lowest of OpenClaw itself
-    assert resolve_baseline({}, pv, "u", higher_is_better=True)[0] == "openclaw-real"
-    assert resolve_baseline({"baseline": "openclaw"}, pv, "u", True)[0] == "openclaw"  # the suite's own choice wins
-    # ... when it is native: a control baseline (nextjs-docs: full-context) is not "OpenClaw native"
-    assert resolve_baseline({"baseline": "bm25"}, pv, "u", True)[0] == "openclaw-real"
-    port_only = ProbeValues({"openclaw": {"u": {"p": 1.0}}, "bm25": {"u": {"p": 1.0}}},
+    def pv_of(metric):
+        return ProbeValues({"openclaw-real": {metric: {"p1": 1.0, "p2": 1.0}},
+                            "openclaw-real[profile=sessions]": {metric: {"p1": 0.0, "p2": 1.0}},
+                            "openclaw": {metric: {"p1": 0.0, "p2": 0.0}}, "bm25": {metric: {"p1": 0.0, "p2": 0.0}}},
+                           backend_of={c: c for c in ("openclaw-real", "openclaw-real[profile=sessions]", "openclaw",
+                                                      "bm25")})
+    # uncontained: the registry says lower is better; hit: higher is better
+    cond, rule = resolve_baseline({}, pv_of("uncontained"), "uncontained")
+    assert cond == "openclaw-real[profile=sessions]" and "lower is better" in rule  # lowest of OpenClaw itself
+    pv = pv_of("hit")
+    assert resolve_baseline({}, pv, "hit")[0] == "openclaw-real"
+    # one rule: a suite's saved choice on another metric does not override it; its words are kept when it agrees
+    assert resolve_baseline({"baseline": "openclaw"}, pv, "hit")[0] == "openclaw-real"
+    assert resolve_baseline({"baseline": "openclaw-real", "baseline_rule": "why"}, pv, "hit") == ("openclaw-real", "why")
+    port_only = ProbeValues({"openclaw": {"hit": {"p": 1.0}}, "bm25": {"hit": {"p": 1.0}}},
                             backend_of={"openclaw": "openclaw", "bm25": "bm25"})
-    assert resolve_baseline({}, port_only, "u", True)[0] == "openclaw"
-    assert resolve_baseline({"baseline": "bm25"}, ProbeValues({"bm25": {}}, backend_of={"bm25": "bm25"}), "u",
-                            True) == (None, "no OpenClaw native backend ran")
+    assert resolve_baseline({}, port_only, "hit")[0] == "openclaw"
+    assert resolve_baseline({"baseline": "bm25"}, ProbeValues({"bm25": {}}, backend_of={"bm25": "bm25"}), "hit") == \
+        (None, "no OpenClaw native backend ran")
+
+
+def test_an_unregistered_headline_is_an_error(tmp_path):
+    from tests.run_fixtures import madial_run
+
+    d = madial_run(tmp_path / "m", {"openclaw-real": {0}, "mine": {1}})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(MadialSuite, "retrieval_headline", "made_up")
+        with pytest.raises(VerdictError, match="suite madial: headline metric 'made_up' is not in the metric registry"):
+            suite_verdict(d)
 
 
 def cortex_run(path, llm=None, judge=None):
@@ -249,6 +267,16 @@ def test_backend_order_systems_first_controls_last():
 
 def _row(delta, lo, hi, p, w, against="openclaw-real"):
     return {"against": against, "delta": delta, "ci": [lo, hi], "p": p, "word": w}
+
+
+def test_a_cell_states_the_minimum_detectable_difference():
+    from services.coordinator.verdict import word_text
+
+    same = {"word": SAME, "mdd": 0.0851}
+    assert word_text(same, "rate") == "no difference of 8.5 points or more"
+    assert word_text({**same, "mdd": 12.4}, "tokens") == "no difference of 12 tokens or more"
+    assert word_text({**same, "mdd": None}, "rate") == SAME  # no power statement possible: the plain words
+    assert word_text({"word": BETTER, "mdd": 0.1}, "rate") == BETTER
 
 
 def test_render_cell_exact():
@@ -390,7 +418,7 @@ def test_without_a_native_backend_the_cell_says_so(tmp_path):
     d = madial_run(tmp_path / "madial", {"bm25": set(range(5)), "mine": set(range(10))})
     v = suite_verdict(d)
     assert v["baseline"]["condition"] is None and v["backends"]["mine"]["vs_native"] is None
-    assert render_cell(v, "mine").startswith("[no native baseline](#madial)<br>vs BM25: [no detectable difference]")
+    assert render_cell(v, "mine").startswith("[no native baseline](#madial)<br>vs BM25: [no difference of 52.4 points or more]")
 
 
 def test_the_run_verdict_reuses_each_suites_saved_verdict_until_its_sources_change(tmp_path, monkeypatch):

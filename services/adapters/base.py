@@ -147,6 +147,12 @@ class MemoryBackend(abc.ABC):
         st = await self.namespace_stats(namespace)
         return SettleResult(settled=True, items_indexed=st.items, counts={"sessions": st.sessions})
 
+    async def prepare(self, namespace: str) -> str:
+        """Untimed setup for search, called once per namespace after settle and right before its first timed
+        retrieve (the proto's Prepare): do here what that first search would do lazily, so a timed retrieve is the
+        search alone. Returns a few words on what was done; "" (the default) = nothing to do."""
+        return ""
+
     @abc.abstractmethod
     async def retrieve(self, namespace: str, query: RetrieveQuery) -> RetrieveResult:
         """Search; an unknown namespace returns an empty result, not an error."""

@@ -19,6 +19,7 @@ from services.common.grpc_util import DEFAULT_MAX_IN_FLIGHT, BoundedCalls, aio_c
 from services.common.types import (
     IngestBatch,
     NamespaceStats,
+    PrepareResult,
     RetrieveQuery,
     RetrieveResult,
     SettleResult,
@@ -88,6 +89,18 @@ class GrpcBackendClient:
                              timeout_s + 30.0)
         return SettleResult(r.settled, r.items_indexed, r.items_pending, dict(r.counts))
 
+    async def prepare(self, namespace: str, timeout_s: float | None = None) -> PrepareResult:
+        """Prepare (untimed setup before the first timed Retrieve); a backend that does not implement it
+        (UNIMPLEMENTED: written before the RPC existed, or by someone else) has nothing to prepare."""
+        t0 = time.perf_counter_ns()
+        try:
+            r = await self._call("Prepare", pb.PrepareRequest(namespace=namespace), timeout_s or self.ingest_deadline_s)
+        except BackendError as e:
+            if e.code != "UNIMPLEMENTED":
+                raise
+            return PrepareResult(client_duration_ns=time.perf_counter_ns() - t0, implemented=False)
+        return PrepareResult(r.note, r.server_duration_ns, time.perf_counter_ns() - t0)
+
     async def retrieve(self, namespace: str, query: RetrieveQuery) -> tuple[RetrieveResult, int]:
         """Returns (result, client-observed latency in ns)."""
         req = query_to_pb(namespace, query)
@@ -146,6 +159,13 @@ class InProcessBackendClient:
     async def settle(self, namespace: str, timeout_s: float = 60.0) -> SettleResult:
         await self._ensure()
         return await self.host.settle(namespace, timeout_s)
+
+    async def prepare(self, namespace: str, timeout_s: float | None = None) -> PrepareResult:
+        await self._ensure()
+        t0 = time.perf_counter_ns()
+        r = await self.host.prepare(namespace)
+        r.client_duration_ns = time.perf_counter_ns() - t0
+        return r
 
     async def retrieve(self, namespace: str, query: RetrieveQuery) -> tuple[RetrieveResult, int]:
         await self._ensure()

@@ -16,6 +16,7 @@ from collectors.buckets import LATENCY_BUCKETS_S
 from services.adapters.base import MemoryBackend, NamespaceLocks
 from services.common.types import (
     IngestBatch,
+    PrepareResult,
     RetrieveQuery,
     RetrieveResult,
     SettleResult,
@@ -112,6 +113,25 @@ class BackendHost:
         if timeout_s < 0:
             raise ValidationError("timeout_seconds", "must be >= 0")
         return await self.backend.settle(namespace, timeout_s or 60.0)
+
+    async def prepare(self, namespace: str) -> PrepareResult:
+        """The backend's prepare under the namespace's read lock (never beside an ingest of it), timed apart."""
+        t0 = time.perf_counter()
+        try:
+            validate_namespace(namespace)
+        except ValidationError:
+            self._observe("Prepare", t0, "invalid")
+            raise
+        try:
+            async with self.locks.get(namespace).read():
+                t_in = time.perf_counter_ns()
+                note = await self.backend.prepare(namespace)
+                took = time.perf_counter_ns() - t_in
+        except Exception:
+            self._observe("Prepare", t0, "error")
+            raise
+        self._observe("Prepare", t0, "ok")
+        return PrepareResult(note=note or "", server_duration_ns=took)
 
     async def retrieve(self, namespace: str, query: RetrieveQuery) -> RetrieveResult:
         t0 = time.perf_counter()

@@ -28,6 +28,13 @@ class BackendSpec:
     default: bool = True
     # Whether it can run on this machine: () -> (ok, reason). bench-all skips an unavailable backend and says why.
     available: Callable[[], tuple[bool, str]] | None = None
+    # What it is in a comparison (ROLES): the baseline every verdict compares with is chosen by role
+    # (services/coordinator/baseline.py), never by name.
+    role: str = "memory"
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"backend {self.name}: role {self.role!r} is not one of {sorted(ROLES)}")
 
     def load_class(self):
         mod, _, name = self.cls.partition(":")
@@ -35,6 +42,14 @@ class BackendSpec:
 
 
 _SPECS: dict[str, BackendSpec] = {}
+
+# native: OpenClaw itself (any profile); native-port: the rig's re-implementation of the current release;
+# native-release: the port at another release or with a known bug (shown beside native, never the baseline);
+# ir-baseline: BM25 / dense / hybrid over one document per message; control: no memory, everything, a summary;
+# memory: a memory system under test (yours, Cortex, Mem0, ...).
+ROLES = {"native": "OpenClaw native", "native-port": "OpenClaw native (port)",
+         "native-release": "OpenClaw native, another release", "ir-baseline": "IR baseline", "control": "control",
+         "memory": "memory system"}
 
 
 def register(spec: BackendSpec) -> BackendSpec:
@@ -44,15 +59,17 @@ def register(spec: BackendSpec) -> BackendSpec:
 
 register(BackendSpec(
     "none", "services.adapters.none", "services.adapters.none.backend:NoMemoryBackend",
-    description="Control: no memory at all (fresh session every time).",
+    description="Control: no memory at all (fresh session every time).", role="control",
 ))
 register(BackendSpec(
     "full-context", "services.adapters.full_context", "services.adapters.full_context.backend:FullContextBackend",
     description="Control: everything ingested returned as static context (AGENTS.md-style), cut to a token budget.",
+    role="control",
 ))
 register(BackendSpec(
     "compacted", "services.adapters.compacted", "services.adapters.compacted.backend:CompactedBackend",
     description="Control: a one-shot compaction summary made through the LLM client (OpenClaw /compact).",
+    role="control",
 ))
 
 for _method, _what in (("bm25", "Okapi BM25 (k1 1.2, b 0.75)"), ("dense", "embedder cosine over \"[date] text\""),
@@ -60,8 +77,20 @@ for _method, _what in (("bm25", "Okapi BM25 (k1 1.2, b 0.75)"), ("dense", "embed
     register(BackendSpec(
         _method, "services.adapters.ir_baselines", "services.adapters.ir_baselines.backend:IRBaselineBackend",
         config={"method": _method},
-        description=f"Control IR baseline: {_what} over one document per message.",
+        description=f"Control IR baseline: {_what} over one document per message.", role="ir-baseline",
     ))
+
+
+# BM25 as LongMemEval's own retrieval code runs it (ir_baselines/ranking.py), so a LongMemEval figure can be set
+# beside the official one; not in bench-all's default set.
+register(BackendSpec(
+    "bm25-official", "services.adapters.ir_baselines", "services.adapters.ir_baselines.backend:IRBaselineBackend",
+    config={"method": "bm25", "bm25_tokens": "official", "bm25_scoring": "okapi", "k1": 1.5, "b": 0.75,
+            "bm25_epsilon": 0.25,
+            "stopwords": "none", "index_roles": "user", "rank_all": True},
+    description="Control IR baseline: BM25 as LongMemEval's code runs it (split on spaces, case kept, rank_bm25 "
+                "BM25Okapi k1 1.5 b 0.75) over the user turns.", role="ir-baseline", default=False,
+))
 
 
 def _optional_specs() -> None:
@@ -83,6 +112,16 @@ def _optional_specs() -> None:
 def all_specs() -> dict[str, BackendSpec]:
     _optional_specs()
     return dict(_SPECS)
+
+
+def role_of(name: str | None) -> str:
+    """The comparison role (ROLES) of a backend name or variant (`openclaw-real[profile=sessions]` is OpenClaw
+    itself); a name the registry does not know (a `--target`, your own system) is a memory system."""
+    if not name:
+        return "memory"
+    specs = all_specs()
+    spec = specs.get(name) or specs.get(parse_variant(name)[0])
+    return spec.role if spec is not None else "memory"
 
 
 _VARIANT_RE = re.compile(r"^([A-Za-z0-9_.:-]+)\[(.*)\]$")

@@ -84,6 +84,12 @@ class MemoryBackendServicer(pb_grpc.MemoryBackendServiceServicer):
             )
         return await self._serve(context, call)
 
+    async def Prepare(self, request, context):
+        async def call():
+            r = await self.host.prepare(request.namespace)
+            return pb.PrepareResponse(note=r.note, server_duration_ns=r.server_duration_ns)
+        return await self._serve(context, call)
+
     async def Retrieve(self, request, context):
         async def call():
             return result_to_pb(await self.host.retrieve(request.namespace, query_from_pb(request)))

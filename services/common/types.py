@@ -144,6 +144,17 @@ class SettleResult:
 
 
 @dataclass
+class PrepareResult:
+    """What Prepare did for one namespace: a note ("" = nothing), the server's and the caller's time, and whether the
+    backend implements Prepare at all (a gRPC backend without it answers UNIMPLEMENTED: nothing to prepare)."""
+
+    note: str = ""
+    server_duration_ns: int = 0
+    client_duration_ns: int = 0
+    implemented: bool = True
+
+
+@dataclass
 class NamespaceStats:
     namespace: str
     sessions: int = 0

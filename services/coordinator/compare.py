@@ -23,6 +23,15 @@ metric's bad direction. Retrieve latency depends on the machine's load as much a
 `--fail-on SPEC[,SPEC]`: `headline` (each suite's verdict metric), `any` (every non-timing metric), a metric name
 (`turn_recall@5`) or `suite:metric` (`locomo:turn_recall@5`); `--backends` limits the backends considered. A spec
 that matches no metric of the compared suites is an error (exit 2), so a typo cannot pass a gate silently.
+
+Exit status: 0 nothing gated regressed and the runs cover the same ground; 1 a gated metric regressed; 2 bad input
+(a flag, a missing directory, a run.json / report.json / samples.jsonl that is missing, unreadable, not a JSON
+object or names an unknown suite, or two runs with no suite in common); 3 the comparison is incomplete, with or
+without `--fail-on` (a gate cannot pass what it did not see): a suite finished in run A but not in run B (or only
+in B while A's failed), a condition (backend) with ok samples in one run and none in the other (missing, or every
+sample errored), probes that errored in either run of a condition both ran, or samples.jsonl lines torn by a crash
+whose sample no later line rewrote. A backend or suite only run B has (newly added) is listed, not a failure.
+`--backends` limits these checks to the backends named.
 """
 
 from __future__ import annotations
@@ -34,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from services.coordinator import stats
-from services.coordinator.suites.base import ProbeValues
+from services.coordinator.results import RunDir
+from services.coordinator.suites.base import ProbeValues, condition_backends
 from services.coordinator.suites.common import stable_seed
 from services.coordinator.verdict import ALPHA, VerdictError, load_suite_run, min_p, mocked
 
@@ -52,34 +62,69 @@ class CompareError(ValueError):
 # Finding the suites of a run
 
 
+def read_object(path: Path) -> dict[str, Any]:
+    """A run file that must hold a JSON object; CompareError naming the file when it is unreadable, not JSON or
+    not an object."""
+    try:
+        obj = json.loads(path.read_text())
+    except OSError as e:
+        raise CompareError(f"{path}: cannot be read ({e.strerror or e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CompareError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise CompareError(f"{path}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _suite_of(run_json: Path) -> str:
+    """The suite a run.json names, checked against the registry (an unknown one is an error, not a suite that
+    matches nothing)."""
+    from services.coordinator.suites.registry import all_suites
+
+    suite = read_object(run_json).get("suite")
+    if not suite or not isinstance(suite, str):
+        raise CompareError(f"{run_json}: suite: missing")
+    if suite not in all_suites():
+        raise CompareError(f"{run_json}: suite: unknown suite {suite!r}; known: {', '.join(sorted(all_suites()))}")
+    return suite
+
+
 def discover(path: str | Path) -> dict[str, Path]:
     """{suite: its run directory} of a suite run or a bench-all run."""
+    return _discover(path)[0]
+
+
+def _discover(path: str | Path) -> tuple[dict[str, Path], dict[str, str]]:
+    """({suite: its run directory}, {suite: why it has none}) of a suite run or a bench-all run; the second lists
+    the suites a bench-all report.json names that did not finish (failed, skipped, or a directory without
+    run.json)."""
     p = Path(path)
     if not p.is_dir():
         raise CompareError(f"{p}: not a directory")
     if (p / "run.json").exists():
-        try:
-            suite = json.loads((p / "run.json").read_text()).get("suite")
-        except json.JSONDecodeError as e:
-            raise CompareError(f"{p / 'run.json'}: not valid JSON ({e})") from None
-        if not suite:
-            raise CompareError(f"{p / 'run.json'}: suite: missing")
-        return {suite: p}
+        return {_suite_of(p / "run.json"): p}, {}
     found: dict[str, Path] = {}
+    unfinished: dict[str, str] = {}
     if (p / "report.json").exists():
-        try:
-            index = json.loads((p / "report.json").read_text())
-        except json.JSONDecodeError as e:
-            raise CompareError(f"{p / 'report.json'}: not valid JSON ({e})") from None
-        for name, s in (index.get("suites") or {}).items():
-            if s.get("dir") and (p / s["dir"] / "run.json").exists():
-                found[name] = p / s["dir"]
+        suites = read_object(p / "report.json").get("suites") or {}
+        if not isinstance(suites, dict):
+            raise CompareError(f"{p / 'report.json'}: suites: expected an object, got {type(suites).__name__}")
+        for name, s in suites.items():
+            s = s if isinstance(s, dict) else {}
+            d = p / s["dir"] if isinstance(s.get("dir"), str) and s["dir"] else None
+            if d is not None and (d / "run.json").exists():
+                _suite_of(d / "run.json")
+                found[name] = d
+            else:
+                why = s.get("reason") or s.get("error") or ""
+                unfinished[name] = f"{s.get('state') or 'no run'}" + (f": {str(why)[:200]}" if why else "")
     else:
         for d in sorted(x for x in p.iterdir() if (x / "run.json").exists()):
+            _suite_of(d / "run.json")
             found[d.name] = d
     if not found:
         raise CompareError(f"{p}: neither a suite run (run.json) nor a bench-all run (report.json with finished suites)")
-    return found
+    return found, unfinished
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -187,30 +232,131 @@ def _gates(spec: tuple[str | None, str], suite: str, metric: str, headline: str 
     return metric == want
 
 
+def _load(name: str, d: Path, side: str) -> dict[str, Any]:
+    """One side of one suite: run.json, the suite, every sample (ok or not) and the torn lines; CompareError
+    naming the file when one is missing, unreadable or malformed (never a traceback)."""
+    run = read_object(d / "run.json")
+    if not (d / "samples.jsonl").is_file():
+        raise CompareError(f"{d / 'samples.jsonl'}: missing (run {side}'s {name} samples; nothing to compare)")
+    try:
+        log = RunDir(d).read_samples()
+        _, _, suite, ok = load_suite_run(d, need_metrics=False)
+        pv = suite.per_probe(ok)
+    except VerdictError as e:
+        raise CompareError(str(e)) from None
+    except OSError as e:
+        raise CompareError(f"{d}: cannot be read ({e})") from None
+    except Exception as e:  # a malformed sample or option: name the run, never a traceback
+        raise CompareError(f"{d}: not a readable {name} run ({type(e).__name__}: {e})") from None
+    return {"run": run, "suite": suite, "log": log, "pv": pv}
+
+
+def _status(side: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """condition -> {backend, ok: probes, error: {probe: message}} over every sample of one side."""
+    out: dict[str, dict[str, Any]] = {}
+    backend_of = condition_backends(side["log"].samples)
+    for smp in side["log"].samples:
+        c = out.setdefault(smp["condition"], {"backend": backend_of.get(smp["condition"]) or smp["condition"],
+                                              "ok": set(), "error": {}})
+        if smp.get("status") == "ok":
+            c["ok"].add(smp.get("probe_id"))
+        else:
+            c["error"][smp.get("probe_id")] = str(smp.get("error") or smp.get("status") or "no status")
+    return out
+
+
+def _backend_note(run: dict[str, Any], backend: str) -> str:
+    info = (run.get("backends") or {}).get(backend)
+    if not isinstance(info, dict):
+        return ""
+    st, why = info.get("status"), info.get("reason") or (run.get("failures") or {}).get(backend)
+    return "" if st == "ok" and not why else f"; run.json: backend {backend} {st or 'no status'}" + (
+        f" ({str(why)[:160]})" if why else "")
+
+
+def coverage(name: str, a: dict[str, Any], b: dict[str, Any], backends: list[str] | None) -> list[str]:
+    """What makes one suite's comparison incomplete, one message each (see the module docstring): a condition with
+    ok samples in one run and none in the other (missing or every sample errored), a condition present in both
+    with probes that errored in either, and torn samples.jsonl lines whose sample no other line carries. A
+    condition only one run has at all (a backend added to B) is not a problem: it is listed as new."""
+    out = []
+    sa, sb = _status(a), _status(b)
+    for side, mine, other, run_other in (("A", sa, sb, b["run"]), ("B", sb, sa, a["run"])):
+        for cond, c in sorted(mine.items()):
+            if backends and c["backend"] not in backends or not c["ok"]:
+                continue
+            o = other.get(cond)
+            label = cond if cond == c["backend"] else f"{c['backend']} ({cond})"
+            theirs = "B" if side == "A" else "A"
+            if o is None and side == "B":
+                continue  # new in B: nothing to compare it with, not a failure
+            if o is None:
+                out.append(f"{name}: {label}: {len(c['ok'])} ok sample(s) in run A, none in run B"
+                           f"{_backend_note(run_other, c['backend'])}")
+            elif not o["ok"]:
+                err = next(iter(o["error"].values()), "")
+                out.append(f"{name}: {label}: {len(c['ok'])} ok sample(s) in run {side}, every one of its "
+                           f"{len(o['error'])} sample(s) in run {theirs} errored (e.g. {err[:160]!r})"
+                           f"{_backend_note(run_other, c['backend'])}")
+    for side, st in (("A", sa), ("B", sb)):
+        for cond, c in sorted(st.items()):
+            if (backends and c["backend"] not in backends) or not c["ok"] or not c["error"]:
+                continue
+            other = (sb if side == "A" else sa).get(cond)
+            if other is None or not other["ok"]:
+                continue  # reported above
+            err = next(iter(c["error"].values()))
+            label = cond if cond == c["backend"] else f"{c['backend']} ({cond})"
+            out.append(f"{name}: {label}: {len(c['error'])} of {len(c['error']) + len(c['ok'])} probe(s) errored "
+                       f"in run {side} (e.g. {err[:160]!r}); a gate cannot pass probes it did not see")
+    for side, x in (("A", a), ("B", b)):
+        lost = x["log"].lost()
+        if lost:
+            lines = ", ".join(str(n) for n, _ in lost[:10]) + (", …" if len(lost) > 10 else "")
+            out.append(f"{name}: {x['dir'] / 'samples.jsonl'}: {len(lost)} torn line(s) whose sample no other line "
+                       f"carries (line {lines}) in run {side}: those samples are lost")
+    return out
+
+
 def compare_runs(a: str | Path, b: str | Path, fail_on: list[str] | None = None,
                  backends: list[str] | None = None) -> dict[str, Any]:
     """Everything `memrig compare` reports, as a dict (see the module docstring); `exit_status` 1 when a gated
-    metric regressed."""
-    sa, sb = discover(a), discover(b)
+    metric regressed, else 3 when the comparison is incomplete (`problems`), else 0."""
+    (sa, una), (sb, unb) = _discover(a), _discover(b)
     gates = parse_fail_on(fail_on)
+    common = sorted(set(sa) & set(sb))
+    if not common:
+        raise CompareError(f"no suite in common: run A ({a}) has {', '.join(sorted(sa))}; run B ({b}) has "
+                           f"{', '.join(sorted(sb))}")
+    problems: list[str] = []
+    for name in sorted(set(sa) - set(sb)):
+        problems.append(f"{name}: in run A ({sa[name]}), not finished in run B"
+                        + (f" ({unb[name]})" if name in unb else " (not in it)"))
+    for name in sorted(set(sb) & set(una)):
+        problems.append(f"{name}: in run B ({sb[name]}), not finished in run A ({una[name]}): nothing to compare "
+                        "it with")
     suites: dict[str, Any] = {}
     config: dict[tuple[str, str, str], list[str]] = {}
     all_backends: set[str] = set()
-    for name in sorted(set(sa) & set(sb)):
-        try:
-            run_a, _, suite_a, samples_a = load_suite_run(sa[name], need_metrics=False)
-            run_b, _, suite_b, samples_b = load_suite_run(sb[name], need_metrics=False)
-        except VerdictError as e:
-            raise CompareError(str(e)) from None
-        pa, pb = suite_a.per_probe(samples_a), suite_b.per_probe(samples_b)
+    torn: dict[str, dict[str, int]] = {}
+    for name in common:
+        la, lb = _load(name, sa[name], "A"), _load(name, sb[name], "B")
+        la["dir"], lb["dir"] = sa[name], sb[name]
+        run_a, run_b, suite_a, suite_b, pa, pb = la["run"], lb["run"], la["suite"], lb["suite"], la["pv"], lb["pv"]
+        if suite_a.name != suite_b.name:
+            raise CompareError(f"{name}: run A's is suite {suite_a.name!r} ({sa[name] / 'run.json'}), run B's is "
+                               f"{suite_b.name!r} ({sb[name] / 'run.json'}): different suites")
         ans_a, jud_a = mocked(run_a)
         ans_b, jud_b = mocked(run_b)
         mock = suite_a.mocked_metrics(ans_a, jud_a) | suite_b.mocked_metrics(ans_b, jud_b)
         headline = suite_a.headline(ans_a, jud_a)
+        for x in (la, lb):
+            all_backends |= {c["backend"] for c in _status(x).values()} | set(x["run"].get("backends") or {})
+        problems += coverage(name, la, lb, backends)
+        torn[name] = {"a": len(la["log"].torn), "b": len(lb["log"].torn)}
         rows, only = [], {"a": sorted(set(pa.values) - set(pb.values)), "b": sorted(set(pb.values) - set(pa.values))}
         for cond in sorted(set(pa.values) & set(pb.values)):
             backend = pa.backend_of.get(cond) or pb.backend_of.get(cond) or cond
-            all_backends.add(backend)
             if backends and backend not in backends:
                 continue
             rows += _compare_condition(name, cond, backend, pa, pb, mock)
@@ -218,7 +364,8 @@ def compare_runs(a: str | Path, b: str | Path, fail_on: list[str] | None = None,
             config.setdefault((x["key"], json.dumps(x["a"], default=str), json.dumps(x["b"], default=str)),
                               []).append(name)
         suites[name] = {"dir_a": str(sa[name]), "dir_b": str(sb[name]), "headline": headline, "rows": rows,
-                        "clustered": bool(pa.clusters or pb.clusters),
+                        "clustered": bool(pa.clusters or pb.clusters), "torn_lines": torn[name],
+                        "lost_lines": len(la["log"].lost()) + len(lb["log"].lost()),
                         "conditions_only_in": only, "git_a": run_a.get("git_sha"), "git_b": run_b.get("git_sha")}
     for want in backends or []:
         if want not in all_backends:
@@ -233,7 +380,7 @@ def compare_runs(a: str | Path, b: str | Path, fail_on: list[str] | None = None,
                     matched = True
                     if r["direction"] == "worse":
                         regressions.append({**r, "suite": name, "gate": ":".join(x for x in spec if x)})
-        if not matched:
+        if not matched and not problems:
             known = sorted({r["metric"] for s in suites.values() for r in s["rows"]})
             raise CompareError(f"--fail-on: {':'.join(x for x in spec if x)!r} matches no metric of the compared "
                                f"suites ({', '.join(suites) or 'none'}); metrics: {', '.join(known[:40])}")
@@ -247,7 +394,8 @@ def compare_runs(a: str | Path, b: str | Path, fail_on: list[str] | None = None,
         "changed": [r for r in changed if not r["timing"]], "timing_changed": [r for r in changed if r["timing"]],
         "compared": sum(len(s["rows"]) for s in suites.values()),
         "fail_on": [":".join(x for x in spec if x) for spec in gates], "regressions": list(uniq.values()),
-        "exit_status": 1 if uniq else 0,
+        "problems": problems,
+        "exit_status": 1 if uniq else 3 if problems else 0,
     }
 
 
@@ -307,12 +455,17 @@ def render_markdown(res: dict[str, Any]) -> str:
                  f"{res['compared'] - len([r for s in res['suites'].values() for r in s['rows'] if r['timing']])} "
                  f"quality and token comparisons over {len(res['suites'])} suite(s) "
                  f"({', '.join(res['suites']) or 'none'}); timing: {len(res['timing_changed'])} moved.")
+    if res.get("problems"):
+        lines += ["", f"**Incomplete**: {len(res['problems'])} problem(s) make this comparison partial"
+                  + ("" if res["regressions"] else ": exit status 3") + ".", ""]
+        lines += [f"- {x}" for x in res["problems"]]
     if res["fail_on"]:
         if res["regressions"]:
             lines += ["", f"**Regression** on --fail-on {', '.join(res['fail_on'])}: exit status 1.", ""]
             lines += _table(head, [_row(r) for r in res["regressions"]])
         else:
-            lines += ["", f"No regression on --fail-on {', '.join(res['fail_on'])}: exit status 0."]
+            lines += ["", f"No regression on --fail-on {', '.join(res['fail_on'])} among what both runs have: exit "
+                      f"status {res['exit_status']}."]
     lines += ["", "## What changed in the configuration", ""]
     if res["config_changes"]:
         n = len(res["suites"])
@@ -330,6 +483,11 @@ def render_markdown(res: dict[str, Any]) -> str:
         if names:
             notes.append(f"Suites only in run {side.upper()}: {', '.join(names)}.")
     for name, s in res["suites"].items():
+        n_torn = s.get("torn_lines") or {}
+        for side in ("a", "b"):
+            if n_torn.get(side):
+                notes.append(f"{name}: run {side.upper()}'s samples.jsonl has {n_torn[side]} torn line(s) (cut by a "
+                             "crash; superseded ones are harmless, lost ones are listed above).")
         for side, conds in s["conditions_only_in"].items():
             if conds:
                 notes.append(f"{name}: conditions only in run {side.upper()}: {', '.join(conds)}.")
@@ -340,7 +498,8 @@ def render_markdown(res: dict[str, Any]) -> str:
                          "`--option conversations=N`, up to the conversations in its file).")
         unpaired = sorted({r["condition"] for r in s["rows"] if not r["paired"]})
         if unpaired:
-            notes.append(f"{name}: the runs asked different probes (another seed or data sample) for "
+            why = "samples lost to torn lines" if s.get("lost_lines") else "another seed or data sample"
+            notes.append(f"{name}: the runs asked different probes ({why}) for "
                          f"{', '.join(unpaired)}: compared unpaired.")
     lines += ["", "## How", "",
               "B minus A per suite, condition and metric from the per-probe values each suite scores "

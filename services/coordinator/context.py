@@ -1,6 +1,8 @@
 """ProbeContext: what a suite's per-probe code can ask of the rig during a run.
 
-Retrievals are cached per (backend, probe) so conditions sharing a backend share one call; the compaction
+Retrievals are cached per (backend, probe) so conditions sharing a backend share one call. A namespace's first
+timed retrieve on a backend is preceded by the backend's Prepare (untimed setup, recorded apart in `prepares`, never
+in a retrieve's latency), the two back to back: no other retrieve of that backend runs between them. The compaction
 summary is made once per namespace per run (and saved under artifacts/); answers and judgements go through
 the one LLM client. Everything recorded here ends up in the sample, so metrics can be recomputed later.
 """
@@ -11,15 +13,18 @@ import asyncio
 import hashlib
 import json
 import re
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from services.adapters.base import NamespaceLocks
 from services.adapters.client import BackendError
 from services.common import prompts
 from services.common.llm_client import LLMClient
 from services.common.tokens import count_tokens
 from services.common.transcripts import compact, render_session
 from services.common.types import IngestBatch, Memory, RetrieveQuery, RetrieveResult
+from services.coordinator.metrics import budget
 from services.coordinator.suites.base import Condition, Probe
 
 _JSON_RE = re.compile(r"\{.*\}", re.S)
@@ -81,7 +86,11 @@ class ProbeContext:
         self.judge_temperature = judge_temperature
         self.retrieve_params = retrieve_params or {}
         self._retrievals: dict[tuple[str, str], asyncio.Task] = {}
+        # backend -> backend namespace -> what its Prepare did (PrepareResult); the runner puts it in run.json
+        self.prepares: dict[str, dict[str, Any]] = {}
+        self._gates = NamespaceLocks()  # per backend: retrieves shared, prepare + first retrieve exclusive
         self._compactions: dict[str, asyncio.Task] = {}
+        self._message_chars: dict[str, dict[str, int]] = {}
         (run_dir / "artifacts").mkdir(parents=True, exist_ok=True)
 
     def backend_namespace(self, namespace: str) -> str:
@@ -101,8 +110,50 @@ class ProbeContext:
     async def _retrieve(self, backend: str, probe: Probe, top_k: int, mode: str) -> dict[str, Any]:
         client = self.clients[backend]
         q = RetrieveQuery(query=probe.question[:2000], top_k=top_k, mode=mode, reference_time=probe.reference_time)
-        res, latency_ns = await client.retrieve(self.backend_namespace(probe.namespace), q)
-        return retrieval_record(res, latency_ns, probe.expected)
+        res, latency_ns = await self._timed_retrieve(backend, client, self.backend_namespace(probe.namespace), q)
+        rec = retrieval_record(res, latency_ns, probe.expected)
+        rec["budget"] = budget.account(rec, budget.BUDGETS, self.message_chars(probe.namespace))
+        return rec
+
+    async def _timed_retrieve(self, backend: str, client: Any, ns: str, q: RetrieveQuery) -> tuple[RetrieveResult, int]:
+        """The retrieve; the namespace's first on this backend runs right after the backend's Prepare, holding the
+        backend's gate so no other retrieve of it lands in between (a process that switches namespaces pays the
+        switch in Prepare, not in the timed search). A client without `prepare` (a test double) skips it."""
+        gate = self._gates.get(backend)
+        done = self.prepares.setdefault(backend, {})
+        if ns in done or not hasattr(client, "prepare"):
+            async with gate.read():
+                return await client.retrieve(ns, q)
+        async with gate.write():
+            if ns not in done:
+                done[ns] = await client.prepare(ns)
+            return await client.retrieve(ns, q)
+
+    def prepare_summary(self) -> dict[str, Any]:
+        """Per backend, what run.json records of Prepare: namespaces prepared, whether the backend implements it,
+        the client-observed time (total seconds, p50 and max ms) and the distinct notes."""
+        out: dict[str, Any] = {}
+        for backend, per_ns in self.prepares.items():
+            if not per_ns:
+                continue
+            ms = sorted(r.client_duration_ns / 1e6 for r in per_ns.values())
+            out[backend] = {"namespaces": len(ms), "implemented": all(r.implemented for r in per_ns.values()),
+                            "total_s": round(sum(ms) / 1000, 3), "p50_ms": round(ms[(len(ms) - 1) // 2], 2),
+                            "max_ms": round(ms[-1], 2), "notes": sorted({r.note for r in per_ns.values() if r.note})}
+        return out
+
+    def message_chars(self, namespace: str) -> dict[str, int]:
+        """Characters of every message and document of a namespace's corpus, by id: what "half of a message shown"
+        is measured against (metrics/budget.py)."""
+        if namespace not in self._message_chars:
+            batch = self.corpora.get(namespace)
+            out: dict[str, int] = {}
+            if batch is not None:
+                for s in batch.sessions:
+                    out.update((m.id, len(m.content)) for m in s.messages)
+                out.update((d.id, len(d.text)) for d in batch.documents)
+            self._message_chars[namespace] = out
+        return self._message_chars[namespace]
 
     async def compaction(self, namespace: str) -> str:
         if namespace not in self._compactions:
@@ -178,11 +229,13 @@ def retrieval_record(res: RetrieveResult, latency_ns: int, expected: list[str]) 
                 "kind": m.kind,
                 "source": m.source,
                 "evidence_ids": m.evidence_ids,
+                "evidence_spans": [asdict(x) for x in m.evidence_spans],
                 "channel_scores": m.channel_scores,
                 "attributes": m.attributes,
             }
             for m in res.memories
         ],
+        "context_spans": [asdict(x) for x in res.context_spans] if res.formatted_context else [],
         "formatted_context": res.formatted_context or default_format(res.memories),
         "latency_ms": latency_ns / 1e6,
         "server_ms": res.server_duration_ns / 1e6,

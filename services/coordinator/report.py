@@ -64,6 +64,9 @@ def render_header(run: dict[str, Any]) -> str:
         f"- **Git:** `{run.get('git_sha')}`; machine: {run.get('machine', {}).get('cores')} cores, "
         f"{(run.get('machine', {}).get('ram_bytes') or 0) / 2**30:.1f} GiB RAM",
     ]
+    data = run.get("data") or {}
+    if data.get("file"):  # a suite that names its data file (and variant) in its load info
+        lines.append(f"- **Data:** `{data['file']}`" + (f", variant {data['variant']}" if data.get("variant") else ""))
     roles = render_llm_roles(run)
     if roles:
         lines += ["", roles]
@@ -78,11 +81,27 @@ def render_header(run: dict[str, Any]) -> str:
         lines.append(md_table(["backend", "status", "version", "embedder", "reason"], rows))
         if any(n.startswith("openclaw") for n in backends):
             lines += ["", f"> {NATIVE_EMBEDDER_NOTE}", "", f"> {NATIVE_STATE_NOTE}"]
+        setup = render_prepare(run)
+        if setup:
+            lines += ["", setup]
         invalid = [n for n, b in backends.items() if "unit tests only" in ((b.get("describe") or {}).get("embedder") or "")]
         if invalid:
             lines += ["", f"> **Not a valid quality measurement:** {', '.join(invalid)} used the hash embedder "
                           "(unit tests only)."]
     return "\n".join(lines)
+
+
+def render_prepare(run: dict[str, Any]) -> str:
+    """The setup each backend did in Prepare before a namespace's first timed search (run.json `prepare`), for the
+    backends whose Prepare did something (a note) or that do not implement it; empty when none."""
+    rows = [[name, p["namespaces"], f"{p['total_s']:.2f}", f"{p['p50_ms']:.1f}", f"{p['max_ms']:.1f}",
+             "; ".join(p.get("notes") or []) if p.get("implemented", True) else "not implemented (nothing to prepare)"]
+            for name, p in (run.get("prepare") or {}).items() if p.get("notes") or not p.get("implemented", True)]
+    if not rows:
+        return ""
+    return ("**Setup before the first search** (Prepare, once per namespace right before its first timed retrieve; "
+            "untimed: not in any retrieve latency)\n\n" +
+            md_table(["backend", "namespaces", "total s", "p50 ms", "max ms", "what it did"], rows))
 
 
 def render_failures(errors: list[dict[str, Any]], failures: dict[str, str]) -> str:
@@ -150,6 +169,13 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], suite: Suite, er
     if verdict_md:
         title, _, rest = header.partition("\n")
         header = "\n".join((title, "", verdict_md.rstrip(), "", VERDICT_END, rest))
+    stop = run.get("interrupted")
+    if stop:
+        title, _, rest = header.partition("\n")
+        header = "\n".join((title, "", f"> **Interrupted** (Ctrl-C at {stop.get('at')}): this report scores the "
+                             f"{stop.get('samples_ok', 0)} sample(s) that finished before it; the rest never ran. "
+                             "The same command with the same --out resumes the run (finished samples are kept).",
+                             rest))
     parts = [header, "", suite.render(metrics)]
     sections = (render_judge_agreement(run, metrics), render_peer_pairs(metrics), render_failures(errors, failures),
                 render_configs(run))

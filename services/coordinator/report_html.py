@@ -201,10 +201,12 @@ def recall_curves(metrics: dict[str, Any], md: str = "") -> list[tuple[str, str]
         ks = sorted({k for pts in curves.values() for k, _ in pts})
         ax.set_xticks(ks, [str(k) for k in ks])  # the K values themselves, not 2×10⁰-style log ticks
         ax.minorticks_off()
-        ax.set_xlabel("K")
+        budgeted = fam.startswith("budget_")  # metrics/budget.py: the x axis is a context budget, not a rank
+        ax.set_xlabel("context budget, cl100k tokens of what the backend injects" if budgeted else "K")
         ax.set_ylim(0, 1.02)
-        _legend_outside(fig, ax, f"{fam}@K")
-        out.append((f"{fam}@K", _png(fig)))
+        title = "Recall at a context budget (share of gold evidence shown)" if budgeted else f"{fam}@K"
+        _legend_outside(fig, ax, title)
+        out.append((title, _png(fig)))
     return out
 
 
@@ -236,13 +238,31 @@ def latency_cdf(samples: list[dict[str, Any]], md: str = "") -> list[tuple[str, 
 
 # ------------------------------------------------------------------------------------------------------
 _LINK = re.compile(r"\[([^\[\]]+)\]\(([^()\s]+)\)")
+_IMAGE = re.compile(r"!\[([^\[\]]*)\]\(([^()\s]+)\)")
+_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".svg": "image/svg+xml",
+         ".webp": "image/webp"}
 
 
-def _inline(text: str) -> str:
+def image_src(src: str, base: Path | None) -> str:
+    """An image's src for the page: a relative path to a file under `base` (the page's directory) inlined as a data
+    URI, so the page stays one self-contained file; anything else (an absolute URL, a file not there) as written."""
+    if base is None or re.match(r"^[a-z][a-z0-9+.-]*:|^/", src, re.I):
+        return src
+    f = (base / src).resolve()
+    mime = _MIME.get(f.suffix.lower())
+    if not mime or not f.is_file() or not f.is_relative_to(base.resolve()):
+        return src
+    return f"data:{mime};base64," + base64.b64encode(f.read_bytes()).decode()
+
+
+def _inline(text: str, base: Path | None = None) -> str:
     t = html.escape(text)
     t = t.replace("&lt;br&gt;", "<br>")  # the one tag report.md uses: a line break inside a table cell
     t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
     t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    # images before links: `![alt](src)` holds a link's syntax
+    t = _IMAGE.sub(lambda m: f'<img src="{html.escape(image_src(html.unescape(m.group(2)), base))}" '
+                   f'alt="{m.group(1)}">', t)
     t = _LINK.sub(lambda m: f'<a href="{m.group(2)}">{m.group(1)}</a>', t)
     return re.sub(r"(?<![\w*])\*(?!\s)(.+?)\*(?!\w)", r"<i>\1</i>", t)
 
@@ -254,10 +274,14 @@ def slug(text: str) -> str:
     return t.replace(" ", "-")
 
 
-def markdown_to_html(md: str) -> str:
+def markdown_to_html(md: str, base: str | Path | None = None) -> str:
     """The subset report.md uses: headings (with GitHub's anchors as ids), tables, bullet lists, block quotes,
-    fenced code, links, paragraphs; a line that is one HTML comment (a section marker) renders as nothing, as in
-    Markdown."""
+    fenced code, links, images (a relative one under `base`, the page's directory, inlined: see `image_src`),
+    paragraphs; a line that is one HTML comment (a section marker) renders as nothing, as in Markdown. Each table
+    cell carries its column's header as `data-label`, so a stylesheet can lay a wide table out as one card per
+    row (VERDICT_CSS)."""
+    base = Path(base) if base is not None else None
+    inline = lambda t: _inline(t, base)  # noqa: E731
     out: list[str] = []
     lines = md.splitlines()
     ids: dict[str, int] = {}
@@ -277,8 +301,11 @@ def markdown_to_html(md: str) -> str:
                 rows.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
                 i += 1
             body = [r for r in rows[1:] if not all(set(c) <= set("-: ") for c in r)]
-            out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) + "</tr>"
-                       + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
+            labels = [html.escape(re.sub(r"<[^>]+>", "", html.unescape(inline(c))), quote=True) for c in rows[0]]
+            out.append("<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in rows[0]) + "</tr>"
+                       + "".join("<tr>" + "".join(f'<td data-label="{labels[k] if k < len(labels) else ""}">'
+                                                  f"{inline(c)}</td>" for k, c in enumerate(r)) + "</tr>"
+                                 for r in body)
                        + "</table>")
             continue
         if re.fullmatch(r"\s*<!--.*-->\s*", line):
@@ -291,18 +318,18 @@ def markdown_to_html(md: str) -> str:
             seen = ids.get(anchor, 0)
             ids[anchor] = seen + 1
             anchor = anchor if not seen else f"{anchor}-{seen}"
-            out.append(f'<h{n} id="{html.escape(anchor)}">{_inline(m.group(2))}</h{n}>')
+            out.append(f'<h{n} id="{html.escape(anchor)}">{inline(m.group(2))}</h{n}>')
         elif line.startswith("- "):
             items = []
             while i < len(lines) and lines[i].startswith("- "):
-                items.append(f"<li>{_inline(lines[i][2:])}</li>")
+                items.append(f"<li>{inline(lines[i][2:])}</li>")
                 i += 1
             out.append("<ul>" + "".join(items) + "</ul>")
             continue
         elif line.startswith(">"):
-            out.append(f"<blockquote>{_inline(line.lstrip('> '))}</blockquote>")
+            out.append(f"<blockquote>{inline(line.lstrip('> '))}</blockquote>")
         elif line.strip():
-            out.append(f"<p>{_inline(line)}</p>")
+            out.append(f"<p>{inline(line)}</p>")
         i += 1
     return "\n".join(out)
 
@@ -312,6 +339,21 @@ CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;p
        "th{background:#f3f3f3}code{background:#f5f5f5;padding:0 3px}blockquote{border-left:4px solid #d33;"
        "margin:0;padding:.3em 1em;background:#fff4f4}figure{display:inline-block;margin:.5em 0;max-width:100%}"
        "img{max-width:100%;height:auto}figcaption{font-size:12px;color:#555}")
+# The verdict (backends × suites, three lines a cell) as one card per backend: the backend's name and summary
+# across the top, then one box per suite, as many side by side as fit at 16em each, each headed by its column's
+# label (the cell's data-label). Every suite stays in view at any page width, however many suites run; the header
+# row is hidden since each box carries its label.
+VERDICT_CSS = ("table.verdict{display:block;border:0;overflow:visible;max-width:100%}"
+               "table.verdict>tbody{display:block}"
+               "table.verdict tr:first-child{display:none}"
+               "table.verdict tr{display:grid;grid-template-columns:repeat(auto-fill,minmax(16em,1fr));gap:4px;"
+               "margin:0 0 10px;padding:6px;border:1px solid #bbb;border-radius:4px;background:#fafafa}"
+               "table.verdict td{display:block;min-width:0;background:#fff;border:1px solid #ddd;"
+               "overflow-wrap:anywhere}"
+               "table.verdict td::before{content:attr(data-label);display:block;font-size:11px;color:#555;"
+               "font-weight:600;margin-bottom:2px}"
+               "table.verdict td:first-child{grid-column:1/-1;border:0;background:none;font-size:14px}"
+               "table.verdict td:first-child::before{content:none}")
 
 
 def render_html(run_dir: str | Path) -> Path:
@@ -340,7 +382,7 @@ def render_html(run_dir: str | Path) -> Path:
     figs = "".join(f'<figure><img src="{src}" alt="{html.escape(t)}"><figcaption>{html.escape(t)}</figcaption></figure>'
                    if src else f"<p><i>{html.escape(t)}</i></p>" for t, src in plots)
     title = f"memrig report: {run.get('suite', metrics.get('suite', ''))} ({run.get('run_id', run_dir.name)})"
-    body = markdown_to_html(md) if md else ""
+    body = markdown_to_html(md, run_dir) if md else ""
     if not body.lstrip().startswith("<h1"):
         body = f"<h1>{html.escape(title)}</h1>\n" + body
     if jl:  # right below the H1, so the page opens with what it is about

@@ -9,14 +9,18 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import psutil
+
+from services.common import interrupt
 
 RESULTS_ROOT = Path(os.environ.get("MEMRIG_RESULTS_DIR", "results"))
 PROVENANCE_PACKAGES = (
@@ -58,6 +62,24 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+_TORN_KEY = re.compile(r'\{"key": "((?:[^"\\]|\\.)*)"')
+
+
+@dataclass
+class SampleLog:
+    """samples.jsonl as read: `samples` the latest per key; `torn` (line number, key or None) of each line that
+    could not be read as a sample."""
+
+    samples: list[dict[str, Any]]
+    torn: list[tuple[int, str | None]] = field(default_factory=list)
+
+    def lost(self) -> list[tuple[int, str | None]]:
+        """Torn lines whose sample no readable line carries (a torn line whose key a later line wrote again was
+        superseded, as a resumed run does)."""
+        keys = {s["key"] for s in self.samples}
+        return [(n, k) for n, k in self.torn if k is None or k not in keys]
+
+
 class RunDir:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -79,32 +101,46 @@ class RunDir:
         return json.loads(self.run_json.read_text()) if self.run_json.exists() else {}
 
     def write_run(self, run: dict[str, Any]) -> None:
-        tmp = self.run_json.with_suffix(".tmp")
-        tmp.write_text(json.dumps(run, indent=2, sort_keys=False, default=str))
-        tmp.replace(self.run_json)
+        with interrupt.critical():  # Ctrl-C waits for it (services/common/interrupt.py)
+            tmp = self.run_json.with_suffix(".tmp")
+            tmp.write_text(json.dumps(run, indent=2, sort_keys=False, default=str))
+            tmp.replace(self.run_json)
 
     def samples(self) -> list[dict[str, Any]]:
         """The latest sample per key (later lines win, so a resumed run supersedes an errored sample)."""
+        return self.read_samples().samples
+
+    def read_samples(self) -> SampleLog:
+        """samples.jsonl read line by line: the latest sample per key, and every torn line (one that is not a JSON
+        object with a key, e.g. cut by a crash mid-write) with the key it began to write when that can be read
+        (samples are written key first), so a reader can tell a torn line a later line superseded from a lost one."""
         latest: dict[str, dict[str, Any]] = {}
+        torn: list[tuple[int, str | None]] = []
         if self.samples_path.exists():
-            with self.samples_path.open() as f:
-                for line in f:
+            with self.samples_path.open(errors="replace") as f:
+                for n, line in enumerate(f, 1):
                     line = line.strip()
                     if not line:
                         continue
                     try:
                         s = json.loads(line)
                     except json.JSONDecodeError:
-                        continue  # a line cut by a crash; the sample is simply missing and will rerun
+                        s = None
+                    if not isinstance(s, dict) or not isinstance(s.get("key"), str):
+                        m = _TORN_KEY.match(line)
+                        torn.append((n, m.group(1) if m else None))
+                        continue
                     latest[s["key"]] = s
-        return list(latest.values())
+        return SampleLog(list(latest.values()), torn)
 
     def done_keys(self) -> set[str]:
         return {s["key"] for s in self.samples() if s.get("status") == "ok"}
 
     def append_sample(self, sample: dict[str, Any]) -> None:
-        with self.samples_path.open("a") as f:
-            f.write(json.dumps(sample, default=str) + "\n")
+        with interrupt.critical(), self.samples_path.open("a+b") as f:
+            # a line torn by a crash has no newline: start on a fresh line so it cannot swallow this sample
+            torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
+            f.write((("\n" if torn else "") + json.dumps(sample, default=str) + "\n").encode())
             f.flush()
 
     def write_json(self, name: str, obj: Any) -> Path:

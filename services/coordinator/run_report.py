@@ -144,20 +144,20 @@ def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
 
 
 INDEX_CSS = ("body{max-width:1800px}table{display:block;overflow-x:auto;max-width:100%;font-size:12px}"
-             "td{vertical-align:top}table.verdict td{min-width:15em}table.verdict td:first-child{min-width:0}"
+             "td{vertical-align:top}"
              "a.better{color:#137333;font-weight:bold}a.worse{color:#b3261e;font-weight:bold}")
 _WORD_LINK = re.compile(r'<a href="(#[^"]+)">(better|worse)</a>')
 
 
 def render_index_html(out: Path, md: str) -> Path:
     """report.html of a bench-all run: report.md as HTML, the verdict first, every heading an anchor."""
-    from services.coordinator.report_html import CSS, markdown_to_html
+    from services.coordinator.report_html import CSS, VERDICT_CSS, markdown_to_html
 
     title = f"memrig bench-all {out.name}"
-    body = markdown_to_html(md).replace("<table>", '<table class="verdict">', 1)  # the first table is the verdict's
+    body = markdown_to_html(md, out).replace("<table>", '<table class="verdict">', 1)  # the first table is the verdict's
     body = _WORD_LINK.sub(r'<a class="\2" href="\1">\2</a>', body)
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-           f"<style>{CSS}{INDEX_CSS}</style></head><body>" + body + "</body></html>")
+           f"<style>{CSS}{INDEX_CSS}{VERDICT_CSS}</style></head><body>" + body + "</body></html>")
     path = out / "report.html"
     path.write_text(doc)
     return path

@@ -1,7 +1,8 @@
 """Run one suite over a set of backends and write the run directory.
 
 Phases: start backends (as processes through the launcher, or in-process, or at given addresses) → describe →
-reset/ingest/settle every namespace → probes × conditions with bounded concurrency, each sample appended to
+reset/ingest/settle every namespace → probes × conditions with bounded concurrency (a namespace's first timed
+retrieve on a backend right after its untimed Prepare, recorded in run.json as setup), each sample appended to
 samples.jsonl as it finishes → score → report. A backend that fails (at start, ingest or mid-run) is recorded
 with its reason; the others finish. Re-running into the same directory runs only what is missing.
 """
@@ -15,6 +16,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +241,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         await asyncio.gather(*(one(p, c) for p, c in work))
 
         # -- score + report -------------------------------------------------------------------------
+        # Prepare (untimed setup before each namespace's first timed retrieve): its time is setup, not latency
+        run["prepare"] = {**prev.get("prepare", {}), **ctx.prepare_summary()}
         run["llm_cache"] = _cache_summary(roles, llm_clients, cache_before)
         run["failures"] = failures
         run["duration_s"] = time.monotonic() - t_start
@@ -336,7 +340,26 @@ async def run_one(suite: Suite, ctx: ProbeContext, probe: Probe, cond: Condition
                 "traceback": traceback.format_exc()[-1500:]}
 
 
-def finalize(run_dir: RunDir, suite: Suite | None = None) -> tuple[dict[str, Any], str]:
+def mark_interrupted(run_dir: RunDir) -> str:
+    """Ctrl-C during `memrig bench` (services/common/interrupt.py; runs in the main thread while the run's
+    writes are held): run.json records the interrupt, the samples that finished are scored and reported as an
+    interrupted run; returns the one line the CLI prints."""
+    run = run_dir.read_run()
+    ok = sum(1 for s in run_dir.samples() if s.get("status") == "ok")
+    if not run.get("suite"):
+        return f"interrupted before the run started: nothing written in {run_dir.path}"
+    run["interrupted"] = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "samples_ok": ok}
+    run_dir.write_run(run)
+    try:
+        _, state = finalize(run_dir, html=False)
+    except Exception as e:  # the samples are kept whatever scoring makes of them
+        return (f"interrupted: kept {ok} finished sample(s) in {run_dir.path}; scoring them failed ({type(e).__name__}: "
+                f"{e}); `memrig report {run_dir.path}` retries")
+    return (f"interrupted: kept {ok} finished sample(s); report of what finished: {run_dir.path / 'report.md'} "
+            "(rerun with the same --out to resume)")
+
+
+def finalize(run_dir: RunDir, suite: Suite | None = None, html: bool = True) -> tuple[dict[str, Any], str]:
     """(Re)compute metrics.json and report.md from run.json + samples.jsonl."""
     from services.coordinator.report import render_report
     from services.coordinator.verdict import VERDICT_HEADING, VerdictError, one_suite_verdict
@@ -359,15 +382,19 @@ def finalize(run_dir: RunDir, suite: Suite | None = None) -> tuple[dict[str, Any
     errors = [s for s in samples if s.get("status") != "ok"]
     failures = dict(run.get("failures") or {})
     state = "succeeded" if not errors and not failures else ("partial" if ok else "failed")
+    if run.get("interrupted"):
+        state = "interrupted"
     metrics["state"] = state
     run_dir.write_json("metrics.json", metrics)
     verdict_md = ""
     try:
-        verdict, verdict_md = one_suite_verdict(run_dir.path)
+        verdict, verdict_md = one_suite_verdict(run_dir.path, loaded=(run, metrics, suite, ok))
         run_dir.write_json("verdict.json", verdict)
     except (VerdictError, NotImplementedError) as e:  # a suite without per-probe values, or no headline
         verdict_md = f"{VERDICT_HEADING}\n\nNo verdict for this run: {e}\n"
     run_dir.write_text("report.md", render_report(run, metrics, suite, errors, failures, verdict_md))
+    if not html:  # an interrupted run: report.md now, the plots by `memrig report`
+        return metrics, state
     try:
         from services.coordinator.report_html import render_html
 

@@ -17,6 +17,13 @@
 - `compare` / `scorecard`: per-metric winner with the seed's tie thresholds (0.005 for rates and scores,
   1.0 for tokens and milliseconds) and win/loss/tie counts.
 - `per_category`: mean and CI per category.
+- `min_detectable_difference`: the power statement beside every comparison: the smallest difference the same paired
+  test on a sample like this one would detect with 80% probability at alpha 0.05 (two-sided), MDD = (t_{1-alpha/2,
+  df} + t_{power, df}) * SE, SE and df those of the difference's interval (cluster-robust with G - 1 df, or the
+  probe-level standard error with n - 1 df): the t approximation to the sign-flip test, which matches it once the
+  units are more than a handful (tests/test_power.py simulates it). None, with the reason, when the sign-flip test
+  cannot reach alpha with so few units (2 / 2^units >= alpha) or the differences have no spread to size it from.
+  `units_needed` inverts it: how many units of the same spread a given difference needs.
 
 Every random draw comes from `numpy.random.default_rng(seed)`; the seed is an argument, so a report can be
 recomputed exactly.
@@ -205,6 +212,74 @@ def stars(p: float | None) -> str:
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
 
 
+ALPHA = 0.05
+POWER = 0.8
+
+
+def _diff_se(diffs: Mapping[str, float | None], clusters: Mapping[str, str] | None) -> tuple[float | None, int]:
+    """(standard error of the mean difference, independent units): cluster-robust (CR1, as cluster_t_interval) with
+    clusters, else sd(ddof 1) / sqrt(n)."""
+    sums, counts, names = _cluster_arrays(diffs, clusters)
+    g = len(names)
+    if g < 2:
+        return None, g
+    if clusters is None:
+        x = sums  # one probe per unit
+        return float(x.std(ddof=1) / np.sqrt(g)), g
+    r = float(sums.sum() / counts.sum())
+    resid = sums - r * counts
+    return float(np.sqrt(g / (g - 1) * float((resid ** 2).sum())) / counts.sum()), g
+
+
+def _mdd_factor(units: int, alpha: float = ALPHA, power: float = POWER) -> float:
+    from scipy.stats import t as student_t
+
+    df = units - 1
+    return float(student_t.ppf(1 - alpha / 2, df) + student_t.ppf(power, df))
+
+
+def min_detectable_difference(diffs: Mapping[str, float | None], clusters: Mapping[str, str] | None = None,
+                              alpha: float = ALPHA, power: float = POWER) -> dict[str, Any]:
+    """{"mdd", "se", "units", "why"} for paired differences (b - a by probe): see the module docstring."""
+    se, g = _diff_se(diffs, clusters)
+    if g < 2:
+        return {"mdd": None, "se": None, "units": g, "why": "fewer than 2 independent units"}
+    if 2.0 / 2 ** g >= alpha:
+        return {"mdd": None, "se": se, "units": g,
+                "why": f"{g} units: a sign-flip test cannot reach p < {alpha:g} (its smallest p is {2 / 2 ** g:.3f})"}
+    if not se:
+        return {"mdd": None, "se": se, "units": g, "why": "every unit's difference is the same: no spread to size it"}
+    return {"mdd": _mdd_factor(g, alpha, power) * se, "se": se, "units": g, "why": ""}
+
+
+def units_needed(se: float, units: int, delta: float, alpha: float = ALPHA, power: float = POWER,
+                 limit: int = 1_000_000) -> int | None:
+    """The fewest units of the same spread (SE scales as sqrt(units / n)) at which the minimum detectable difference
+    is at most |delta|, and at which the sign-flip test can reach alpha at all; None past `limit`."""
+    if delta == 0 or se <= 0 or units < 2:
+        return None
+    floor = 2
+    while 2.0 / 2 ** floor >= alpha:
+        floor += 1
+    sd_unit = se * np.sqrt(units)
+
+    def ok(n: int) -> bool:
+        return _mdd_factor(n, alpha, power) * sd_unit / np.sqrt(n) <= abs(delta)
+
+    lo, hi = floor, floor
+    while not ok(hi):
+        if hi >= limit:
+            return None
+        lo, hi = hi, min(limit, hi * 2)
+    while lo < hi:  # the smallest n in [lo, hi] that is ok (ok is monotone in n)
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
 @dataclass
 class Comparison:
     metric: str
@@ -225,6 +300,8 @@ class Comparison:
     method: str = BOOTSTRAP_PROBE  # how the CIs were made
     units: int = 0  # independent units behind them (clusters, or probes)
     extra: dict[str, Any] = field(default_factory=dict)
+    # the smallest difference this test on this sample detects with 80% power (min_detectable_difference)
+    mdd: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -269,9 +346,11 @@ def compare(metric: str, a: str, b: str, values_a: Mapping[str, float | None],
     thr = tie_threshold(unit)
     ma, mb = ia["mean"], ib["mean"]
     method = CLUSTER_T.format(unit=cluster_unit) if clusters is not None else BOOTSTRAP_PROBE
+    power = min_detectable_difference(diffs, clusters)
     return Comparison(metric, a, b, len(ids), ma, mb, tuple(ia["ci"]), tuple(ib["ci"]), md, (ld, hd), p,
                       stars(p), higher_is_better, thr, winner(ma, mb, higher_is_better, thr), method,
-                      ia["units"], {"method_a": ia["method"], "method_b": ib["method"]})
+                      ia["units"], {"method_a": ia["method"], "method_b": ib["method"], "power": power},
+                      power["mdd"])
 
 
 def scorecard(comparisons: Sequence[Comparison]) -> dict[str, Any]:

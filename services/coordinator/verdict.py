@@ -28,7 +28,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from services.adapters.registry import parse_variant
+from services.adapters.registry import role_of
+from services.coordinator import baseline as baseline_rule
 from services.coordinator import stats
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.results import RunDir
@@ -45,7 +46,7 @@ CONTROLS = ("full-context", "compacted", "none")
 IR_BASELINES = ("bm25", "dense", "hybrid")
 # Short names for the page (verdict.json keeps the metric names).
 LABELS = {
-    "turn_recall@5": "turn R@5", "session_recall_all@5": "session recall_all@5", "recall@5": "R@5",
+    "budget_recall@1000": "recall @1,000 tokens", "turn_recall@5": "turn R@5", "session_recall_all@5": "session recall_all@5", "recall@5": "R@5",
     "recall_at_5": "R@5", "pass": "pass rate", "hit": "keyword hit rate", "uncontained": "poison uncontained",
     "judge_score": "judge 0-3", "judge_mean": "judge 0-3", "f1_cats_1_4": "F1 (cats 1-4)", "qa_accuracy": "QA accuracy",
 }
@@ -99,34 +100,27 @@ def _mean(values: dict[str, float | None]) -> float | None:
 
 
 def native_family(backend: str) -> int | None:
-    """0 for OpenClaw itself (any profile), 1 for the port's default preset (any variant), None otherwise."""
-    base = parse_variant(backend)[0]
-    return 0 if base == "openclaw-real" else 1 if base == "openclaw" else None
+    """0 for OpenClaw itself (any profile), 1 for the port's current release (any variant), None otherwise: the
+    backend's registry role (services/adapters/registry.py ROLES)."""
+    role = role_of(backend)
+    return 0 if role == "native" else 1 if role == "native-port" else None
 
 
 def is_native(backend: str | None) -> bool:
-    """OpenClaw's own memory: OpenClaw itself or the port, any profile, preset or variant."""
-    return bool(backend) and parse_variant(backend)[0].startswith("openclaw")
+    """OpenClaw's own memory, or the port of its current release, any profile or variant (by registry role)."""
+    return baseline_rule.is_native(backend)
 
 
-def resolve_baseline(metrics: dict[str, Any], pv: ProbeValues, metric: str, higher_is_better: bool
+def resolve_baseline(metrics: dict[str, Any], pv: ProbeValues, metric: str, higher_is_better: bool | None = None
                      ) -> tuple[str | None, str]:
-    """(baseline condition, the rule that chose it): the suite's own (`baseline`, or `strongest_native`) when it
-    is an OpenClaw native condition, else the strongest OpenClaw native condition on the headline, OpenClaw itself
-    before the port; None when no native backend ran (a suite's control baseline is not "OpenClaw native")."""
-    for key in ("baseline", "strongest_native"):
-        cond = metrics.get(key)
-        if cond and cond in pv.values and is_native(pv.backend_of.get(cond)):
-            return cond, metrics.get("baseline_rule") or (
-                "the suite's strongest OpenClaw native condition" if key == "strongest_native" else "the suite's baseline")
-    for family in (0, 1):
-        natives = [c for c, b in pv.backend_of.items() if c in pv.values and native_family(b) == family]
-        scored = [(m, c) for c in natives if (m := _mean(pv.values[c].get(metric) or {})) is not None]
-        if scored:
-            best = sorted(scored, key=lambda x: (-x[0] if higher_is_better else x[0], "[" in x[1], x[1]))[0][1]
-            return best, (f"the strongest OpenClaw native condition on {metric} (mean over the probes), "
-                          "OpenClaw itself before the port (chosen by the verdict: the suite names none)")
-    return None, "no OpenClaw native backend ran"
+    """(baseline condition, the rule that chose it): services/coordinator/baseline.choose on the verdict's headline,
+    the same rule every suite's scorecard uses; None when no OpenClaw native backend ran (a suite's control baseline
+    is not "OpenClaw native"). When the suite's scorecard chose the same condition its words are kept."""
+    cond, rule = baseline_rule.choose(pv.values, pv.backend_of, baseline_rule.means_of(pv.values, metric), metric,
+                                      fallback_to_control=False)
+    if cond is not None and cond == metrics.get("baseline") and metrics.get("baseline_rule"):
+        rule = metrics["baseline_rule"]
+    return cond, rule
 
 
 def word(comp: dict[str, Any], alpha: float = ALPHA) -> str:
@@ -176,19 +170,29 @@ def _slim(comp: dict[str, Any], source: str) -> dict[str, Any]:
     w = word(comp)
     return {"against": comp["a"], "delta": comp["delta"], "ci": list(comp["ci_delta"]), "p": comp["p"], "word": w,
             "n": comp["n"], "units": comp.get("units"), "method": comp.get("method"), "mean_backend": comp["mean_b"],
-            "mean_other": comp["mean_a"], "winner": comp["winner"], "threshold": comp["threshold"], "source": source}
+            "mean_other": comp["mean_a"], "winner": comp["winner"], "threshold": comp["threshold"], "source": source,
+            "mdd": comp.get("mdd"), "mdd_why": ((comp.get("extra") or {}).get("power") or {}).get("why", "")}
 
 
-def suite_verdict(suite_dir: str | Path) -> dict[str, Any]:
+Loaded = tuple[dict[str, Any], dict[str, Any], Suite, list[dict[str, Any]]]
+
+
+def suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None) -> dict[str, Any]:
     """The verdict of one suite run directory (see the module docstring): headline, baseline, and per backend its
-    value, its comparisons against the baseline and BM25, context tokens per turn and retrieve p50/p95."""
+    value, its comparisons against the baseline and BM25, context tokens per turn and retrieve p50/p95. `loaded`:
+    (run.json, metrics.json, the suite, its ok samples) when the caller has them (the run's finalize: the suite's
+    per-probe values are then the ones its scoring computed, not computed again)."""
     suite_dir = Path(suite_dir)
-    run, metrics, suite, samples = load_suite_run(suite_dir)
-    pv = suite.per_probe(samples)
+    run, metrics, suite, samples = loaded or load_suite_run(suite_dir)
+    pv = suite.probe_values(samples)
     answers_mocked, judge_mocked = mocked(run)
     metric = suite.headline(answers_mocked, judge_mocked)
     if metric is None:
         raise VerdictError(f"suite {suite.name}: no headline metric")
+    try:
+        baseline_rule.direction(metric)
+    except KeyError as e:
+        raise VerdictError(f"suite {suite.name}: headline {e.args[0]}") from None
     hib, unit = pv.spec(metric)
     mocked_metrics = sorted(suite.mocked_metrics(answers_mocked, judge_mocked))
     kind = "answer" if metric in suite.answer_metrics else "retrieval"
@@ -246,13 +250,10 @@ def suite_verdict(suite_dir: str | Path) -> dict[str, Any]:
 def backend_order(names: list[str]) -> list[str]:
     """Memory systems first, then the IR baselines, OpenClaw native (itself, then the port), then the controls;
     the run's own order within each group."""
+    groups = {"control": 4, "native": 3, "native-port": 3, "native-release": 3, "ir-baseline": 2}
+
     def group(b: str) -> int:
-        base = parse_variant(b)[0]
-        if base in CONTROLS:
-            return 4
-        if native_family(b) is not None or base.startswith("openclaw-20"):
-            return 3
-        return 2 if base in IR_BASELINES else 1
+        return groups.get(role_of(b), 1)
 
     return sorted(names, key=lambda b: (group(b), names.index(b)))
 
@@ -307,10 +308,10 @@ def assemble(run_id: str, suites: dict[str, Any], left_out: dict[str, str] | Non
             "skipped_backends": skipped_backends or {}, "summary": summary}
 
 
-def one_suite_verdict(suite_dir: str | Path) -> tuple[dict[str, Any], str]:
+def one_suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None) -> tuple[dict[str, Any], str]:
     """The verdict of a single suite's run directory (`memrig bench`), and its Markdown under "## Verdict"."""
     suite_dir = Path(suite_dir)
-    v = suite_verdict(suite_dir)
+    v = suite_verdict(suite_dir, loaded)
     verdict = assemble(suite_dir.name, {v["suite"]: v})
     return verdict, render_markdown(verdict, title=VERDICT_HEADING)
 
@@ -341,6 +342,28 @@ def _diff(c: dict[str, Any], unit: str) -> str:
     return f"{_num(c['delta'], unit, True)} [{_num(c['ci'][0], unit, True)}, {_num(c['ci'][1], unit, True)}] {_p(c['p'])}"
 
 
+def _mdd(x: float, unit: str) -> str:
+    """A minimum detectable difference in the headline's unit, unsigned: '8.5 points', '12 tokens', '0.25'."""
+    return {"rate": f"{x * 100:.1f} points", "tokens": f"{x:.0f} tokens", "ms": f"{x:.0f} ms"}.get(unit, f"{x:.2f}")
+
+
+def word_text(c: dict[str, Any], unit: str) -> str:
+    """The word a cell shows: better / worse, or for no detectable difference the power statement: "no difference
+    of 8.5 points or more" (the smallest difference this sample detects with 80% power), or why none can be stated."""
+    if c["word"] != SAME:
+        return c["word"]
+    if c.get("mdd") is not None:
+        return f"no difference of {_mdd(c['mdd'], unit)} or more"
+    return SAME
+
+
+def _power_tail(c: dict[str, Any], unit: str) -> str:
+    """After a better/worse cell: the sample's minimum detectable difference."""
+    if c["word"] == SAME or c.get("mdd") is None:
+        return ""
+    return f" · MDD {_mdd(c['mdd'], unit)}"
+
+
 def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.1f}"
 
@@ -366,10 +389,11 @@ def render_cell(v: dict[str, Any], backend: str) -> str:
         pct = "%" if unit == "rate" else ""
         first = f"[baseline]({link}) {_num(row['value']['mean'], unit)}{pct}"
     elif nat:
-        first = f"[{nat['word']}]({link}) {_diff(nat, unit)}"
+        first = f"[{word_text(nat, unit)}]({link}) {_diff(nat, unit)}{_power_tail(nat, unit)}"
     else:
         first = f"[no native baseline]({link})"
-    second = ("BM25 itself" if backend == BM25 else f"vs BM25: [{bm['word']}]({link}) {_diff(bm, unit)}" if bm
+    second = ("BM25 itself" if backend == BM25 else
+              f"vs BM25: [{word_text(bm, unit)}]({link}) {_diff(bm, unit)}{_power_tail(bm, unit)}" if bm
               else "no BM25 in run")
     ms = row["retrieve_ms"]
     tok = row["tokens_per_turn"]
@@ -392,7 +416,9 @@ def render_markdown(verdict: dict[str, Any], title: str | None = None) -> str:
              "Does each memory backend beat OpenClaw native and BM25, on which suites, at what cost? Per suite: its "
              "headline metric as the backend minus OpenClaw native (the suite's baseline, named in the column) and "
              "minus BM25, Δ [95% CI] with the paired permutation p (rates in percentage points); **better** / "
-             "**worse** = p < 0.05 and the CI excludes 0, else *no detectable difference*; then context tokens per "
+             "**worse** = p < 0.05 and the CI excludes 0, else *no difference of X or more*, X being the minimum "
+             "detectable difference (MDD): the smallest difference the same test on a sample like this one detects "
+             "with 80% power (`memrig power` says how many units a smaller one needs); then context tokens per "
              "turn · retrieve p50/p95 ms. Each cell links to its suite's section; every figure is in verdict.json.",
              ""]
     if verdict.get("answers_by_mock"):

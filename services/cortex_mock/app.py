@@ -18,6 +18,7 @@ import orjson
 from aiohttp import web
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from services.common.http_input import HANDLER_ARGS
 from services.cortex_mock.config import MockConfig
 from services.cortex_mock.engine import CortexEngine, encode_payload
 from services.cortex_mock.jobs import InProcessJobs, RedisJobs, SharedJobTable, public_view
@@ -28,6 +29,9 @@ from services.cortex_mock.validation import (
     MAX_QUERY_CHARS,
     RequestInvalid,
     lone_surrogate_path,
+    nesting_invalid,
+    nonfinite_invalid,
+    oversize_invalid,
     parse_batch,
     parse_ingest_conversation,
     parse_ingest_text,
@@ -96,8 +100,14 @@ def parse_json_body(raw: bytes) -> Any:
     except orjson.JSONDecodeError as e:
         msg = str(e)
         if "depth limit" in msg:
-            raise BodyInvalid(400, "Malformed JSON body: nested deeper than 1024 levels") from e
+            raise nesting_invalid(raw) from e
         if "surrogate" not in msg:
+            try:  # NaN / Infinity: the standard parser reads them, so the error can name their field
+                bad = nonfinite_invalid(json.loads(raw))
+            except (ValueError, RecursionError):
+                bad = None
+            if bad is not None:
+                raise bad from e
             raise BodyInvalid(400, f"Malformed JSON body: {msg}") from e
     try:
         value = json.loads(raw)
@@ -150,6 +160,9 @@ async def metrics_mw(request: web.Request, handler):
 
 @web.middleware
 async def errors_mw(request: web.Request, handler):
+    too_long = oversize_invalid(request)
+    if too_long is not None:
+        return json_response(too_long[1], status=too_long[0])
     routing_error = request.match_info.http_exception
     if routing_error is not None:  # unknown route or method: the API's JSON shape, not aiohttp's text
         detail = "Not Found" if routing_error.status == 404 else "Method Not Allowed"
@@ -417,7 +430,8 @@ def make_app(config: MockConfig | None = None, clock=None) -> web.Application:
     lease expiry in the server's reaper."""
     config = config or MockConfig.from_env()
     engine = CortexEngine(config, clock=clock)
-    app = web.Application(middlewares=[metrics_mw, errors_mw], client_max_size=32 * 1024 * 1024)
+    app = web.Application(middlewares=[metrics_mw, errors_mw], client_max_size=32 * 1024 * 1024,
+                          handler_args=HANDLER_ARGS)
     app[CONFIG_KEY] = config
     app[ENGINE_KEY] = engine
     app[WORKERS_KEY] = None

@@ -224,10 +224,10 @@ class RedisJobs:
         """`clock` (epoch seconds) stamps the jobs and decides when a lease has expired: a lease is the
         expiry time written by the worker's heartbeat, compared with this clock by the reaper (Redis's own
         key TTL, 3 leases long, only collects the keys of workers gone for good). Tests inject a fake one."""
-        import redis.asyncio as aioredis
+        from services.common.redis_client import async_redis
 
         self.clock = clock
-        self.r = aioredis.from_url(url, decode_responses=True)
+        self.r = async_redis(url, decode_responses=True)
         self.p = prefix
         self.lease_ms = int(lease_ms)
         self.max_attempts = max_attempts

@@ -11,6 +11,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from services.common.http_input import deepest_field, nonfinite_path, oversized
 from services.cortex_mock.temporal import parse_datetime
 
 MAX_QUERY_CHARS = 2000  # ../shared/reference/peers.md §2.3: "Query field limited to 2000 chars (422 otherwise)"
@@ -63,7 +64,9 @@ class _V:
         return v
 
     def str(self, name: str, *, required: bool = False, default: Any = None, max_len: int | None = None,
-            min_len: int = 0, choices: tuple[str, ...] | None = None) -> None:
+            min_len: int = 0, choices: tuple[str, ...] | None = None, blank: bool = True) -> None:
+        """`blank=False`: text that is only whitespace is refused (a query or a message with nothing in it would
+        be answered or stored as if it said something)."""
         v = self._get(name, required)
         if v is _MISSING or (v is None and not required):
             self.out[name] = default
@@ -79,6 +82,9 @@ class _V:
                                     "string_too_short", v))
         elif max_len is not None and len(v) > max_len:
             self.errors.append(_err(loc, f"String should have at most {max_len} characters", "string_too_long"))
+        elif not blank and not v.strip():
+            self.errors.append(_err(loc, "String should have at least 1 character that is not whitespace",
+                                    "string_blank", v))
         else:
             self.out[name] = v
 
@@ -179,7 +185,7 @@ def _provenance(v: _V) -> None:
 
 def parse_retrieve(body: Any) -> dict[str, Any]:
     v = _V(body)
-    v.str("query", required=True, min_len=1, max_len=MAX_QUERY_CHARS)
+    v.str("query", required=True, min_len=1, max_len=MAX_QUERY_CHARS, blank=False)
     v.int("top_k", default=5, ge=1, le=MAX_TOP_K)
     v.str("mode", default="full", choices=("fast", "full"))
     v.str("query_type", default="factual", choices=("factual", "emotional", "combined", "codex"))
@@ -195,7 +201,7 @@ def parse_retrieve(body: Any) -> dict[str, Any]:
 
 def parse_recall(body: Any) -> dict[str, Any]:
     v = _V(body)
-    v.str("query", required=True, min_len=1, max_len=MAX_QUERY_CHARS)
+    v.str("query", required=True, min_len=1, max_len=MAX_QUERY_CHARS, blank=False)
     v.int("limit", default=10, ge=1, le=50)
     v.str("context", max_len=MAX_QUERY_CHARS)
     v.str("session_filter", max_len=1000)
@@ -213,7 +219,7 @@ def parse_recall(body: Any) -> dict[str, Any]:
 
 def parse_ingest_text(body: Any, prefix: list | None = None) -> dict[str, Any]:
     v = _V(body, prefix)
-    v.str("text", required=True, min_len=1, max_len=MAX_TEXT_CHARS)
+    v.str("text", required=True, min_len=1, max_len=MAX_TEXT_CHARS, blank=False)
     v.str("session_id", max_len=1000)
     v.date("reference_date")
     v.str_list("message_ids", max_items=MAX_MESSAGES)
@@ -239,7 +245,7 @@ def parse_ingest_conversation(body: Any) -> dict[str, Any]:
                 # Exactly "user" or "assistant": the extractor reads no other role, and a message must never
                 # be accepted and then dropped silently (issue 14).
                 mv.str("role", required=True, choices=ROLES)
-                mv.str("content", required=True, max_len=MAX_MESSAGE_CHARS)
+                mv.str("content", required=True, min_len=1, max_len=MAX_MESSAGE_CHARS, blank=False)
                 mv.str("id", max_len=1000)
                 mv.date("timestamp")
                 mv.date("created_at")
@@ -325,3 +331,32 @@ def parse_reflect(body: Any) -> dict[str, Any]:
     v.str("session_id", max_len=1000)
     v.str("user_id", max_len=1000)
     return v.done()
+
+
+# -- what no field check sees (services/common/http_input.py locates it; the errors name the field) ----------
+def nonfinite_invalid(value: Any) -> RequestInvalid | None:
+    """NaN / Infinity somewhere in a body (not JSON; orjson refuses them with a column number only)."""
+    path = nonfinite_path(value)
+    if path is None:
+        return None
+    return RequestInvalid([{"type": "finite_number", "loc": ["body", *path],
+                            "msg": "Input should be a finite number (NaN and Infinity are not JSON)"}])
+
+
+def nesting_invalid(raw: bytes, limit: int = 1024) -> RequestInvalid:
+    """A body nested past the parser's limit: 422 at the top-level field holding the deepest point (the body
+    itself when it is not an object)."""
+    field, depth = deepest_field(raw)
+    return RequestInvalid([{"type": "json_too_deep", "loc": ["body", *([field] if field else [])],
+                            "msg": f"Nested {depth} levels of arrays/objects deep; at most {limit} are accepted"}])
+
+
+def oversize_invalid(request: Any) -> tuple[int, dict[str, Any]] | None:
+    """(status, body) when the URL or a header is over its limit: 414 / 431 with the path, query parameter or
+    header named in `loc`, as the API's validation errors name a body field."""
+    hit = oversized(request)
+    if hit is None:
+        return None
+    status, field, msg = hit
+    where, _, name = field.partition(".")
+    return status, {"detail": [{"type": "too_long", "loc": [where, name] if name else [where], "msg": msg}]}

@@ -15,6 +15,7 @@ from aiohttp import web
 from services.common import event_loop
 from services.fault_proxy.app import STATE, ProxyConfig, make_admin_app, make_proxy_app
 from services.fault_proxy.engine import FaultEngine
+from services.fault_proxy.shards import parse_shard_map
 from services.fault_proxy.store import LocalStore, RedisStore
 
 
@@ -33,6 +34,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--upstream", default=os.environ.get("MEMRIG_PROXY_UPSTREAM", ""),
                    help="base URL requests are forwarded to (e.g. http://127.0.0.1:8791); "
                         "env MEMRIG_PROXY_UPSTREAM")
+    p.add_argument("--shard-map", default=os.environ.get("MEMRIG_PROXY_SHARD_MAP", ""),
+                   help="route each tenant (x-api-key) to the upstream that owns it: comma-separated NAME=URL "
+                        "(or URL) entries, rendezvous hashing on the name (services/fault_proxy/shards.py); "
+                        "replaces --upstream; env MEMRIG_PROXY_SHARD_MAP")
     p.add_argument("--host", default="127.0.0.1", help="proxy bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8792, help="proxy port (0 = ephemeral)")
     p.add_argument("--seed", type=int, default=None,
@@ -57,8 +62,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--log-size", type=int, default=10_000, help="decision-log entries kept (ring buffer)")
     p.add_argument("--upstream-timeout-s", type=float, default=300.0, help="overall upstream request timeout")
     a = p.parse_args(argv)
-    if not a.upstream:
-        p.error("--upstream is required (or set MEMRIG_PROXY_UPSTREAM)")
+    a.shards = ()
+    if a.shard_map:
+        try:
+            a.shards = parse_shard_map(a.shard_map)
+        except ValueError as e:
+            p.error(f"--shard-map: {e}")
+        if a.upstream:
+            p.error("--upstream and --shard-map exclude each other (a sharded proxy's upstreams are its shards)")
+    elif not a.upstream:
+        p.error("--upstream is required (or set MEMRIG_PROXY_UPSTREAM), or --shard-map")
     if a.admin_token_file:
         try:
             with open(a.admin_token_file, encoding="utf-8") as f:
@@ -78,7 +91,7 @@ async def serve(a: argparse.Namespace) -> None:
     config = ProxyConfig(upstream=a.upstream.rstrip("/"), allow_header_faults=a.allow_header_faults,
                          admin_token=a.admin_token, admin_on_proxy_port=a.admin_port is None,
                          upstream_timeout_s=a.upstream_timeout_s,
-                         store_kind="redis" if a.redis_url else "local")
+                         store_kind="redis" if a.redis_url else "local", shards=a.shards)
     app = make_proxy_app(config, FaultEngine(store, seed=a.seed, log_size=a.log_size))
     # handler_cancellation: a client that hangs up on a blackholed request frees it (nothing is forwarded
     # for a client that is gone).

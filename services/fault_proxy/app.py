@@ -31,6 +31,7 @@ from aiohttp import web
 from prometheus_client import REGISTRY
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from services.common.http_input import HANDLER_ARGS, oversized
 from services.fault_proxy.engine import FaultEngine
 from services.fault_proxy.faults import (
     HEADER_PREFIX,
@@ -47,9 +48,11 @@ from services.fault_proxy.faults import (
     Throttle,
     Truncate,
     header_faults,
+    nesting_error,
     parse_fault,
 )
 from services.fault_proxy.metrics import FAULTS_INJECTED, INJECTED_DELAY, REQUESTS, UPSTREAM_DURATION
+from services.fault_proxy.shards import Shard, shard_owner
 from services.fault_proxy.store import FaultExists, FaultNotFound
 
 ADMIN_PREFIX = "/__admin"
@@ -66,6 +69,16 @@ class ProxyConfig:
     upstream_timeout_s: float = 300.0
     refresh_interval_s: float = 0.25  # background refresh (Redis mode) so removals on other replicas release
     store_kind: str = "local"
+    # Tenant sharding (services/fault_proxy/shards.py): when set, each request goes to the shard that owns its
+    # x-api-key, and `upstream` is unused.
+    shards: tuple[Shard, ...] = ()
+
+    def upstream_for(self, api_key: str | None) -> tuple[str, int | None]:
+        """(base URL, shard index or None) a request with this x-api-key is forwarded to."""
+        if not self.shards:
+            return self.upstream, None
+        i = shard_owner(api_key, [s.name for s in self.shards])
+        return self.shards[i].url, i
 
 
 @dataclass
@@ -92,6 +105,10 @@ def _error(status: int, message: str, field_name: str = "") -> web.Response:
 
 @web.middleware
 async def _admin_auth(request: web.Request, handler):
+    too_long = oversized(request)  # a URL or header past its limit: named here, not aiohttp's raw 400
+    if too_long is not None:
+        status, field_name, message = too_long
+        return _error(status, message, field_name)
     st = request.app[STATE]
     token = st.config.admin_token
     is_admin = request.path.startswith(ADMIN_PREFIX)
@@ -142,7 +159,7 @@ async def _json_body(request: web.Request, allow_empty: bool = False) -> Any:
     try:
         value = json.loads(raw)
     except RecursionError:
-        raise FaultError("body", "not valid JSON: nested too deeply") from None
+        raise nesting_error(raw) from None
     except ValueError as e:
         raise FaultError("body", f"not valid JSON: {e}") from None
     bad = _lone_surrogate(value)
@@ -310,7 +327,8 @@ async def status(request: web.Request) -> web.Response:
     st = request.app[STATE]
     await st.engine.refresh()
     return web.json_response({
-        "upstream": st.config.upstream, "seed": st.engine.seed, "requests": st.engine.requests_seen,
+        "upstream": st.config.upstream, "shards": [{"name": x.name, "url": x.url} for x in st.config.shards],
+        "seed": st.engine.seed, "requests": st.engine.requests_seen,
         "faults": len(st.engine.faults), "store": st.config.store_kind,
         "allow_header_faults": st.config.allow_header_faults,
     })
@@ -461,10 +479,13 @@ class _ProxiedRequest:
         request, cfg = self.request, self.st.config
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP
                    and not (cfg.allow_header_faults and k.lower().startswith(HEADER_PREFIX))}
+        base, shard = cfg.upstream_for(request.headers.get("x-api-key"))
+        if shard is not None:
+            self.entry["shard"] = cfg.shards[shard].name
         t0 = time.perf_counter()
         self.entry["upstream"] = True
         try:
-            async with self.st.session.request(request.method, cfg.upstream + request.path_qs,
+            async with self.st.session.request(request.method, base + request.path_qs,
                                                data=body if body else None, headers=headers,
                                                allow_redirects=False) as up:
                 rbody = await up.read()
@@ -587,7 +608,8 @@ async def _on_cleanup(app: web.Application) -> None:
 
 def make_proxy_app(config: ProxyConfig, engine: FaultEngine | None = None) -> web.Application:
     """The proxy app; it serves the admin API under /__admin unless `config.admin_on_proxy_port` is False."""
-    app = web.Application(middlewares=[_admin_auth], client_max_size=64 * 1024 * 1024)
+    app = web.Application(middlewares=[_admin_auth], client_max_size=64 * 1024 * 1024,
+                          handler_args=HANDLER_ARGS)
     app[STATE] = ProxyState(config, engine or FaultEngine())
     app[_IS_ADMIN_APP] = False
     if config.admin_on_proxy_port:
@@ -601,7 +623,7 @@ def make_proxy_app(config: ProxyConfig, engine: FaultEngine | None = None) -> we
 
 def make_admin_app(proxy_app: web.Application) -> web.Application:
     """A separate admin-only app sharing the proxy app's state (for --admin-port)."""
-    app = web.Application(middlewares=[_admin_auth])
+    app = web.Application(middlewares=[_admin_auth], handler_args=HANDLER_ARGS)
     app[STATE] = proxy_app[STATE]
     app[_IS_ADMIN_APP] = True
     add_admin_routes(app)

@@ -436,7 +436,7 @@ class RateLimit(FaultType):
 
     @classmethod
     def validate(cls, attrs):
-        rate = _num(attrs, "rate_per_s", required=True)
+        rate = _num(attrs, "rate_per_s", required=True, strict_lo=True)  # 0: a bucket that never refills
         out = {"rate_per_s": rate, "burst": _num(attrs, "burst", max(1.0, rate), lo=1.0),
                "status": _status(attrs, "status", 429)}
         if attrs.get("retry_after_s") is not None:

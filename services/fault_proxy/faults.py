@@ -23,6 +23,7 @@ from typing import Any
 
 import regex  # the `regex` package: matching with a timeout, so a catastrophic pattern cannot stall the proxy
 
+from services.common.http_input import deepest_field
 from services.fault_proxy.actions import (
     MAX_MS,
     MAX_S,
@@ -321,3 +322,11 @@ def header_faults(headers: dict[str, str]) -> tuple[list[Action], dict[str, Any]
         except ValueError:
             seen["bad"] = "x-fault-timeout-after-ms"
     return actions, seen
+
+
+def nesting_error(raw: bytes) -> FaultError:
+    """An admin body nested too deep to parse: the error names the top-level field holding the deepest point
+    (`body` when the body itself is the deep array)."""
+    field, depth = deepest_field(raw)
+    return FaultError(field or "body", f"nested {depth} levels of arrays/objects deep: too deep to parse; send a "
+                      "flatter body")

@@ -87,9 +87,9 @@ class RedisStore:
     """The same operations over a Redis hash + version counter (redis.asyncio)."""
 
     def __init__(self, url: str, proxy_name: str = "default") -> None:
-        import redis.asyncio as aioredis
+        from services.common.redis_client import async_redis
 
-        self._r = aioredis.from_url(url, decode_responses=True)
+        self._r = async_redis(url, decode_responses=True)
         base = f"memrig:fault_proxy:{proxy_name}:"
         self._hash, self._ver = base + "faults", base + "version"
 

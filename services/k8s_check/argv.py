@@ -1,7 +1,7 @@
 """Every rig container's command line, parsed by the parser of the process it starts.
 
 The container's environment is resolved as the kubelet would (`env` values, `envFrom` and `configMapKeyRef` from
-the rendered ConfigMaps, `resourceFieldRef` limits.cpu rounded up, a placeholder for a secretKeyRef), `$(VAR)` in
+the rendered ConfigMaps, `resourceFieldRef` limits.cpu rounded up, a placeholder for a secretKeyRef or a fieldRef), `$(VAR)` in
 command and args expanded from it, and then:
 
 - `python -m services.<svc>`: that service's own argparse (and the checks it runs after parsing, e.g. the fault
@@ -56,6 +56,9 @@ def container_env(c: dict[str, Any], configmaps: dict[str, dict[str, Any]]) -> d
         elif "configMapKeyRef" in vf:
             cm = configmaps.get(vf["configMapKeyRef"]["name"]) or {}
             env[e["name"]] = str((cm.get("data") or {}).get(vf["configMapKeyRef"]["key"], ""))
+        elif "fieldRef" in vf:  # the pod's own metadata: a stand-in of the same shape
+            path = vf["fieldRef"].get("fieldPath", "")
+            env[e["name"]] = "pod-0" if path == "metadata.name" else f"fieldref-{path}"
         elif "resourceFieldRef" in vf:
             rf = vf["resourceFieldRef"]
             if rf.get("resource") == "limits.cpu" and str(rf.get("divisor", "1")) == "1" and "cpu" in limits:

@@ -21,10 +21,10 @@ K8S_VERSION = "1.33.0"  # the kubectl this check renders with is v1.33
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
 SECRET_NAME = "memrig-secrets"
 # The keys the manifests may read from the Secret (README "Beyond one machine" creates exactly these).
-SECRET_KEYS = ("cortex-api-key", "proxy-admin-token")
+SECRET_KEYS = ("cortex-api-key", "proxy-admin-token", "redis-password")
 # Env vars that carry a secret: only ever from a secretKeyRef, never a literal value.
 SECRET_ENV = ("MEMRIG_CORTEX_API_KEYS", "MEMRIG_CORTEX_API_KEY", "MEMRIG_PROXY_ADMIN_TOKEN",
-              "MEMRIG_FAULT_ADMIN_TOKEN")
+              "MEMRIG_FAULT_ADMIN_TOKEN", "REDIS_PASSWORD", "REDISCLI_AUTH")
 # Flags that would put a secret on a command line (visible in `ps` and in the pod spec).
 SECRET_FLAGS = ("--api-keys", "--admin-token", "--fault-admin-token")
 PROBE_EXEMPT = "memrig.io/probe-exempt"
@@ -192,6 +192,8 @@ def locust_findings(objs: list[dict[str, Any]]) -> list[str]:
     starts before every worker is there)."""
     by_name = {o["metadata"]["name"]: o for o in objs if o.get("kind") == "Deployment"}
     master, worker = by_name.get("locust-master"), by_name.get("locust-worker")
+    if master is None and worker is None:
+        return []  # no load generator in this overlay (a bench overlay)
     if master is None or worker is None:
         return [f"Deployment/locust-{'master' if master is None else 'worker'}: missing"]
     args = _containers(master["spec"]["template"])[0].get("args", [])

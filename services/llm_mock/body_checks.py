@@ -1,9 +1,8 @@
 """Request bodies that parse badly or hold text no encoder accepts: named 400s instead of 500s.
 
 Two cases reach past `json.loads`' own errors:
-- nesting so deep the parser recurses out (`RecursionError`): `nesting_error(raw)` finds the depth and the
-  top-level field holding the deepest point, by counting brackets outside strings (numpy cumsum; only run
-  on that error path).
+- nesting so deep the parser recurses out (`RecursionError`): `nesting_error(raw)` names the depth and the
+  top-level field holding the deepest point (services/common/http_input.py's `deepest_field`).
 - lone UTF-16 surrogates written as escapes (`"\\ud800"`): JSON allows them, Python decodes them, but every
   UTF-8 encoder (the tokenizer, the response cache key) rejects them later. `lone_surrogate_path(raw, body)`
   returns the path of the first such string (or key); the whole body is walked only when the raw bytes hold a
@@ -15,32 +14,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import numpy as np
-
+from services.common.http_input import deepest_field
 from services.llm_mock.validation import RequestError
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_KEY_FOLLOWS = re.compile(rb"\s*:")
 
 
 def nesting_error(raw: bytes) -> RequestError:
-    # Blank out string contents (same length, so positions hold) before counting brackets.
-    blanked = _STRING.sub(lambda m: b'"' + b"x" * (len(m.group()) - 2) + b'"', raw)
-    arr = np.frombuffer(blanked, dtype=np.uint8)
-    step = np.zeros(arr.shape, dtype=np.int32)
-    step[(arr == ord("[")) | (arr == ord("{"))] = 1
-    step[(arr == ord("]")) | (arr == ord("}"))] = -1
-    depth = np.cumsum(step)
-    deepest = int(depth.argmax()) if depth.size else 0
-    max_depth = int(depth[deepest]) if depth.size else 0
-    field = None
-    if blanked.lstrip()[:1] == b"{":
-        for m in _STRING.finditer(raw):
-            if m.start() > deepest:
-                break
-            if depth[m.start()] == 1 and _KEY_FOLLOWS.match(raw, m.end()):
-                field = m.group()[1:-1].decode("utf-8", "replace")
+    field, max_depth = deepest_field(raw)
     where = f" in '{field}'" if field else ""
     return RequestError(field, f"The JSON body is nested too deeply{where}: {max_depth} levels of arrays/objects; "
                         "the parser gave up. Send a flatter body.", "nesting_too_deep")

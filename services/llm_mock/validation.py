@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from services.common.http_input import dotted, nonfinite_path, oversized
+
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 # The OpenAI API's rule for json_schema.name (platform.openai.com API reference, "response_format").
@@ -103,6 +105,10 @@ def _int(body: dict[str, Any], name: str, lo: int, hi: int | None = None) -> int
 def validate_chat(body: Any) -> ChatRequest:
     if not isinstance(body, dict):
         raise RequestError(None, "The request body must be a JSON object.", "invalid_type")
+    bad = nonfinite_path(body)  # json.loads reads NaN / Infinity; they are not JSON and no field takes them
+    if bad is not None:
+        raise RequestError(dotted(bad), f"Invalid value for '{dotted(bad)}': NaN and Infinity are not JSON numbers.",
+                           "invalid_value")
     model = body.get("model")
     if model is None:
         raise RequestError("model", "Missing required parameter: 'model'.", "missing_required_parameter")
@@ -219,3 +225,13 @@ def _response_format(body: dict[str, Any], messages: list[dict[str, str]]) -> tu
         raise RequestError("response_format.json_schema.strict", "Invalid type for "
                            "'response_format.json_schema.strict': expected a boolean.", "invalid_type")
     return kind, schema
+
+
+def oversize_error(request: Any) -> tuple[int, RequestError] | None:
+    """(414 or 431, the error) when the URL or a header is over its limit (services/common/http_input.py), with
+    `param` naming the path or query parameter or the header."""
+    hit = oversized(request)
+    if hit is None:
+        return None
+    status, field, message = hit
+    return status, RequestError(field, message, "url_too_long" if status == 414 else "header_too_large")

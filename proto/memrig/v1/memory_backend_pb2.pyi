@@ -156,6 +156,20 @@ class SettleResponse(_message.Message):
     counts: _containers.ScalarMap[str, int]
     def __init__(self, settled: _Optional[bool] = ..., items_indexed: _Optional[int] = ..., items_pending: _Optional[int] = ..., counts: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
+class PrepareRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class PrepareResponse(_message.Message):
+    __slots__ = ("note", "server_duration_ns")
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    SERVER_DURATION_NS_FIELD_NUMBER: _ClassVar[int]
+    note: str
+    server_duration_ns: int
+    def __init__(self, note: _Optional[str] = ..., server_duration_ns: _Optional[int] = ...) -> None: ...
+
 class RetrieveRequest(_message.Message):
     __slots__ = ("namespace", "query", "top_k", "mode", "reference_time")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]

@@ -54,6 +54,11 @@ class MemoryBackendServiceStub:
                 request_serializer=memrig_dot_v1_dot_memory__backend__pb2.SettleRequest.SerializeToString,
                 response_deserializer=memrig_dot_v1_dot_memory__backend__pb2.SettleResponse.FromString,
                 _registered_method=True)
+        self.Prepare = channel.unary_unary(
+                '/memrig.v1.MemoryBackendService/Prepare',
+                request_serializer=memrig_dot_v1_dot_memory__backend__pb2.PrepareRequest.SerializeToString,
+                response_deserializer=memrig_dot_v1_dot_memory__backend__pb2.PrepareResponse.FromString,
+                _registered_method=True)
         self.Retrieve = channel.unary_unary(
                 '/memrig.v1.MemoryBackendService/Retrieve',
                 request_serializer=memrig_dot_v1_dot_memory__backend__pb2.RetrieveRequest.SerializeToString,
@@ -97,6 +102,17 @@ class MemoryBackendServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Prepare(self, request, context):
+        """Untimed setup of one namespace for search: the rig calls it once per namespace after Settle, right before the
+        namespace's first timed Retrieve, and reports its time as setup, never as retrieve latency. A backend does here
+        what it would otherwise do lazily on that first search (load or build an index, switch a process to the
+        namespace, warm a cache), so a timed Retrieve is the search alone. Nothing to do: return at once. A backend that
+        does not implement it (UNIMPLEMENTED) is treated as having nothing to do.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Retrieve(self, request, context):
         """Search one namespace.
         """
@@ -133,6 +149,11 @@ def add_MemoryBackendServiceServicer_to_server(servicer, server):
                     servicer.Settle,
                     request_deserializer=memrig_dot_v1_dot_memory__backend__pb2.SettleRequest.FromString,
                     response_serializer=memrig_dot_v1_dot_memory__backend__pb2.SettleResponse.SerializeToString,
+            ),
+            'Prepare': grpc.unary_unary_rpc_method_handler(
+                    servicer.Prepare,
+                    request_deserializer=memrig_dot_v1_dot_memory__backend__pb2.PrepareRequest.FromString,
+                    response_serializer=memrig_dot_v1_dot_memory__backend__pb2.PrepareResponse.SerializeToString,
             ),
             'Retrieve': grpc.unary_unary_rpc_method_handler(
                     servicer.Retrieve,
@@ -253,6 +274,33 @@ class MemoryBackendService:
             '/memrig.v1.MemoryBackendService/Settle',
             memrig_dot_v1_dot_memory__backend__pb2.SettleRequest.SerializeToString,
             memrig_dot_v1_dot_memory__backend__pb2.SettleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Prepare(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memrig.v1.MemoryBackendService/Prepare',
+            memrig_dot_v1_dot_memory__backend__pb2.PrepareRequest.SerializeToString,
+            memrig_dot_v1_dot_memory__backend__pb2.PrepareResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,8 +1,11 @@
 """`bm25`, `dense`, `hybrid`: the first rows of any retrieval paper, as control backends over the same documents
 every other backend gets (documents.py: one document per message, carrying its id as evidence id).
 
-One class, three registered names (config `method`):
+One class, three registered names (config `method`), and `bm25-official`:
 - `bm25`: Okapi BM25, k1 1.2, b 0.75 (bm25s, ranking.py), over the message text;
+- `bm25-official`: BM25 as LongMemEval's own code runs it (ranking.py): `text.split(" ")` tokens with case kept,
+  rank_bm25's BM25Okapi (k1 1.5, b 0.75, epsilon 0.25), over the user turns only (the official turn-level corpus;
+  ingested documents kept), every document ranked, a zero score included (the official code sorts them all);
 - `dense`: cosine similarity of the rig's embedder (all-MiniLM-L6-v2 by default, through the shared embedding
   cache) between the query and each document rendered as "[date] text";
 - `hybrid`: reciprocal rank fusion (k 60) of the BM25 ranking (documents sharing a term with the query) and the
@@ -28,21 +31,25 @@ from services.adapters.ir_baselines.documents import IRDocument, documents_of, r
 from services.adapters.ir_baselines.ranking import (
     STOPWORD_LISTS,
     TOKEN_PATTERN,
+    TOKENISERS,
     BM25Index,
+    OkapiBM25Index,
     ranks_of,
     rrf,
     stable_order,
-    tokenise,
+    tokens_of,
 )
 from services.common.types import ChannelDiagnostics, IngestBatch, Memory, RetrieveQuery, RetrieveResult
 
 METHODS = ("bm25", "dense", "hybrid")
+SCORINGS = ("bm25s-lucene", "okapi")
+INDEX_ROLES = ("all", "user")
 
 
 @dataclass
 class NamespaceIndex:
     docs: list[IRDocument]
-    bm25: BM25Index | None
+    bm25: BM25Index | OkapiBM25Index | None
     dense_texts: list[str]
     vectors: np.ndarray | None  # (n, dim) unit rows, or None when the method has no dense channel
 
@@ -60,6 +67,12 @@ class IRBaselineBackend(StoreBackedBackend):
         "dense_template": "[{date}] {text}",
         "date_format": "%d %B %Y",
         "rrf_k": 60,
+        # which BM25 (ranking.py): the rig's ("regex", "bm25s-lucene") or LongMemEval's ("official", "okapi")
+        "bm25_tokens": "regex",
+        "bm25_scoring": "bm25s-lucene",
+        "bm25_epsilon": 0.25,  # okapi only: the idf floor, as a share of the mean idf
+        "index_roles": "all",  # "user": messages of other roles are not indexed (LongMemEval's turn corpus)
+        "rank_all": False,  # True: documents that share no token with the query are ranked too, after the rest
     }
 
     def __init__(self, config: dict[str, Any] | None = None, context: BackendContext | None = None):
@@ -71,6 +84,9 @@ class IRBaselineBackend(StoreBackedBackend):
             raise ValueError(f"{self.name}: config 'stopwords' must be one of {sorted(STOPWORD_LISTS)}")
         if int(self.config["rrf_k"]) < 1:
             raise ValueError(f"{self.name}: config 'rrf_k' must be >= 1")
+        for key, allowed in (("bm25_tokens", TOKENISERS), ("bm25_scoring", SCORINGS), ("index_roles", INDEX_ROLES)):
+            if self.config[key] not in allowed:
+                raise ValueError(f"{self.name}: config {key!r} must be one of {list(allowed)}, got {self.config[key]!r}")
         self.name = method
         self.uses_embedder = method in ("dense", "hybrid")
         self._uses_bm25 = method in ("bm25", "hybrid")
@@ -78,9 +94,16 @@ class IRBaselineBackend(StoreBackedBackend):
 
     def describe_config(self) -> dict[str, Any]:
         cfg = dict(self.config)
-        cfg["tokeniser"] = f"regex {TOKEN_PATTERN}, lower-cased, stopwords {self.config['stopwords']}, no stemming"
-        cfg["bm25_implementation"] = f"bm25s {version('bm25s')} method=lucene (Okapi ranking)"
-        cfg["documents"] = "one per message (evidence id = message id); ingested documents as given"
+        if self.config["bm25_tokens"] == "official":
+            cfg["tokeniser"] = 'official: text.split(" "), case and punctuation kept, no stopwords (LongMemEval)'
+        else:
+            cfg["tokeniser"] = f"regex {TOKEN_PATTERN}, lower-cased, stopwords {self.config['stopwords']}, no stemming"
+        cfg["bm25_implementation"] = (
+            f"rank_bm25 0.2.2 BM25Okapi restated in numpy (epsilon {self.config['bm25_epsilon']})"
+            if self.config["bm25_scoring"] == "okapi" else f"bm25s {version('bm25s')} method=lucene (Okapi ranking)")
+        cfg["documents"] = ("one per message (evidence id = message id)" if self.config["index_roles"] == "all" else
+                            "one per user message (evidence id = message id); other roles not indexed") + \
+            "; ingested documents as given"
         cfg["tie_break"] = "document order: sessions by (start, id), messages in order, then documents by id"
         if self.config["method"] == "hybrid":
             cfg["fusion"] = "RRF: sum 1/(rrf_k + rank) over the bm25 (score > 0) and dense rankings"
@@ -103,10 +126,17 @@ class IRBaselineBackend(StoreBackedBackend):
 
     async def _build(self, docs: list[IRDocument], old: NamespaceIndex | None) -> NamespaceIndex:
         cfg = self.config
+        if cfg["index_roles"] == "user":
+            docs = [d for d in docs if d.role in ("user", "")]
         bm25 = None
         if self._uses_bm25:
-            tokens = [tokenise(render(cfg["bm25_template"], d, cfg["date_format"]), cfg["stopwords"]) for d in docs]
-            bm25 = await asyncio.to_thread(BM25Index, tokens, float(cfg["k1"]), float(cfg["b"]))
+            tokens = [tokens_of(render(cfg["bm25_template"], d, cfg["date_format"]), cfg["bm25_tokens"], cfg["stopwords"])
+                      for d in docs]
+            if cfg["bm25_scoring"] == "okapi":
+                bm25 = await asyncio.to_thread(OkapiBM25Index, tokens, float(cfg["k1"]), float(cfg["b"]),
+                                               float(cfg["bm25_epsilon"]))
+            else:
+                bm25 = await asyncio.to_thread(BM25Index, tokens, float(cfg["k1"]), float(cfg["b"]))
         texts: list[str] = []
         vectors = None
         if self.uses_embedder:
@@ -156,7 +186,7 @@ class IRBaselineBackend(StoreBackedBackend):
         diags: list[ChannelDiagnostics] = []
         if idx.bm25 is not None:
             t = time.perf_counter_ns()
-            channels["bm25"] = idx.bm25.scores(tokenise(text, cfg["stopwords"]))
+            channels["bm25"] = idx.bm25.scores(tokens_of(text, cfg["bm25_tokens"], cfg["stopwords"]))
             diags.append(ChannelDiagnostics("bm25", int(np.count_nonzero(channels["bm25"] > 0)),
                                             time.perf_counter_ns() - t))
         if idx.vectors is not None and qvec is not None:
@@ -173,7 +203,7 @@ class IRBaselineBackend(StoreBackedBackend):
         else:
             final = channels[method]
         order = stable_order(final)
-        if method == "bm25":
+        if method == "bm25" and not cfg["rank_all"]:
             order = order[final[order] > 0]  # a document sharing no term with the query is not a match
         return [(int(i), float(final[i])) for i in order[:top_k]], channels, diags
 

@@ -21,13 +21,14 @@ class IRDocument:
     created_at: datetime | None
     source: str
     evidence_ids: tuple[str, ...]
+    role: str = ""  # the message's role; "" for an ingested document
 
 
 def documents_of(store: SessionStore, namespace: str) -> list[IRDocument]:
     out: list[IRDocument] = []
     for s in store.ordered_sessions(namespace):
         for m in s.messages:
-            out.append(IRDocument(m.id, m.content, s.message_time(m), f"session:{s.session_id}", (m.id,)))
+            out.append(IRDocument(m.id, m.content, s.message_time(m), f"session:{s.session_id}", (m.id,), m.role))
     for d in sorted(store.ordered_documents(namespace), key=lambda d: d.id):
         out.append(IRDocument(d.id, d.text, d.created_at, d.path or "document", tuple(d.evidence())))
     return out

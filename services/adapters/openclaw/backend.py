@@ -33,6 +33,7 @@ from services.adapters.openclaw.index import FileInput, IndexStore
 from services.adapters.openclaw.keyword_search import KeywordSearch
 from services.adapters.openclaw.mmr_matrix import mmr_rerank_matrix
 from services.adapters.openclaw.presets import candidate_count, resolve_preset
+from services.adapters.openclaw.spans import file_snippet_spans, join_blocks, shifted, with_hidden_evidence
 from services.adapters.openclaw.workspace import (
     FlushSkipper,
     Workspace,
@@ -48,6 +49,7 @@ from services.common import prompts
 from services.common.transcripts import compact
 from services.common.types import (
     ChannelDiagnostics,
+    EvidenceSpan,
     IngestBatch,
     Memory,
     Message,
@@ -67,25 +69,70 @@ def citation(path: str, start: int, end: int) -> str:
     return f"{path}#L{start}-L{end}"
 
 
-def format_search_results(results: list[hybrid.Scored]) -> str:
+def search_results_block(results: list[hybrid.Scored], spans: list[list[EvidenceSpan]] | None = None
+                         ) -> tuple[str, list[EvidenceSpan]]:
+    """The memory_search results as the tool presents them (`[i] path#Lstart-Lend (score s)` + snippet), and each
+    snippet's evidence spans (`spans`, one list per result) moved to where the snippet sits in the block."""
     if not results:
-        return "## memory_search results\n(no results)"
+        return "## memory_search results\n(no results)", []
     parts = ["## memory_search results"]
+    out: list[EvidenceSpan] = []
+    pos = len(parts[0])
     for i, r in enumerate(results, 1):
-        parts.append(f"[{i}] {citation(r.path, r.start_line, r.end_line)} (score {r.score:.3f})\n{r.snippet}")
-    return "\n\n".join(parts)
+        head = f"[{i}] {citation(r.path, r.start_line, r.end_line)} (score {r.score:.3f})\n"
+        pos += 2  # the blank line between entries
+        if spans is not None:
+            out += shifted(spans[i - 1], pos + len(head))
+        parts.append(head + r.snippet)
+        pos += len(head) + len(r.snippet)
+    return "\n\n".join(parts), out
+
+
+def format_search_results(results: list[hybrid.Scored]) -> str:
+    return search_results_block(results)[0]
+
+
+def recent_notes_block(ws: Workspace | None, n: int) -> tuple[str, list[EvidenceSpan]]:
+    """The notes of the namespace's n newest sessions (their flush-written lines under a `### path (session id)`
+    heading), and one span per note line and evidence id over that line."""
+    if ws is None or n <= 0:
+        return "", []
+    head = f"## Recent memory notes (last {n} sessions)\n"
+    blocks = []
+    for sn in ws.recent_notes(n):
+        if not sn.lines:
+            continue
+        title = f"### {sn.path} (session {sn.session_id})\n"
+        sp, pos = [], len(title)
+        for line, ev in zip(sn.lines, sn.evidence, strict=True):
+            if line:
+                sp += [EvidenceSpan(e, pos, pos + len(line)) for e in ev]
+            pos += len(line) + 1
+        blocks.append((title + "\n".join(sn.lines), sp))
+    if not blocks:
+        return "", []
+    text, sp = join_blocks(blocks)
+    return head + text, shifted(sp, len(head))
 
 
 def format_recent_notes(ws: Workspace | None, n: int) -> str:
-    if ws is None or n <= 0:
-        return ""
-    blocks = []
-    for sn in ws.recent_notes(n):
-        if sn.lines:
-            blocks.append(f"### {sn.path} (session {sn.session_id})\n" + "\n".join(sn.lines))
-    if not blocks:
-        return ""
-    return f"## Recent memory notes (last {n} sessions)\n" + "\n\n".join(blocks)
+    return recent_notes_block(ws, n)[0]
+
+
+def context_with_spans(ws: Workspace | None, n: int, results: list[hybrid.Scored],
+                       spans: list[list[EvidenceSpan]]) -> tuple[str, list[EvidenceSpan]]:
+    """formatted_context (the recent notes block, then the memory_search results) and its evidence spans."""
+    return join_blocks([recent_notes_block(ws, n), search_results_block(results, spans)])
+
+
+def file_hit_spans(ws: Workspace | None, path: str, snippet: str, start: int, end: int) -> tuple[list[EvidenceSpan], int]:
+    """A memory-file hit's snippet spans from the workspace's line evidence (no file is re-read); the file's lines
+    as chunkMarkdown sees them: its lines, then the empty line after the final newline. A file the workspace does
+    not hold (nothing the sessions wrote) gives no spans."""
+    f = ws.files.get(path) if ws else None
+    if f is None:
+        return [], 0
+    return file_snippet_spans(snippet, f.lines + [""], f.line_evidence(), start, end)
 
 
 class OpenClawBackend(MemoryBackend):
@@ -114,7 +161,16 @@ class OpenClawBackend(MemoryBackend):
         "profile": "flush-every-session",
         "context_window": lifecycle.DEFAULT_CONTEXT_WINDOW,  # the model's window: the flush and compaction thresholds
         "session_boundary": "new",  # "new": each session ends with /new (the hook fires); "continue": one session
-        "system_prompt_tokens": 0,  # prompt tokens a real turn adds beyond the messages (system prompt, tools)
+        # prompt tokens a real turn adds beyond the messages: OpenClaw 2026.9.6's system prompt + tool definitions for
+        # a default install, measured (lifecycle.SYSTEM_PROMPT_TOKENS); the flush threshold counts them
+        "system_prompt_tokens": lifecycle.SYSTEM_PROMPT_TOKENS,
+        # "open": the newest session of an ingest is the live conversation the question is asked in (no /new, no
+        # hook file); "closed": it is ended with /new at its last message like the others (the earlier replay).
+        "last_session": "open",
+        # Start each namespace's workspace with what onboarding writes (lifecycle.BOOTSTRAP_FILES, read from the
+        # installed openclaw package's templates); BOOTSTRAP.md goes once the workspace holds memory, as OpenClaw's
+        # next turn deletes it. USER.md is indexed and searched (evergreen); the others are not.
+        "bootstrap": True,
     }
     uses_embedder = True
     searches_sessions = False  # the port indexes memory files only; OpenClaw itself (openclaw-real) indexes transcripts
@@ -146,12 +202,12 @@ class OpenClawBackend(MemoryBackend):
         if prof.search_sessions and not self.searches_sessions:
             raise ValueError(f"openclaw: profile {prof.name!r} searches session transcripts, which the port does not "
                              "index; run it on OpenClaw itself: openclaw-real[profile=sessions]")
-        lifecycle.thresholds(cfg["context_window"])
+        th = lifecycle.thresholds(cfg["context_window"])
         if cfg["session_boundary"] not in lifecycle.SESSION_BOUNDARIES:
             raise ValueError("openclaw: session_boundary must be 'new' or 'continue'")
-        spt = cfg["system_prompt_tokens"]
-        if not isinstance(spt, int) or isinstance(spt, bool) or spt < 0:
-            raise ValueError("openclaw: system_prompt_tokens must be an integer >= 0")
+        if cfg["last_session"] not in lifecycle.LAST_SESSION:
+            raise ValueError(f"openclaw: last_session must be 'open' or 'closed', got {cfg['last_session']!r}")
+        lifecycle.check_system_prompt_tokens(cfg["system_prompt_tokens"], th if prof.flush == "threshold" else None)
         if prof.flush == "threshold" and float(cfg["flush_skip_rate"]) > 0:
             raise ValueError("openclaw: flush_skip_rate models the idealised every-session flush; use it with "
                              "profile 'flush-every-session'")
@@ -172,10 +228,19 @@ class OpenClawBackend(MemoryBackend):
         self.thresholds = lifecycle.thresholds(int(self.config["context_window"]))
         self.store = SessionStore()
         self._ws: dict[str, Workspace] = {}
+        self._live: dict[str, tuple[int, int]] = {}  # namespace → the live session's (messages, cl100k tokens)
         self._index: IndexStore | None = None
         self._embedder = None
+        # onboarding's files (name → content) and where they came from; ({}, "off") with bootstrap false
+        if not self.config["bootstrap"]:
+            self.bootstrap_files, self.bootstrap_source = {}, "off (bootstrap false)"
+        elif p["release"] != "openclaw 2026.9.6":
+            self.bootstrap_files, self.bootstrap_source = {}, (f"off: onboarding's templates are 2026.9.6's, this "
+                                                                f"preset is {p['release']}")
+        else:
+            self.bootstrap_files, self.bootstrap_source = lifecycle.bootstrap_templates()
         self.n = {"llm_calls": 0, "flushes": 0, "flushes_skipped": 0, "chunks_indexed": 0, "searches": 0,
-                  "compactions": 0, "hook_files": 0}
+                  "compactions": 0, "hook_files": 0, "spans_misaligned": 0}
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -244,6 +309,10 @@ class OpenClawBackend(MemoryBackend):
     def profile_description(self) -> dict[str, Any]:
         prof, th = self.profile, self.thresholds
         d: dict[str, Any] = {"profile": prof.name, "profile_summary": prof.summary}
+        d["bootstrap_files"] = (f"{', '.join(self.bootstrap_files)} from {self.bootstrap_source}; memory_search "
+                                "indexes USER.md (evergreen) only; BOOTSTRAP.md is deleted once the workspace holds "
+                                "memory/ or MEMORY.md (OpenClaw's next turn)" if self.bootstrap_files
+                                else self.bootstrap_source)
         if prof.flush == "every-session":
             d["flush"] = "after every session (idealisation)"
             d["flush_prompt"] = "prompts.FLUSH_SYSTEM + flush_user(session date) (the earlier upstream wording)"
@@ -256,9 +325,19 @@ class OpenClawBackend(MemoryBackend):
         d["flush_prompt"] = "OpenClaw 2026.9.6 buildMemoryFlushPlan (prompt + systemPrompt, memory/<flush date>.md)"
         d["memory_md_curation"] = "none: MEMORY.md is read-only to the flush; dreaming promotes nothing in a replay"
         d["session_boundary"] = self.config["session_boundary"]
-        d["session_memory_hook"] = ("memory/YYYY-MM-DD-HHMM.md with the last 15 messages at each /new: a session's "
-                                    "/new comes at the next session's start, the newest session's at its last "
-                                    "message" if self.config["session_boundary"] == "new" else "never fires (no /new)")
+        open_last = self.config["last_session"] == "open"
+        d["session_memory_hook"] = ("memory/YYYY-MM-DD-HHMM.md (the date and time of the /new) with the last 15 "
+                                    "messages at each /new: a session's /new comes at the next session's start; the "
+                                    + ("newest session stays open (no /new)" if open_last else
+                                       "newest session's at its last message")
+                                    if self.config["session_boundary"] == "new" else "never fires (no /new)")
+        d["last_session"] = (("open: the newest session of an ingest is the live conversation the question is asked "
+                              "in (automatic reset is off by default), so it writes no hook file and is flushed only "
+                              "if OpenClaw's threshold fires inside it") if open_last else
+                             "closed: the newest session is ended with /new at its last message (a hook file)")
+        m, t = (sum(x) for x in zip(*self._live.values(), strict=True)) if self._live else (0, 0)
+        d["live_session"] = (f"{m} messages, {t} cl100k tokens over {len(self._live)} namespaces (Stats: "
+                             "live_session_messages, live_session_tokens, per namespace live_session_*:<namespace>)")
         d["transcripts"] = ("indexed and searched (sources memory + sessions)" if prof.search_sessions
                             else "indexed by OpenClaw (rememberAcrossConversations), not searched"
                             if self.searches_sessions else "not modelled by the port (memory_search does not "
@@ -273,6 +352,7 @@ class OpenClawBackend(MemoryBackend):
 
     async def reset(self, namespace: str) -> int:
         self._ws.pop(namespace, None)
+        self._live.pop(namespace, None)
         n = self.store.reset(namespace)
         await asyncio.to_thread(self.index.drop_namespace, namespace)
         return n
@@ -284,6 +364,7 @@ class OpenClawBackend(MemoryBackend):
         # Commit (synchronous from here: nothing can fail half-way on the event loop).
         self.store.apply(namespace, batch)
         self._ws[namespace] = staged
+        self._live[namespace] = lifecycle.live_session_size(staged.install)
         self.n["flushes"] += sum(1 for _, _, skip in work if not skip)
         self.n["flushes_skipped"] += sum(1 for _, _, skip in work if skip)
         self.n["chunks_indexed"] += chunks
@@ -308,15 +389,27 @@ class OpenClawBackend(MemoryBackend):
         """The namespace's workspace with `batch` applied (flush notes, MEMORY.md curation or the install's hook files,
         documents), on a copy: nothing is committed. Shared by `openclaw-real`, so port and real OpenClaw index the
         same files."""
-        staged = (self._ws.get(namespace) or Workspace()).copy()
+        prev = self._ws.get(namespace)
+        staged = (prev or Workspace()).copy()
         staged.pending = []
-        if self.profile.flush == "threshold":
-            work = await self._replay_install(namespace, staged, self._segments(namespace, batch))
-        else:
-            work = await self._flush_every_session(staged, self._segments(namespace, batch))
         now = datetime.now(UTC)
+        segments = self._segments(namespace, batch)
+        if prev is None and self.bootstrap_files:
+            # Onboarding writes them before the first conversation (mtime: the first message, or now).
+            first = min((utc(s.message_time(m)) for s, msgs in segments for m in msgs), default=now)
+            at_ms = int(first.timestamp() * 1000)
+            for name, content in self.bootstrap_files.items():
+                staged.files[name] = hook_wfile(content, {}, at_ms)
+        if self.profile.flush == "threshold":
+            work = await self._replay_install(namespace, staged, segments)
+        else:
+            work = await self._flush_every_session(staged, segments)
         for d in batch.documents:
             apply_document(staged, d, now)
+        if lifecycle.BOOTSTRAP_RITUAL in staged.files and lifecycle.bootstrap_consumed(
+                {p: f.content if p in lifecycle.PROFILE_FILES else "" for p, f in staged.files.items()},
+                self.bootstrap_files):
+            del staged.files[lifecycle.BOOTSTRAP_RITUAL]  # the question's turn runs ensureAgentWorkspace first
         return staged, work
 
     async def _flush_every_session(self, staged: Workspace, segments) -> list:
@@ -341,7 +434,10 @@ class OpenClawBackend(MemoryBackend):
         """Replay the sessions through a real install's rules (lifecycle.py): every message joins the live session's
         transcript; after an assistant turn the flush runs when OpenClaw's threshold says so; before a user turn that
         would reach the compaction threshold it flushes (once per cycle) and compacts; with session_boundary "new"
-        each session ends with /new, where the session-memory hook writes the departing session's last messages."""
+        each session ends with /new (typed when the next one starts), where the session-memory hook writes the
+        departing session's last messages. The newest session stays open with last_session "open" (the live
+        conversation the question is asked in; the next ingest's first session closes it), and is closed at its last
+        message with "closed"."""
         st, th = staged.install, self.thresholds
         spt = int(self.config["system_prompt_tokens"])
         boundary_new = self.config["session_boundary"] == "new"
@@ -367,7 +463,8 @@ class OpenClawBackend(MemoryBackend):
                 if role == "assistant" and lifecycle.should_flush_after_turn(st, th, spt):
                     await self._plan_flush(staged, s, ms)
                     work.append((s, (), False))
-        if boundary_new and st.open_session is not None and st.open_turns:
+        if (boundary_new and self.config["last_session"] == "closed" and st.open_session is not None
+                and st.open_turns):
             self._close_session(namespace, staged, st.open_turns[-1].ms)
         return work
 
@@ -531,6 +628,8 @@ class OpenClawBackend(MemoryBackend):
         rows = self.index.chunk_rows(namespace)
         mtimes = self.index.file_mtimes(namespace) if results else {}
         memories = []
+        all_spans: list[list[EvidenceSpan]] = []
+        ws = self._ws.get(namespace)
         ceiling = float("inf")
         for r in results:
             # MMR re-orders by diversity, so OpenClaw's own scores need not fall monotonically down the list. The
@@ -541,10 +640,15 @@ class OpenClawBackend(MemoryBackend):
             ts = hybrid.date_from_path(r.path, self.params["dated_path_regex"])
             if ts is None:
                 ts = mtimes.get(r.path)
+            evidence = list(row.evidence) if row else []
+            spans, bad = file_hit_spans(ws, r.path, r.snippet, r.start_line, r.end_line)
+            self.n["spans_misaligned"] += bad
+            spans = with_hidden_evidence(spans, evidence)
+            all_spans.append(spans)
             memories.append(Memory(
                 id=r.id, text=r.snippet, score=ceiling, kind="chunk",
                 created_at=datetime.fromtimestamp(ts / 1000, UTC) if ts is not None else None,
-                source=r.path, evidence_ids=list(row.evidence) if row else [],
+                source=r.path, evidence_ids=evidence, evidence_spans=spans,
                 channel_scores={"hybrid": float(r.score), "vector": float(r.vector_score),
                                 "text": float(r.text_score)},
                 attributes={"path": r.path, "start_line": str(r.start_line), "end_line": str(r.end_line),
@@ -552,9 +656,8 @@ class OpenClawBackend(MemoryBackend):
                             "selected_by": "strict" if r.score >= self.params["min_score"] else "keyword-fallback",
                             "preset": self.config["preset"], "mode": "fts-only" if self.fts_only else "hybrid"},
             ))
-        recent = format_recent_notes(self._ws.get(namespace), self.config["recent_sessions"])
-        ctx = "\n\n".join(b for b in (recent, format_search_results(results)) if b)
-        return RetrieveResult(memories=memories, channels=diags, formatted_context=ctx)
+        ctx, ctx_spans = context_with_spans(ws, self.config["recent_sessions"], results, all_spans)
+        return RetrieveResult(memories=memories, channels=diags, formatted_context=ctx, context_spans=ctx_spans)
 
     # ------------------------------------------------------------------ introspection
     async def namespace_stats(self, namespace: str) -> NamespaceStats:
@@ -580,6 +683,7 @@ class OpenClawBackend(MemoryBackend):
         Returns the number of chunks (re)indexed."""
         chunks = await self.index_workspace(namespace, ws)
         self._ws[namespace] = ws
+        self._live[namespace] = lifecycle.live_session_size(ws.install)
         if batch is not None:
             self.store.apply(namespace, batch)
         return chunks
@@ -606,5 +710,17 @@ class OpenClawBackend(MemoryBackend):
     def disk_bytes(self) -> int:
         return self._index.disk_bytes() if self._index is not None else 0
 
+    def live_sessions(self) -> dict[str, tuple[int, int]]:
+        """namespace → (messages, cl100k tokens) of the session still open after its last ingest (the live
+        conversation, with last_session "open"; (0, 0) when the newest session was closed)."""
+        return dict(self._live)
+
     def counters(self) -> dict[str, int]:
-        return dict(self.n)
+        out = dict(self.n)
+        out["live_sessions"] = sum(1 for m, _ in self._live.values() if m)
+        out["live_session_messages"] = sum(m for m, _ in self._live.values())
+        out["live_session_tokens"] = sum(t for _, t in self._live.values())
+        for ns, (m, t) in sorted(self._live.items()):
+            out[f"live_session_messages:{ns}"] = m
+            out[f"live_session_tokens:{ns}"] = t
+        return out

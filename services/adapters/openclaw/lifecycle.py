@@ -12,7 +12,9 @@ decide when memory gets written, read off the package's own code (`dist/`, openc
 - **Tokens** are OpenClaw's estimate, ceil(chars / 4) per message (`estimateTokens`; chars in UTF-16 units; the
   CJK weighting is not modelled), over the active window (the last compaction summary + the messages after it).
   A real run adds the model's reported prompt usage, which includes the system prompt and tool schemas: that part
-  is the stated variable `system_prompt_tokens` (0 by default, so the flush fires as late as it can).
+  is the stated variable `system_prompt_tokens`, by default `SYSTEM_PROMPT_TOKENS` = 31,257, what OpenClaw 2026.9.6
+  itself builds for a default install's turn, counted in cl100k (services/adapters/openclaw_real/system_prompt.py).
+  At a 200k window the transcript therefore flushes at 176,000 - 31,257 = 144,743 tokens.
 - **The flush writes** the model's reply to `memory/<date of the flush>.md` only (OpenClaw creates the file before
   the turn, empty if the model stores nothing) with the 2026.9.6 prompts (`flush_prompts`); MEMORY.md is read-only
   to it. MEMORY.md is written by dreaming's deep promotion, which promotes only entries recalled by at least 3
@@ -24,6 +26,10 @@ decide when memory gets written, read off the package's own code (`dist/`, openc
   session id and appends a reset boundary). `memory.search.rememberAcrossConversations` is on for a personal install,
   so transcripts are indexed; plain `memory_search` searches them only with `experimental.sessionMemory: true` and
   `sources: ["memory", "sessions"]` (the `sessions` profile).
+
+- **The workspace starts with onboarding's files** (`BOOTSTRAP_FILES`, read from the installed package's templates by
+  `bootstrap_templates`): AGENTS.md, SOUL.md, IDENTITY.md, USER.md, BOOTSTRAP.md; BOOTSTRAP.md goes once the workspace
+  holds memory (`bootstrap_consumed`). memory_search indexes USER.md alone of them.
 
 Profiles (`PROFILES`): `default` (2026.9.6 as installed with onboarding), `sessions` (default + transcript search)
 and `flush-every-session` (the rig's earlier idealisation: a flush after every session, MEMORY.md curated by rule).
@@ -38,6 +44,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from services.common.tokens import count_tokens
+
 DEFAULT_CONTEXT_WINDOW = 200_000
 RESERVE_TOKENS_FLOOR = 20_000  # DEFAULT_AGENT_COMPACTION_RESERVE_TOKENS_FLOOR
 SOFT_THRESHOLD_TOKENS = 4_000  # DEFAULT_MEMORY_FLUSH_SOFT_TOKENS
@@ -47,6 +55,12 @@ HOOK_MESSAGES = 15  # session-memory hook: hooks.internal.entries["session-memor
 HOOK_SOURCE = "webchat"  # the hook's "Source" line for a /new typed in the Control UI chat
 SILENT_REPLY_TOKEN = "NO_REPLY"
 COMPACTED_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+# What a default install sends before the conversation on every turn, in cl100k tokens: OpenClaw 2026.9.6's system
+# prompt (7,950, with AGENTS.md, SOUL.md, IDENTITY.md and USER.md injected as Project Context) + its 54 tool definitions
+# under onboarding's `tools.profile: "full"` (23,307, each `{name, description, parameters}` as JSON), in the `steady`
+# state (BOOTSTRAP.md consumed). Built by OpenClaw's own code and counted by services/adapters/openclaw_real/
+# system_prompt.py (`python -m services.adapters.openclaw_real.system_prompt`); a slow test re-measures it.
+SYSTEM_PROMPT_TOKENS = 31_257
 
 
 @dataclass(frozen=True)
@@ -74,12 +88,68 @@ PROFILES: dict[str, Profile] = {
                                    "curated by a durable-language rule, no hook, no transcripts"),
 }
 SESSION_BOUNDARIES = ("new", "continue")
+LAST_SESSION = ("open", "closed")
 
 
 def resolve_profile(name: str) -> Profile:
     if name not in PROFILES:
         raise ValueError(f"openclaw: profile must be one of {', '.join(PROFILES)}; got {name!r}")
     return PROFILES[name]
+
+
+# ---------------------------------------------------------------------------------------------- the workspace onboarding writes
+# What `ensureAgentWorkspace` (dist/workspace-DDLxBwAa.mjs line 606, with ensureBootstrapFiles: onboarding and every
+# reply) writes into a brand-new workspace, in its order: AGENTS.md, SOUL.md, IDENTITY.md, USER.md (each only if
+# absent), then BOOTSTRAP.md (the first-run ritual) when setup is not complete. Not TOOLS.md or HEARTBEAT.md: their
+# templates ship but 2026.9.6 does not write them. Of these memory_search indexes USER.md alone (`listMemoryFiles`,
+# dist/internal-xwKaATp-.mjs line 129: MEMORY.md, USER.md, memory/**/*.md, plus extraPaths, empty by default), as an
+# evergreen file (no decay); all but BOOTSTRAP.md-after-setup are injected into the system prompt as Project Context.
+BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "BOOTSTRAP.md")
+BOOTSTRAP_RITUAL = "BOOTSTRAP.md"
+PROFILE_FILES = ("SOUL.md", "IDENTITY.md", "USER.md")  # WORKSPACE_ONBOARDING_PROFILE_FILENAMES
+_FM_OPEN = re.compile(r"---[^\S\n]*\n")
+_FM_CLOSE = re.compile(r"(?:^|\n)---[^\S\n]*(?:\n|(?![\s\S]))")
+_JS_LEADING_SPACE = re.compile("^[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+")
+
+
+def strip_front_matter(content: str) -> str:
+    """workspace.ts `stripFrontMatter`: the body after a leading `---` ... `---` block (BOM dropped, line ends made
+    \\n, leading whitespace removed); the content unchanged when it has no complete block."""
+    norm = content.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    m = _FM_OPEN.match(norm)
+    if not m:
+        return content
+    tail = norm[m.end():]
+    c = _FM_CLOSE.search(tail)
+    if not c:
+        return content
+    return _JS_LEADING_SPACE.sub("", tail[c.end():])
+
+
+def bootstrap_templates() -> tuple[dict[str, str], str]:
+    """The bootstrap files a fresh install writes, read at run time from the installed openclaw package's templates
+    (`docs/reference/templates/<name>`, front matter stripped as `loadTemplate` does), and where they came from; ({},
+    why not) when the pinned package is not installed."""
+    from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, installed_openclaw_version
+
+    v = installed_openclaw_version()
+    if v != OPENCLAW_VERSION:
+        return {}, (f"openclaw {OPENCLAW_VERSION} is not installed ({'found ' + v if v else 'absent'}; "
+                    "make setup-openclaw): the workspace starts without onboarding's files")
+    d = SIDECAR_DIR / "node_modules" / "openclaw" / "docs" / "reference" / "templates"
+    try:
+        files = {name: strip_front_matter((d / name).read_text(encoding="utf-8")) for name in BOOTSTRAP_FILES}
+    except OSError as e:
+        return {}, f"openclaw {v}'s templates cannot be read ({e}): the workspace starts without onboarding's files"
+    return files, f"openclaw {v} templates ({d})"
+
+
+def bootstrap_consumed(files: dict[str, str], templates: dict[str, str]) -> bool:
+    """Whether the next turn's ensureAgentWorkspace deletes BOOTSTRAP.md (`reconcileWorkspaceBootstrapCompletionState`:
+    the workspace shows user content: memory/ exists, or MEMORY.md, or a profile file differs from its template)."""
+    if any(p.startswith("memory/") or p == "MEMORY.md" for p in files):
+        return True
+    return any(name in files and name in templates and files[name] != templates[name] for name in PROFILE_FILES)
 
 
 # ---------------------------------------------------------------------------------------------- flush plan
@@ -93,14 +163,28 @@ class Thresholds:
     force_flush_bytes: int
 
 
-def thresholds(context_window: int, system_prompt_tokens: int = 0) -> Thresholds:
-    """buildMemoryFlushPlan's numbers and the runner's two thresholds for a context window."""
+def thresholds(context_window: int) -> Thresholds:
+    """buildMemoryFlushPlan's numbers and the runner's two thresholds for a context window (in context tokens: the
+    transcript plus `system_prompt_tokens`, see `InstallState.tokens`)."""
     if not isinstance(context_window, int) or isinstance(context_window, bool) or context_window <= 0:
         raise ValueError(f"openclaw: context_window must be a positive integer, got {context_window!r}")
     reserve = min(RESERVE_TOKENS_FLOOR, context_window // 4)
     soft = min(SOFT_THRESHOLD_TOKENS, (context_window - reserve) // 2)
     compact = max(0, context_window - reserve)
     return Thresholds(context_window, reserve, soft, max(0, compact - soft), compact, FORCE_FLUSH_TRANSCRIPT_BYTES)
+
+
+def check_system_prompt_tokens(system_prompt_tokens: object, th: Thresholds | None = None) -> int:
+    """A valid `system_prompt_tokens`: an integer >= 0, and below `th`'s flush threshold when the flush follows
+    OpenClaw's rule (at or above it every turn would flush and compact, an install that cannot hold a conversation)."""
+    spt = system_prompt_tokens
+    if not isinstance(spt, int) or isinstance(spt, bool) or spt < 0:
+        raise ValueError(f"openclaw: system_prompt_tokens must be an integer >= 0, got {spt!r}")
+    if th is not None and spt >= th.flush_tokens:
+        raise ValueError(f"openclaw: system_prompt_tokens ({spt}) must be below the flush threshold "
+                         f"({th.flush_tokens} at context_window {th.context_window}); lower system_prompt_tokens or "
+                         "raise context_window")
+    return spt
 
 
 def estimate_tokens(text: str) -> int:
@@ -255,11 +339,13 @@ class InstallState:
     closed: list[str] = field(default_factory=list)  # sessions a /new has closed, in order
     transcript_lines: dict[str, dict[int, str]] = field(default_factory=dict)  # transcript path → line → message id
     first_ms: int | None = None  # the namespace's first message (its main session's id derives from it)
+    transcript_turns: dict[str, tuple[str, str]] = field(default_factory=dict)  # message id → (role, text) written
 
     def copy(self) -> InstallState:
         return InstallState(self.summary, list(self.window), self.compactions, self.flushed_cycle,
                             self.open_session, list(self.open_turns), list(self.closed),
-                            {k: dict(v) for k, v in self.transcript_lines.items()}, self.first_ms)
+                            {k: dict(v) for k, v in self.transcript_lines.items()}, self.first_ms,
+                            dict(self.transcript_turns))
 
     def tokens(self, system_prompt_tokens: int = 0) -> int:
         t = sum(estimate_tokens(x.text) for x in self.window) + system_prompt_tokens
@@ -302,3 +388,11 @@ def should_flush_after_turn(state: InstallState, th: Thresholds, system_prompt_t
 
 def should_compact_before(state: InstallState, incoming: str, th: Thresholds, system_prompt_tokens: int = 0) -> bool:
     return state.tokens(system_prompt_tokens) + estimate_tokens(incoming) >= th.compact_tokens
+
+
+def live_session_size(state: InstallState) -> tuple[int, int]:
+    """The live (still open) session: its messages and their cl100k tokens (services.common.tokens, per message
+    text, summed); (0, 0) when no session is open."""
+    if state.open_session is None:
+        return 0, 0
+    return len(state.open_turns), sum(count_tokens(t.text) for t in state.open_turns)

@@ -63,3 +63,10 @@ def majority_vote(scores: Sequence[int]) -> int:
         counts[s] = counts.get(s, 0) + 1
     best = max(counts.values())
     return min(s for s, c in counts.items() if c == best)
+
+
+@metric("judge_score", higher_is_better=True, unit="score")
+def judge_score(score: int) -> float:
+    """The 0-3 rubric score of one judged answer (the majority of its passes); the mean over probes is the suite's
+    judge score (Cortex V1)."""
+    return float(score)

@@ -119,3 +119,16 @@ def parse_binary_label(text: str) -> bool | None:
     if has_c != has_w:
         return has_c
     return None
+
+
+@metric("f1_cats_1_4", higher_is_better=True, unit="rate")
+def f1_cats_1_4(prediction: str, ground_truth: str, category: int) -> float | None:
+    """LoCoMo's official token F1 (locomo_f1) for categories 1-4; None for category 5 (adversarial), which
+    published systems (Mem0, Zep, A-Mem) leave out of the headline."""
+    return None if int(category) == 5 else locomo_f1(prediction, ground_truth, int(category))
+
+
+@metric("qa_accuracy", higher_is_better=True, unit="rate")
+def qa_accuracy(correct: bool) -> float:
+    """1 when the QA judge labels the answer CORRECT, else 0; the mean is QA accuracy (LongMemEval)."""
+    return 1.0 if correct else 0.0

@@ -55,6 +55,7 @@ _MODULES = (
     "services.coordinator.metrics.qa",
     "services.coordinator.metrics.memory_state",
     "services.coordinator.metrics.tokens",
+    "services.coordinator.metrics.budget",
 )
 
 

@@ -257,3 +257,32 @@ def mean(values: Iterable[float | None]) -> float | None:
     """Mean of the non-None values; None when there are none."""
     v = [float(x) for x in values if x is not None]
     return sum(v) / len(v) if v else None
+
+
+# ------------------------------------------------------------------------------------------------------
+# Per-probe headline indicators (the suite computes the flag; registered here for their direction and formula)
+
+
+@metric("hit", higher_is_better=True, unit="rate")
+def keyword_hit(hit: bool) -> float:
+    """1 when any expected string occurs in what the backend retrieved (its texts or formatted context), else 0; the
+    mean over probes is the keyword hit rate (Cortex V1, Arclight)."""
+    return 1.0 if hit else 0.0
+
+
+@metric("pass", higher_is_better=True, unit="rate")
+def every_expected_present(passed: bool) -> float:
+    """1 when EVERY expected string occurs in the retrieved context (Octybot's pass), else 0."""
+    return 1.0 if passed else 0.0
+
+
+@metric("doc_hit", higher_is_better=True, unit="rate")
+def doc_hit(hit: bool) -> float:
+    """1 when a gold document of the task is in the injected context (Next.js docs), else 0."""
+    return 1.0 if hit else 0.0
+
+
+@metric("uncontained", higher_is_better=False, unit="rate")
+def uncontained(returned: bool, contained: bool) -> float:
+    """1 when a poisoned memory came back outside a sound containment envelope, else 0 (lower is better)."""
+    return 1.0 if returned and not contained else 0.0

@@ -136,7 +136,7 @@ class ArclightSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "retrieval": {}, "categories": CATEGORIES}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         retrieval: dict[str, dict[str, Any]] = {}
         for cond, rows in C.by_condition(samples).items():
             scores = {r["probe_id"]: r["judge"]["score"] for r in rows if r.get("judge")}

@@ -120,8 +120,18 @@ class ProbeValues:
     backend_of: dict[str, str] = field(default_factory=dict)
 
     def spec(self, metric: str) -> tuple[bool, str]:
-        """(higher_is_better, unit): the suite's own spec, else tokens and latency are lower-is-better counts, else
-        the metric registry's (an unregistered name is a higher-is-better rate)."""
+        """(higher_is_better, unit): the metric registry's when it has the metric (the one source of a metric's
+        direction); else the suite's own spec for its derived names, tokens and latency as lower-is-better counts,
+        else a higher-is-better rate. A suite spec that contradicts the registry is an error."""
+        from services.coordinator.metrics.registry import all_metrics
+
+        registered = all_metrics().get(metric)
+        if registered is not None:
+            own = self.specs.get(metric)
+            if own is not None and own[0] != registered.higher_is_better:
+                raise ValueError(f"metric {metric!r}: the suite says higher_is_better={own[0]}, the metric registry "
+                                 f"{registered.higher_is_better}")
+            return registered.higher_is_better, registered.unit or (own[1] if own else "rate")
         if metric in self.specs:
             return self.specs[metric]
         if metric == self.tokens:
@@ -217,6 +227,14 @@ class Suite(abc.ABC):
         """Every per-probe metric value by condition, from samples alone (what `score` builds its intervals and
         paired tests from; the verdict page and `memrig compare` test differences with them)."""
         raise NotImplementedError(f"suite {self.name} does not expose per-probe values")
+
+    def probe_values(self, samples: list[dict[str, Any]]) -> ProbeValues:
+        """`per_probe(samples)`, computed once per sample list: a run's scoring, its verdict and its power table read
+        the same object instead of recomputing it (the list is compared by identity, not by content)."""
+        cached = getattr(self, "_probe_values", None)
+        if cached is None or cached[0] is not samples:
+            self._probe_values = (samples, self.per_probe(samples))
+        return self._probe_values[1]
 
     def headline(self, answers_mocked: bool, judge_mocked: bool) -> str | None:
         """The verdict's metric for this run: the answer headline only when neither the answers nor (for a judged

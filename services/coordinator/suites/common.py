@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from services.common import prompts
+from services.coordinator import baseline as baseline_rule_module
 from services.coordinator import stats
+from services.coordinator.metrics import budget
 from services.coordinator.metrics.judge import majority_vote
 from services.coordinator.metrics.qa import parse_binary_label
 from services.coordinator.metrics.registry import get_metric
@@ -211,6 +213,15 @@ def compare_all(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]]
         out[cond] = {"baseline": baseline, "comparisons": [c.to_json() for c in comps],
                      "scorecard": stats.scorecard(comps)}
     return out
+
+
+def scorecard_baseline(pv: Any, metric: str, means: Mapping[str, float | None] | None = None
+                       ) -> tuple[str | None, str]:
+    """(the condition every scorecard compares with, why): services/coordinator/baseline.choose on `metric` over a
+    suite's ProbeValues (`means` when the suite's metric is one value per condition, not per probe)."""
+    return baseline_rule_module.choose(pv.values, pv.backend_of,
+                                       means if means is not None else baseline_rule_module.means_of(pv.values, metric),
+                                       metric)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -481,3 +492,48 @@ def render_comparisons(comp: Mapping[str, Any], title: str = "Scorecard") -> str
             ])
         out.append(md_table(["metric", "n", c["baseline"], cond, "Δ", "p", "winner"], rows))
     return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Recall at a context budget (metrics/budget.py)
+
+
+def budget_values(vals: dict[str, dict[str, float | None]], pid: str, rec: Mapping[str, Any] | None,
+                  gold: list[str]) -> None:
+    """Add one probe's recall-at-budget values (every budget of the ladder, the curve's area, the tokens shown at
+    the headline budget) from its retrieval record's `budget` account; a record without one (an older run) adds
+    nothing."""
+    acc = (rec or {}).get("budget")
+    if acc is None:
+        return
+    for name, v in budget.probe_values(acc, gold).items():
+        vals.setdefault(name, {})[pid] = v
+
+
+def render_budget(metrics: Mapping[str, Any], conds: list[str], gold_what: str) -> list[str]:
+    """The report section on recall at a context budget: the ladder per backend, the area, what was shown."""
+    m = metrics["conditions"]
+    if not any(budget.HEADLINE_METRIC in (m[c].get("overall") or {}) for c in conds):
+        return []
+    out = ["", "### Recall at a context budget (the headline)", "",
+           f"The share of gold evidence ({gold_what}) the agent is shown in the first B cl100k tokens of what each "
+           "backend injects (its own formatted context, else its memories in rank order as the rig formats them), "
+           "a message credited only when at least half of it lies inside the cut (a chunk cut by the budget or a "
+           f"snippet cut at its limit credits only what it shows). Headline budget {budget.HEADLINE_BUDGET} tokens: "
+           f"{budget.HEADLINE_WHY}. Area = under the curve over log2 B, scaled to [0, 1]. Tokens shown = mean of "
+           f"min({budget.HEADLINE_BUDGET}, tokens injected). Rank-based recall@k below counts evidence down the ranked "
+           "list whatever the documents' size; it is kept, labelled as such, beside this.", ""]
+    rows = []
+    for c in conds:
+        o = m[c].get("overall") or {}
+        rows.append([c, *(fmt_ci(o.get(budget.budget_metric(b))) if b == budget.HEADLINE_BUDGET
+                          else fmt((o.get(budget.budget_metric(b)) or {}).get("mean")) for b in budget.BUDGETS),
+                     fmt((o.get("budget_recall_auc") or {}).get("mean")),
+                     fmt((o.get("budget_tokens") or {}).get("mean"), 0),
+                     fmt((o.get("budget_unlocated") or {}).get("mean"), 2)])
+    out.append(md_table(["backend", *(f"{b} tok" for b in budget.BUDGETS), "area", "tokens shown",
+                         "unlocated / probe"], rows))
+    out += ["", "Unlocated / probe: memories whose text was not found in what the backend injected (mean per probe); "
+                "they credit nothing, so a backend that rewrites its memories when it formats them should send "
+                "`context_spans` (proto/memrig/v1/memory_backend.proto)."]
+    return out

@@ -25,6 +25,7 @@ from typing import Any
 from services.adapters.registry import parse_variant
 from services.common.interchange import session_from_json
 from services.common.types import IngestBatch
+from services.coordinator.baseline import choose
 from services.coordinator.metrics.judge import judge_distribution
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.report import NATIVE_EMBEDDER_NOTE, fmt, md_table
@@ -71,15 +72,11 @@ def is_native_label(label: str) -> bool:
     return label.startswith("OpenClaw native")
 
 
-def strongest_native(conditions: dict[str, Any]) -> str | None:
-    """The OpenClaw native condition with the highest mean score: OpenClaw itself (any profile) when it ran, else the
-    port's; ties go to the plain label."""
-    real = [c for c in conditions if is_native_label(c) and not c.startswith("OpenClaw native (")]
-    natives = real or [c for c in conditions if is_native_label(c)]
-    scored = [c for c in natives if conditions[c].get("mean") is not None]
-    if not scored:
-        return None
-    return sorted(scored, key=lambda c: (-conditions[c]["mean"], "[" in c, c))[0]
+def strongest_native(conditions: dict[str, Any], backend_of: dict[str, str]) -> str | None:
+    """The OpenClaw native condition with the highest mean score (services/coordinator/baseline.choose: OpenClaw
+    itself, any profile, before the port; ties to the plain label); None when no native condition ran."""
+    return choose(conditions, backend_of, {c: v.get("mean") for c, v in conditions.items()}, "judge_score",
+                  fallback_to_control=False)[0]
 
 
 @register
@@ -183,7 +180,7 @@ class CortexV1Suite(Suite):
         base = conditions.get("compacted", {}).get("mean")
         deltas = {c: (v["mean"] - base if v["mean"] is not None and base is not None else None)
                   for c, v in conditions.items()}
-        native = strongest_native(conditions)
+        native = strongest_native(conditions, condition_backends(samples))
         nbase = conditions[native]["mean"] if native else None
         return {"suite": self.name, "conditions": conditions, "retrieval": retrieval_out,
                 "delta_vs_compacted": deltas, "categories": CATEGORIES, "strongest_native": native,

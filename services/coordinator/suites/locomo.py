@@ -11,6 +11,9 @@ Scores (keyed by the category NUMBER; papers disagree on names):
   1, 3, 5, 10, plus recall_any@k; gold = the QA's evidence, with the locomo-audit `correct_evidence` swapped
   in by default (counted, option `audit_evidence`); malformed ids are split on `;`/whitespace, repaired
   (`D:11:26` -> `D11:26`, `D30:05` -> `D30:5`) or dropped, with counts;
+- the headline: recall at a context budget (metrics/budget.py): the share of gold turns the agent is shown in the
+  first B tokens of what the backend injects, B in 250 ... 4,000, headline 1,000; every backend is asked for top_k
+  50 memories so that one-message documents can fill the budgets too, and answers get the same 1,000 tokens;
 - recall at memory rank K (`memory_recall@K`: the gold turns the first K memories cite, whatever their size)
   beside turn recall@K, which flattens each memory's evidence and so penalises chunk backends;
 - statistics by conversation, the independent unit (stats.interval: cluster-robust t), and a
@@ -32,13 +35,12 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from services.adapters.registry import parse_variant
 from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
+from services.coordinator.metrics import budget
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.metrics.qa import exact_match, locomo_f1
 from services.coordinator.metrics.retrieval import (
@@ -65,19 +67,12 @@ UPSTREAM_ORDER = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43", "conv-4
 CATEGORY_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
 KS = (1, 3, 5, 10)
 # Metrics the leave-one-conversation-out check reports (in metrics.json and report.md).
-HELD_OUT_METRICS = ("turn_recall_any@10", "turn_recall@5", "f1_cats_1_4")
-# The native profile compared against is the strongest on a retrieval metric: answers from the offline mock measure
-# the mock as much as the memory.
-BASELINE_METRIC = "turn_recall@5"
+HELD_OUT_METRICS = (budget.HEADLINE_METRIC, "turn_recall@5", "f1_cats_1_4")
+# The native profile compared against is the strongest on the retrieval headline: answers from the offline mock
+# measure the mock as much as the memory.
+BASELINE_METRIC = budget.HEADLINE_METRIC
 
 
-def baseline_rule(metric: str, baseline: str | None = None) -> str:
-    """Why `baseline` (what `_baseline` chose) is the condition compared with, in words for the report."""
-    if baseline is not None and parse_variant(baseline)[0] not in ("openclaw-real", "openclaw"):
-        return ("no OpenClaw native profile ran, so the first control that ran (full-context, then compacted), "
-                "else the first condition by name")
-    return (f"the strongest OpenClaw native profile on {metric} (mean over the probes) among those that ran; "
-            "OpenClaw itself (openclaw-real) before the port")
 _DIA = re.compile(r"^D:?(\d+):0*(\d+)$")
 _SESSION_OF = re.compile(r"^D(\d+):")
 
@@ -196,6 +191,7 @@ def compact_record(rec: dict[str, Any], text_chars: int = 400) -> dict[str, Any]
         "latency_ms": rec["latency_ms"], "server_ms": rec["server_ms"], "degraded": rec.get("degraded"),
         "degraded_reason": rec.get("degraded_reason", ""),
         "context_tokens": count_tokens(rec.get("formatted_context") or ""),
+        "budget": rec.get("budget"),
     }
 
 
@@ -204,12 +200,12 @@ class LocomoSuite(Suite):
     name = "locomo"
     description = ("LoCoMo (real data, CC BY-NC 4.0): multi-session conversations; evidence Recall@K at turn and "
                    "session level, answers scored by LoCoMo's official token F1 per category (5 apart).")
-    retrieval_headline = "turn_recall@5"
+    retrieval_headline = budget.HEADLINE_METRIC
     answer_headline = "f1_cats_1_4"
     answer_metrics = {"f1": "answer", "f1_cats_1_4": "answer", "exact_match": "answer", "binary_j": "judge"}
     defaults = {"data_dir": None, "file": "locomo/locomo10_dev.json", "conversations": 4, "questions": 30,
                 "full": False, "categories": "12345", "audit_evidence": True, "audit_answers": False,
-                "top_k": 10, "mode": "fast", "judge": False, "answer": True}
+                "top_k": 50, "mode": "fast", "judge": False, "answer": True}
 
     def load(self) -> SuiteData:
         path = C.resolve_data_file(self.options["data_dir"], self.options["file"])
@@ -271,13 +267,13 @@ class LocomoSuite(Suite):
     async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
         backend = condition.backends[0]
         rec = await ctx.retrieve(backend, probe)
-        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec)},
-                                "context_tokens": count_tokens(rec["formatted_context"] or "")}
+        shown = budget.shown_context(rec)  # the headline budget: what the agent is shown, and what it answers from
+        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec)}, "context_tokens": count_tokens(shown)}
         if not condition.answer:
             return body
         q = probe.question + SHORT + (TEMPORAL if probe.category == "2" else "") + \
             (ADVERSARIAL if probe.category == "5" else "")
-        body.update(await ctx.answer(q, [rec["formatted_context"]]))
+        body.update(await ctx.answer(q, [shown]))
         body["answer_question"] = q
         if self.options["judge"] and probe.category != "5":
             body.update(await C.qa_judge(ctx, probe.question, probe.ground_truth, body["answer"]))
@@ -304,6 +300,7 @@ class LocomoSuite(Suite):
                     vals.setdefault(f"session_recall@{k}", {})[pid] = evidence_recall_at_k(sess, gold_s, k)
                     vals.setdefault(f"turn_recall_any@{k}", {})[pid] = recall_any_at_k(turns, gold_t, k)
                     vals.setdefault(f"memory_recall@{k}", {})[pid] = memory_recall_at_k(mem_ev, gold_t, k)
+                C.budget_values(vals, pid, rec, gold_t)
                 if "answer" in r:
                     f1 = locomo_f1(r["answer"], r.get("ground_truth", ""), int(r["category"]))
                     vals.setdefault("f1", {})[pid] = f1
@@ -322,7 +319,7 @@ class LocomoSuite(Suite):
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "category_names": CATEGORY_NAMES,
                                "data": C.load_info(self), "qa_judge": C.qa_judge_used(samples)}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]
             cats = {r["probe_id"]: r["category"] for r in rows}
@@ -346,11 +343,10 @@ class LocomoSuite(Suite):
                                        "interval over conversations for a rate at 0 or 1; paired permutation "
                                        "test flipping whole conversations"}
         out["held_out"] = held_out_check(per_cond, clusters, HELD_OUT_METRICS, self.seed)
-        baseline = _baseline(list(per_cond), per_cond, BASELINE_METRIC)
+        baseline, out["baseline_rule"] = C.scorecard_baseline(self.probe_values(samples), BASELINE_METRIC)
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule(BASELINE_METRIC, baseline)
         out["comparisons"] = C.compare_all(per_cond, baseline, [
-            ("f1_cats_1_4", True, "rate"), ("f1", True, "rate"), ("turn_recall@5", True, "rate"),
+            budget.HEADLINE_METRIC, "budget_recall_auc", ("f1_cats_1_4", True, "rate"), ("f1", True, "rate"), ("turn_recall@5", True, "rate"),
             ("session_recall@5", True, "rate"), ("binary_j", True, "rate"),
             ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed,
             clusters=clusters) if baseline else {}
@@ -368,15 +364,17 @@ class LocomoSuite(Suite):
         rows = []
         for c in conds:
             o = m[c]["overall"]
-            rows.append([c, m[c]["n"], C.fmt_ci(o.get("f1_cats_1_4")), C.fmt_ci(o.get("exact_match")),
-                         C.fmt_ci(o.get("turn_recall@5")), C.fmt_ci(o.get("session_recall@5")),
+            rows.append([c, m[c]["n"], C.fmt_ci(o.get(budget.HEADLINE_METRIC)), C.fmt_ci(o.get("f1_cats_1_4")),
+                         C.fmt_ci(o.get("exact_match")), C.fmt_ci(o.get("turn_recall@5")), C.fmt_ci(o.get("session_recall@5")),
                          C.fmt_ci(o.get("binary_j")), C.fmt((o.get("token_spend") or {}).get("mean"), 0),
                          C.fmt(m[c]["latency"]["p50_ms"], 1)])
         ans, jud = C.mock_tag(metrics, "answer"), C.mock_tag(metrics, "judge")
-        out.append(C.md_table(["backend", "questions", f"F1 (cats 1-4){ans}", f"EM (cats 1-4){ans}", "turn R@5",
+        out.append(C.md_table(["backend", "questions", f"recall @{budget.HEADLINE_BUDGET} tok",
+                               f"F1 (cats 1-4){ans}", f"EM (cats 1-4){ans}", "turn R@5 (rank)",
                                "session R@5", f"J{jud}", "ctx tokens", "p50 ms"], rows))
         out += C.mock_note(metrics)
         out += C.judge_agreement_line(metrics)
+        out += C.render_budget(metrics, conds, "the question's evidence turns, `dia_id`")
         cats = sorted({cat for c in conds for cat in m[c]["by_category"]})
         out += ["", f"### F1 by category (condition × category){ans}", ""]
         out.append(C.md_table(["backend", *(f"{k} {CATEGORY_NAMES.get(k, '')}" for k in cats)],
@@ -450,30 +448,3 @@ def _render_statistics(metrics: dict[str, Any]) -> list[str]:
     out.append(C.md_table(["backend", "metric", "held-out inside CI of the mean", "inside prediction interval",
                            "farthest conversation"], rows))
     return out
-
-
-def _baseline(conds: list[str], per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]] | None = None,
-              metric: str = "") -> str | None:
-    """The condition every other is compared with: the strongest OpenClaw native profile on `metric` (mean over the
-    probes) among OpenClaw itself (`openclaw-real` and its profiles), else among the port's, else the first control
-    that ran. Without metric values the plain native backend is taken."""
-    for family in ("openclaw-real", "openclaw"):
-        natives = [c for c in conds if parse_variant(c)[0] == family]
-        if natives:
-            return strongest(natives, per_cond, metric) if per_cond and metric else (
-                family if family in natives else sorted(natives)[0])
-    for b in ("full-context", "compacted"):
-        if b in conds:
-            return b
-    return sorted(conds)[0] if conds else None
-
-
-def strongest(conds: list[str], per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]],
-              metric: str) -> str:
-    """The condition with the highest mean `metric` (over its probes with a value); ties go to the plain name, then
-    to name order."""
-    def mean(c: str) -> float:
-        vals = [v for v in (per_cond.get(c, {}).get(metric) or {}).values() if v is not None]
-        return sum(vals) / len(vals) if vals else float("-inf")
-
-    return sorted(conds, key=lambda c: (-mean(c), "[" in c, c))[0]

@@ -1,4 +1,13 @@
-"""`longmemeval`: the LongMemEval "oracle" file (Wu et al., ICLR 2025; MIT), loaded from a path.
+"""`longmemeval`: LongMemEval (Wu et al., ICLR 2025; MIT), its "oracle" or its "S" file, loaded from a path.
+
+Variants (option `variant`): `oracle` (each question's haystack is its evidence sessions; default file
+longmemeval/longmemeval_oracle_dev.json) and `s` (the ~48-session, ~115k-token haystacks the field reports; default
+file longmemeval/longmemeval_s_cleaned.json, the official file, fetched by `make data-longmemeval-s`). `auto` (the
+default) reads the variant off the file: oracle when every question's haystack holds only its answer sessions, S
+otherwise; a named variant the file contradicts is an error. `file` may be gzip (`.gz`). Only memrig's 400 dev
+question ids (suites/data/longmemeval_dev_ids.txt, those of longmemeval_oracle_dev.json) are ever loaded: a file's
+other questions (the official files have 500) are held out, left out before anything else (`full: true` included)
+and counted in the data info, never scored. The variant, the file and that count are in run.json and the report.
 
 Each question is its own namespace holding its haystack sessions (dated from `haystack_dates`); message id =
 `<session_id>_<turn index, 1-based over all turns>` (the official turn id). Per backend, one answering condition.
@@ -11,6 +20,9 @@ counted. The metrics retrieval asks for top 50; the answer uses the backend's us
 NDCG's ideal comes from the corpus (gold ids present in it) and a repeated id counts once, so it never exceeds
 1. Beside memrig's session figures (distinct sessions of all returned evidence) the official turn->session ones
 (`t2s_*@k`: grow the cut-off until k distinct sessions), and recall_all at memory rank K beside evidence rank.
+Headline: recall at a context budget (metrics/budget.py): the share of gold turns (user turns with has_answer)
+the agent is shown in the first 1,000 tokens of what the backend injects for the top-50 retrieval, the ladder 250 ...
+4,000 beside it; answers get the same 1,000 tokens.
 QA: accuracy through the QA judge (suites/common.qa_judge: the judge that agrees best with the human labels),
 per question type.
 
@@ -19,13 +31,17 @@ Default: a seeded sample of 30 questions stratified by question type; `full: tru
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
 import random
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
+from services.coordinator.metrics import budget
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.metrics.retrieval import (
     lme_turn2session_at_k,
@@ -38,10 +54,12 @@ from services.coordinator.metrics.retrieval import (
 from services.coordinator.suites import common as C
 from services.coordinator.suites.base import (
     Condition,
+    OptionError,
     Probe,
     ProbeValues,
     Suite,
     SuiteData,
+    SuiteUnavailable,
     condition_backends,
 )
 from services.coordinator.suites.locomo import compact_record
@@ -50,6 +68,48 @@ from services.coordinator.suites.registry import register
 KS = (1, 3, 5, 10, 30, 50)
 TYPES = ("single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
          "temporal-reasoning", "knowledge-update")
+
+
+# variant -> its default file under the data directory
+VARIANT_FILES = {"oracle": "longmemeval/longmemeval_oracle_dev.json", "s": "longmemeval/longmemeval_s_cleaned.json"}
+VARIANT_LABELS = {"oracle": "oracle", "s": "S"}
+DEV_IDS_PATH = Path(__file__).resolve().parent / "data" / "longmemeval_dev_ids.txt"
+
+
+@functools.cache
+def dev_question_ids() -> frozenset[str]:
+    """memrig's 400 dev question ids (one a line, '#' lines comments); every other id is held out."""
+    lines = DEV_IDS_PATH.read_text(encoding="utf-8").splitlines()
+    return frozenset(x.strip() for x in lines if x.strip() and not x.startswith("#"))
+
+
+def read_questions(path: Path) -> list[dict[str, Any]]:
+    """The question list of a LongMemEval file: JSON, or gzip-compressed JSON when the name ends in .gz."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        raw = json.load(f)
+    if not isinstance(raw, list):
+        raise ValueError(f"{path}: expected a JSON list of questions, got a {type(raw).__name__}")
+    for i, q in enumerate(raw):
+        if not isinstance(q, dict) or not isinstance(q.get("question_id"), str):
+            raise ValueError(f"{path}: question [{i}] has no string question_id")
+    return raw
+
+
+def haystack_variant(items: list[dict[str, Any]]) -> str:
+    """'oracle' when every question's haystack holds only its answer sessions (what the oracle file is), else 's'."""
+    oracle = all(set(q["haystack_session_ids"]) <= set(q.get("answer_session_ids") or []) for q in items)
+    return "oracle" if oracle else "s"
+
+
+# Which BM25 a condition's figures are (services/adapters/ir_baselines/ranking.py): the report says it beside them.
+BM25_NOTES = {
+    "bm25": "the rig's BM25 (regex tokens \\w\\w+ lower-cased, English stopwords out, bm25s lucene k1 1.2 b 0.75, every "
+            "turn indexed)",
+    "hybrid": "RRF of the rig's BM25 (as `bm25`) and dense",
+    "bm25-official": "BM25 as LongMemEval's own code runs it (text.split(\" \") with case kept, rank_bm25 BM25Okapi "
+                     "k1 1.5 b 0.75, user turns only)",
+}
 
 
 def parse_lme_date(s: str) -> datetime:
@@ -100,19 +160,43 @@ def question_batch(q: dict[str, Any]) -> tuple[IngestBatch, list[str], list[str]
 @register
 class LongMemEvalSuite(Suite):
     name = "longmemeval"
-    description = ("LongMemEval oracle (real data, MIT): per-question haystacks; official recall_any/recall_all/"
-                   "ndcg_any@k at session and turn level, QA accuracy through the QA judge.")
-    retrieval_headline = "session_recall_all@5"
+    description = ("LongMemEval oracle or S (real data, MIT; option variant): per-question haystacks, memrig's 400 "
+                   "dev questions only; official recall_any/recall_all/ndcg_any@k at session and turn level, QA "
+                   "accuracy through the QA judge.")
+    retrieval_headline = budget.HEADLINE_METRIC
     answer_headline = "qa_accuracy"
     answer_metrics = {"qa_accuracy": "judge"}
-    defaults = {"data_dir": None, "file": "longmemeval/longmemeval_oracle_dev.json", "questions": 30,
+    defaults = {"data_dir": None, "variant": "auto", "file": "", "questions": 30,
                 "full": False, "types": ",".join(TYPES), "top_k": 10, "mode": "fast", "answer": True}
 
+    def _data_file(self) -> tuple[str, str, Path]:
+        """(variant asked for, file as named, its path): an empty `file` is the variant's default file."""
+        variant = str(self.options["variant"] or "auto").strip().lower()
+        if variant not in ("auto", *VARIANT_FILES):
+            raise OptionError("variant", f"expected one of auto, {', '.join(VARIANT_FILES)}; got {variant!r}")
+        file = str(self.options["file"] or VARIANT_FILES["oracle" if variant == "auto" else variant])
+        try:
+            path = C.resolve_data_file(self.options["data_dir"], file)
+        except SuiteUnavailable as e:
+            if variant == "s" and not self.options["file"]:
+                raise SuiteUnavailable(f"{e}; `make data-longmemeval-s` fetches the official S file and checks "
+                                       f"it") from None
+            raise
+        return variant, file, path
+
     def load(self) -> SuiteData:
-        path = C.resolve_data_file(self.options["data_dir"], self.options["file"])
-        raw = json.loads(path.read_text())
+        asked, file, path = self._data_file()
+        raw = read_questions(path)
+        dev = dev_question_ids()
+        in_dev = [q for q in raw if q["question_id"] in dev]  # held-out questions never get further than this
+        held_out = len(raw) - len(in_dev)
+        variant = haystack_variant(in_dev)
+        if asked != "auto" and asked != variant:
+            raise OptionError("variant", f"{asked} asked, but {path} is LongMemEval {VARIANT_LABELS[variant]} (its "
+                                         f"haystacks {'hold only' if variant == 'oracle' else 'go beyond'} the answer "
+                                         "sessions)")
         types = {t.strip() for t in str(self.options["types"]).split(",") if t.strip()}
-        items = [q for q in raw if q["question_type"] in types]
+        items = [q for q in in_dev if q["question_type"] in types]
         items.sort(key=lambda q: q["question_id"])  # the file's order is not the official one: fix an order
         if not self.options["full"]:
             items = C.stratified_sample(items, lambda q: q["question_type"], int(self.options["questions"]),
@@ -135,7 +219,9 @@ class LongMemEvalSuite(Suite):
                       "sessions": [x.session_id for x in batch.sessions],
                       "answer_session_ids": q.get("answer_session_ids", [])},
             ))
-        self._info = {"source": str(path), "licence": "MIT (xiaowu0162/LongMemEval)", "questions": len(probes),
+        self._info = {"variant": variant, "file": file, "source": str(path), "licence": "MIT (xiaowu0162/LongMemEval)",
+                      "questions": len(probes), "held_out_left_out": held_out,
+                      "dev_split": f"{len(dev)} dev question ids (suites/data/longmemeval_dev_ids.txt)",
                       "retrieval_skipped": skipped, "sampling": {"seed": self.seed, "full": self.options["full"],
                                                                   "questions": self.options["questions"]}}
         return SuiteData(corpora=corpora, probes=probes, info=self._info)
@@ -146,13 +232,11 @@ class LongMemEvalSuite(Suite):
     async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
         backend = condition.backends[0]
         rec = await ctx.retrieve(backend, probe, top_k=max(KS))
-        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec, 200)}}
+        shown = budget.shown_context(rec)  # the headline budget: what the agent is shown, and what it answers from
+        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec, 200)}, "context_tokens": count_tokens(shown)}
         if not condition.answer:
-            body["context_tokens"] = body["retrievals"][backend]["context_tokens"]
             return body
-        blocks, _ = await ctx.gather_context(probe, condition)
-        body["context_tokens"] = sum(count_tokens(b) for b in blocks)
-        body.update(await ctx.answer(probe.question, blocks))
+        body.update(await ctx.answer(probe.question, [shown]))
         body.update(await C.qa_judge(ctx, probe.question, probe.ground_truth, body["answer"]))
         return body
 
@@ -189,6 +273,8 @@ class LongMemEvalSuite(Suite):
                     for level, mems, gold in (("session", mem_sess, gold_s), ("turn", mem_turns, gold_t)):
                         vals.setdefault(f"{level}_memory_recall_all@{k}", {})[pid] = None if skip else \
                             memory_recall_at_k(mems, gold, k, "all")
+                if not skip:
+                    C.budget_values(vals, pid, rec, gold_t)
                 if (ok := C.judged_correct(r)) is not None:
                     vals.setdefault("qa_accuracy", {})[pid] = 1.0 if ok else 0.0
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
@@ -199,7 +285,7 @@ class LongMemEvalSuite(Suite):
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self),
                                "qa_judge": C.qa_judge_used(samples)}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]
             cats = {r["probe_id"]: r["category"] for r in rows}
@@ -209,20 +295,18 @@ class LongMemEvalSuite(Suite):
                                   "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()},
                                   "by_type": {}}
             for cat in sorted(set(cats.values())):
-                for m in ("qa_accuracy", "session_recall_all@5", "session_ndcg_any@5", "turn_recall_all@10"):
+                for m in ("qa_accuracy", budget.HEADLINE_METRIC, "session_recall_all@5", "session_ndcg_any@5", "turn_recall_all@10"):
                     if m in vals:
                         co["by_type"].setdefault(cat, {})[m] = C.summary(
                             {p: x for p, x in vals[m].items() if cats[p] == cat}, seed, C.unit_of(m))
             out["conditions"][cond] = co
-        from services.coordinator.suites.locomo import _baseline, baseline_rule
-
-        baseline = _baseline(list(per_cond), per_cond, "session_recall_all@5")
+        baseline, out["baseline_rule"] = C.scorecard_baseline(self.probe_values(samples), budget.HEADLINE_METRIC)
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule("session_recall_all@5", baseline)
         out["statistics"] = {"unit": "question", "method": "percentile bootstrap over questions (each question is "
                              "its own haystack), 1,000 resamples; Wilson interval for a rate at 0 or 1"}
         out["comparisons"] = C.compare_all(per_cond, baseline, [
-            ("qa_accuracy", True, "rate"), ("session_recall_all@5", True, "rate"), ("session_ndcg_any@5", True, "rate"),
+            ("qa_accuracy", True, "rate"), budget.HEADLINE_METRIC, "budget_recall_auc",
+            ("session_recall_all@5", True, "rate"), ("session_ndcg_any@5", True, "rate"),
             ("turn_recall_all@10", True, "rate"), ("token_spend", False, "tokens"), ("latency_ms", False, "ms")],
             seed=self.seed) if baseline else {}
         return out
@@ -230,21 +314,33 @@ class LongMemEvalSuite(Suite):
     def render(self, metrics: dict[str, Any]) -> str:
         m = metrics["conditions"]
         conds = sorted(m)
-        out = ["## LongMemEval (oracle)", "",
+        data = metrics.get("data") or {}
+        label = VARIANT_LABELS.get(str(data.get("variant") or "oracle"), "oracle")
+        out = [f"## LongMemEval ({label})", ""]
+        if data.get("file"):
+            out += [f"Data: `{data['file']}` (LongMemEval {label}); memrig's dev questions only, "
+                    f"{data.get('held_out_left_out', 0)} held-out question(s) of the file left out, never scored.", ""]
+        out += [
                f"QA accuracy = the share of answers the QA judge accepts ({C.judge_label(metrics)}). Retrieval "
                "metrics are the "
                "official recall_any / recall_all / ndcg_any (abstention and no-user-gold questions skipped).", "",
                "### Headline (mean [95% CI])", ""]
-        rows = [[c, m[c]["n"], C.fmt_ci(m[c]["overall"].get("qa_accuracy")),
+        rows = [[c, m[c]["n"], C.fmt_ci(m[c]["overall"].get(budget.HEADLINE_METRIC)),
+                 C.fmt_ci(m[c]["overall"].get("qa_accuracy")),
                  C.fmt_ci(m[c]["overall"].get("session_recall_all@5")), C.fmt_ci(m[c]["overall"].get("session_ndcg_any@5")),
                  C.fmt_ci(m[c]["overall"].get("turn_recall_all@10")),
                  C.fmt((m[c]["overall"].get("token_spend") or {}).get("mean"), 0), C.fmt(m[c]["latency"]["p50_ms"], 1)]
                 for c in conds]
         jud = C.mock_tag(metrics, "judge")
-        out.append(C.md_table(["backend", "questions", f"QA accuracy{jud}", "session recall_all@5", "session ndcg_any@5",
+        out.append(C.md_table(["backend", "questions", f"recall @{budget.HEADLINE_BUDGET} tok", f"QA accuracy{jud}",
+                               "session recall_all@5 (rank)", "session ndcg_any@5",
                                "turn recall_all@10", "ctx tokens", "p50 ms"], rows))
         out += C.mock_note(metrics)
         out += C.judge_agreement_line(metrics)
+        bm25 = [f"`{c}` is {BM25_NOTES[c]}" for c in conds if c in BM25_NOTES]
+        if bm25:
+            out += ["", f"Which BM25: {'; '.join(bm25)}."]
+        out += C.render_budget(metrics, conds, "the user turns marked has_answer")
         for level in ("session", "turn"):
             out += ["", f"### {level.capitalize()} level, k = {', '.join(map(str, KS))}", ""]
             rows = []
@@ -287,7 +383,6 @@ class LongMemEvalSuite(Suite):
         out += ["", f"### QA accuracy by question type{jud}", ""]
         out.append(C.md_table(["backend", *types], [[c, *(C.fmt_ci(m[c]["by_type"].get(t, {}).get("qa_accuracy"))
                                                           for t in types)] for c in conds]))
-        data = metrics.get("data") or {}
         if data:
             sk = data.get("retrieval_skipped", {})
             out += ["", f"Data: {data.get('questions')} questions; retrieval averages skip {sk.get('abstention', 0)} "

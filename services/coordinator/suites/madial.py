@@ -7,7 +7,8 @@ assistant turn that should bring a memory up), most recent lines kept when it is
 `relevant-id` list (its first id is the primary memory).
 
 Metrics per backend: Recall@K (fraction of gold in the top K), recall_any@K, primary-memory hit@K and MRR,
-for K in 1, 3, 5, 10. Retrieval only. Default: a seeded sample of 40 dialogues (`full: true` for all 160).
+for K in 1, 3, 5, 10, and the headline: recall at a context budget (metrics/budget.py), the share of gold memories
+the agent is shown in the first 1,000 tokens of what the backend injects for its top 50. Retrieval only. Default: a seeded sample of 40 dialogues (`full: true` for all 160).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
+from services.coordinator.metrics import budget
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.metrics.retrieval import (
     evidence_mrr,
@@ -35,7 +38,7 @@ from services.coordinator.suites.base import (
     SuiteData,
     condition_backends,
 )
-from services.coordinator.suites.locomo import _baseline, baseline_rule, compact_record
+from services.coordinator.suites.locomo import compact_record
 from services.coordinator.suites.registry import register
 
 KS = (1, 3, 5, 10)
@@ -75,8 +78,8 @@ def dialogue_query(lines: list[str], test_turn: int, max_chars: int = 1200) -> s
 class MadialSuite(Suite):
     name = "madial"
     description = "MADial-Bench (real data, MIT): recall of gold memory ids from a 160-event archive (Recall@K, MRR)."
-    retrieval_headline = "recall@5"
-    defaults = {"data_dir": None, "dialogues": 40, "full": False, "top_k": 10, "mode": "fast", "max_query_chars": 1200}
+    retrieval_headline = budget.HEADLINE_METRIC
+    defaults = {"data_dir": None, "dialogues": 40, "full": False, "top_k": 50, "mode": "fast", "max_query_chars": 1200}
 
     def load(self) -> SuiteData:
         dpath = C.resolve_data_file(self.options["data_dir"], "madial-bench", "MADial-Bench-en-dialogue.json")
@@ -122,7 +125,7 @@ class MadialSuite(Suite):
         backend = condition.backends[0]
         rec = await ctx.retrieve(backend, probe)
         r = compact_record(rec, 200)
-        return {"retrievals": {backend: r}, "context_tokens": r["context_tokens"]}
+        return {"retrievals": {backend: r}, "context_tokens": count_tokens(budget.shown_context(rec))}
 
     def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
         values: dict[str, dict[str, dict[str, float | None]]] = {}
@@ -138,6 +141,7 @@ class MadialSuite(Suite):
                     vals.setdefault(f"recall@{k}", {})[pid] = evidence_recall_at_k(ranked, gold, k)
                     vals.setdefault(f"recall_any@{k}", {})[pid] = recall_any_at_k(ranked, gold, k)
                     vals.setdefault(f"primary_hit@{k}", {})[pid] = recall_any_at_k(ranked, primary, k)
+                C.budget_values(vals, pid, rec, gold)
                 vals.setdefault("mrr", {})[pid] = evidence_mrr(ranked, gold)
                 vals.setdefault("primary_mrr", {})[pid] = evidence_mrr(ranked, primary)
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
@@ -147,18 +151,17 @@ class MadialSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self)}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]
             lat = [x for x in vals["latency_ms"].values() if x is not None]
             seed = C.stable_seed(self.seed, cond)
             out["conditions"][cond] = {"n": len(rows), "latency": latency_summary(lat),
                                        "overall": {m: C.summary(v, seed, C.unit_of(m)) for m, v in vals.items()}}
-        baseline = _baseline(list(per_cond), per_cond, "recall@5")
+        baseline, out["baseline_rule"] = C.scorecard_baseline(self.probe_values(samples), budget.HEADLINE_METRIC)
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule("recall@5", baseline)
         out["comparisons"] = C.compare_all(per_cond, baseline, [
-            ("mrr", True, "rate"), ("recall@5", True, "rate"), ("primary_hit@5", True, "rate"),
+            budget.HEADLINE_METRIC, "budget_recall_auc", ("mrr", True, "rate"), ("recall@5", True, "rate"), ("primary_hit@5", True, "rate"),
             ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}
         return out
 
@@ -174,6 +177,7 @@ class MadialSuite(Suite):
                 for c in conds]
         out.append(C.md_table(["backend", "n", "MRR [CI]", *(f"R@{k}" for k in KS), *(f"primary@{k}" for k in KS),
                                "ctx tokens", "p50 ms"], rows))
+        out += C.render_budget(metrics, conds, "the dialogue's relevant memory ids")
         if metrics.get("comparisons"):
             out += C.baseline_note(metrics)
             out.append(C.render_comparisons(metrics["comparisons"]))

@@ -140,7 +140,7 @@ class NextjsDocsSuite(Suite):
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         info = C.load_info(self) or {}
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "info": info, "note": EVAL_NOTE}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         static: dict[str, dict[str, float | None]] = {"doc_hit": {}, "rr": {}, "api_coverage": {}, "token_spend": {}}
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]

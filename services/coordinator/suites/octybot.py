@@ -120,7 +120,7 @@ class OctybotSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "category_names": D.CATEGORY_NAMES}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]
             na_returned = [bool((C.retrieval_of(r) or {}).get("memories")) for r in rows
@@ -135,11 +135,8 @@ class OctybotSuite(Suite):
                 "na_queries": len(na_returned), "na_returned_something": sum(na_returned),
                 "failed": sorted(p for p, x in vals["pass"].items() if x == 0.0),
                 "latency": latency_summary(lat)}
-        from services.coordinator.suites.locomo import _baseline, baseline_rule
-
-        baseline = _baseline(list(per_cond), per_cond, "pass")
+        baseline, out["baseline_rule"] = C.scorecard_baseline(self.probe_values(samples), "pass")
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule("pass", baseline)
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             ("pass", True, "rate"), ("retrieval_pass", True, "rate"), ("store_pass", True, "rate"),
             ("token_spend", False, "tokens"), ("latency_ms", False, "ms")], seed=self.seed) if baseline else {}

@@ -301,7 +301,7 @@ class QuaidWeeksSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}}
-        per_cond = self.per_probe(samples).values
+        per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             v = per_cond[cond]
             lat = [x for x in v["latency_ms"].values() if x is not None]
@@ -321,13 +321,10 @@ class QuaidWeeksSuite(Suite):
                                             "na": sum(1 for x in xs if x is None),
                                             "hit_rate": rt.mean(xs)} for t, xs in sorted(tiers.items())},
                 "latency": latency_summary(lat)}
-        from services.coordinator.suites.locomo import _baseline, baseline_rule
-
         # The strongest native profile on the seed's composite accuracy (one value per condition).
-        acc = {c: {"accuracy": {"all": out["conditions"][c]["accuracy"]}} for c in per_cond}
-        baseline = _baseline(list(per_cond), acc, "accuracy")
+        baseline, out["baseline_rule"] = C.scorecard_baseline(
+            self.probe_values(samples), "accuracy", {c: out["conditions"][c]["accuracy"] for c in per_cond})
         out["baseline"] = baseline
-        out["baseline_rule"] = baseline_rule("the composite accuracy", baseline)
         if baseline:
             base_tok = out["conditions"][baseline]["metrics"].get("token_spend", {}).get("mean")
             for co in out["conditions"].values():

@@ -30,9 +30,13 @@
 //                                                   (null on later syncs or with warmup false)
 //   POST /search {agent, query, maxResults, nowMs?, minScore?} → {results: [{path, startLine, endLine, score, vectorScore,
 //                                                     textScore, snippet, source}], searchMs}
+//   POST /prepare {agent, workspace?}             → {syncMs, searchMs, prepareMs, firstSearch}: the rig's untimed
+//                                                   setup before the agent's first timed search: OpenClaw's sync
+//                                                   (a no-op when nothing is dirty) and one throwaway search, so the
+//                                                   manager's first search and the switch to this agent are paid here
 //   POST /status {agent}                          → status
 //   POST /drop   {agent}                          → closes the agent's manager and its database, deletes its index and
-//                                                   sessions
+//                                                   sessions and OpenClaw's setup state of its workspace (as `agents delete`)
 //   POST /session/append {agent, workspace?, messages: [{role: "user"|"assistant", text, ms}]}
 //                                                 → {sessionId, sessionKey, lines: [1-based JSONL line of each appended
 //                                                   message], events: transcript event count}
@@ -41,6 +45,9 @@
 //   POST /flush-plan {nowMs, contextWindowTokens} → OpenClaw's memory flush plan {softThresholdTokens,
 //                                                   forceFlushTranscriptBytes, reserveTokensFloor, model (null unless
 //                                                   configured), prompt, systemPrompt, relativePath}
+//   POST /workspace/ensure {agent, workspace}    → OpenClaw's ensureAgentWorkspace (ensureBootstrapFiles) on the agent's
+//                                                   workspace, as onboarding and each reply run it: {files: the *.md
+//                                                   files at the workspace root, bootstrapPending}
 //   POST /transcript {agent}                      → {sessionId, sessionKey, entry, events}: OpenClaw's session entry and
 //                                                   transcript events (null and [] when there is no session)
 // Session hits come back from /search with source "sessions", path `sessions/<agent>/<sessionId>.jsonl` and lines of
@@ -230,6 +237,11 @@ const pinned = {
   hook: ["bundled/session-memory/handler.js", ["default", "flushSessionMemoryWritesForTest"]],
   // memory-core's plugin entry: buildMemoryFlushPlan is only reachable as the flushPlanResolver it registers.
   memoryCore: ["extensions/memory-core/index.js", ["default"]],
+  // ensureAgentWorkspace (exported as `t`): what onboarding and every reply run to write the workspace's bootstrap files.
+  workspace: ["workspace-DDLxBwAa.mjs", ["t"]],
+  // prepareWorkspaceStateDeletion (`i`) and deleteWorkspaceState (`n`): what `openclaw agents delete` runs to forget a
+  // workspace's setup state and attestation (else a re-created workspace at the same path counts as vanished).
+  workspaceState: ["workspace-state-store-DTZ2RTNw.mjs", ["i", "n"]],
 };
 const loaded = new Map();
 function loadPinned(name) {
@@ -352,6 +364,21 @@ const routes = {
     }
     return { ...summary(m.status()), firstSearchMs };
   }),
+  "POST /prepare": (body) => serial(async () => {
+    // After another agent used this process, OpenClaw's next search of this one costs ~250 ms against 20-30 ms
+    // repeated (README, "What a default run shows"); a gateway serving one user never pays it. The rig calls this
+    // right before a namespace's first timed search (nothing else in between), so that search is OpenClaw's alone.
+    const id = agentId(body);
+    const t0 = performance.now();
+    const m = await manager(id, body.workspace);
+    await m.sync({ reason: "memrig-prepare" });
+    const t1 = performance.now();
+    await m.search("memrig prepare", { maxResults: 1 });
+    const t2 = performance.now();
+    const firstSearch = !warmed.has(id);
+    warmed.add(id);
+    return { syncMs: t1 - t0, searchMs: t2 - t1, prepareMs: t2 - t0, firstSearch };
+  }),
   "POST /status": (body) => serial(async () => summary((await manager(agentId(body))).status())),
   "POST /search": (body) => serial(async () => {
     const id = agentId(body);
@@ -469,6 +496,15 @@ const routes = {
     }
     return { ...plan, model: plan.model ?? null }; // model: undefined unless memoryFlush.model is configured
   }),
+  "POST /workspace/ensure": (body) => serial(async () => {
+    const id = agentId(body);
+    const workspace = ensureAgent(id, body.workspace);
+    const { t: ensureAgentWorkspace } = await loadPinned("workspace");
+    const res = await ensureAgentWorkspace({ dir: workspace, ensureBootstrapFiles: true });
+    const files = readdirSync(workspace, { withFileTypes: true }).filter((e) => e.isFile() && e.name.endsWith(".md"))
+      .map((e) => e.name).sort();
+    return { files, bootstrapPending: Boolean(res?.bootstrapPending) };
+  }),
   "POST /transcript": (body) => serial(async () => {
     const id = agentId(body);
     const { entry, sessionKey, events } = transcriptOf(id);
@@ -480,6 +516,11 @@ const routes = {
     if (managers.has(id)) await closeActiveMemorySearchManager({ cfg, agentId: id });
     managers.delete(id);
     warmed.delete(id);
+    const workspace = cfg.agents.entries[id]?.workspace;
+    if (workspace && id !== "memrig-warmup") {
+      const { i: prepareWorkspaceStateDeletion, n: deleteWorkspaceState } = await loadPinned("workspaceState");
+      await deleteWorkspaceState(prepareWorkspaceStateDeletion(workspace));
+    }
     delete cfg.agents.entries[id];
     // OpenClaw keeps agent databases open (sessions and index share one); close it as `openclaw agents delete`
     // does, so a later write under the same id cannot land in the unlinked file.
