@@ -87,7 +87,9 @@ def sessions_file(path: Path, n_sessions: int, per_session: int) -> Path:
     with path.open("w") as f:
         for s in range(n_sessions):
             msgs = [{"id": f"m{s}-{i}", "role": "user" if i % 2 == 0 else "assistant",
-                     "content": " ".join(words[(s * 7 + i * 3 + k) % len(words)] for k in range(25))}
+                     # distinct texts: repeated ones are embedded once, and the ingest would be over at once
+                     "content": f"note {s}-{i}: " + " ".join(words[(s * 7 + i * 3 + k) % len(words)]
+                                                           for k in range(25))}
                     for i in range(per_session)]
             f.write(json.dumps({"session_id": f"s{s}", "started_at": "2026-01-01T00:00:00+00:00", "messages": msgs})
                     + "\n")
@@ -96,10 +98,12 @@ def sessions_file(path: Path, n_sessions: int, per_session: int) -> Path:
 
 @pytest.mark.slow
 def test_ctrl_c_stops_an_in_process_ingest_at_once_and_journals_nothing(tmp_path):
-    big = sessions_file(tmp_path / "big.jsonl", 60, 40)  # 2,400 messages: minutes of embedding on 2 cores
+    big = sessions_file(tmp_path / "big.jsonl", 60, 40)  # 2,400 distinct messages: minutes of embedding on 2 cores
     cmd = [sys.executable, "-m", "services.cli", "ingest", "--backend", "dense", "--namespace", "n1"]
+    # an empty embedding cache of its own: with the machine's warm one these texts embed in a blink, and the
+    # ingest would finish before the signal
     p = subprocess.Popen([*cmd, str(big)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env_for(tmp_path), cwd=ROOT)
+                         env=env_for(tmp_path, MEMRIG_CACHE_DIR=str(tmp_path / "cache"), MEMRIG_EMBEDDER="minilm"), cwd=ROOT)
     time.sleep(6)  # past start-up, inside the batch's embedding
     took, out, err = interrupt(p)
     assert p.returncode == 130, err
