@@ -20,7 +20,8 @@ def _cache_dir(tmp_path, monkeypatch):
 
 
 async def _search(docs, vectors, **config) -> list:
-    b = OpenClawBackend(dict(config), BackendContext(embedder_name="hash"))
+    # no onboarding files: the hand-built workspaces hold exactly the documents below
+    b = OpenClawBackend({"bootstrap": False, **config}, BackendContext(embedder_name="hash"))
     b._embedder = MarkerEmbedder(vectors)
     c = InProcessBackendClient(b)
     await c.ingest("ns", IngestBatch(documents=tuple(docs)))
