@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.common.tokens import _encoding, count_tokens, truncate_to_tokens
+from services.common.types import ValidationError
 from services.coordinator.metrics.registry import metric
 
 BUDGETS = (250, 500, 1000, 2000, 4000)
@@ -56,12 +57,8 @@ def budget_metric(budget: int) -> str:
 HEADLINE_METRIC = budget_metric(HEADLINE_BUDGET)
 
 
-class SpanError(ValueError):
+class SpanError(ValidationError):
     """A span that does not fit the text it annotates; `field` names it (memories[2].evidence_spans[0].end)."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
 
 
 @dataclass(frozen=True)
