@@ -10,6 +10,7 @@ processes on port 0 with no hand-written config.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.registry import get_spec
-from services.common import prom_targets
+from services.common import interrupt, prom_targets
 
 _READY_RE = re.compile(r"^READY((?:\s+\w+=\d+)+)\s*$", re.M)
 
@@ -108,6 +109,15 @@ class Rig:
         # numpy's BLAS threads in several services fight over the cores: single-threaded BLAS made the cortex-mock's
         # semantic search ~10x faster on 2 cores (loadtests/bench.py --blas-threads). Set it yourself to override.
         self.env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        # Ctrl-C in a CLI command (services/common/interrupt.py) stops every process this rig started, by PID;
+        # stop_all forgets the registration again.
+        interrupt.on_exit(self.stop_all)
+
+    def set_embedder(self, name: str | None) -> None:
+        """The run's embedder for every process started from now on (MEMRIG_EMBEDDER): backends get it as
+        `--embedder` too, but services that embed on their own (cortex-mock, embeddings-api) read only this."""
+        if name:
+            self.env["MEMRIG_EMBEDDER"] = name
 
     # ---------------------------------------------------------------------------------------------
     async def start(self, key: str, module: str, args: list[str], url_template: str = "",
@@ -232,6 +242,27 @@ class Rig:
             args += ["--embedder", embedder]
         return await self.start(key, spec.module, args, "127.0.0.1:{grpc}")
 
+    def backend_rss(self, name: str) -> int | None:
+        """Resident bytes of a started backend: its process and every descendant (openclaw-real's Node sidecar,
+        the embeddings bridge) plus the services its spec requires (cortex-mock for cortex). None when this rig did
+        not start it (in-process or a --target)."""
+        import psutil
+
+        proc = self.procs.get(f"backend/{name}")
+        if proc is None:
+            return None
+        pids = {proc.pid, *(self.procs[r].pid for r in get_spec(name).requires if r in self.procs)}
+        total = 0
+        for pid in pids:
+            try:
+                root = psutil.Process(pid)
+                for p in (root, *root.children(recursive=True)):
+                    with contextlib.suppress(psutil.Error):
+                        total += p.memory_info().rss
+            except psutil.Error:
+                continue
+        return total
+
     # ---------------------------------------------------------------------------------------------
     def _kill(self, pid: int, grace: float = 5.0) -> None:
         try:
@@ -267,6 +298,7 @@ class Rig:
         return sorted(self.procs, key=lambda k: (0 if k.startswith("backend/") else 1 if k == "fault-proxy" else 2))
 
     def stop_all(self) -> None:
+        interrupt.forget(self.stop_all)
         for key in self.stop_order():
             self.stop(key)
 

@@ -27,6 +27,20 @@ def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
             **extra}
 
 
+def survivors(tmp_path: Path) -> list[str]:
+    """Processes still alive whose environment names tmp_path (children the interrupted command started)."""
+    import psutil
+
+    out = []
+    for pr in psutil.process_iter():
+        try:
+            if pr.pid != os.getpid() and any(str(tmp_path) in v for v in pr.environ().values()):
+                out.append(f"{pr.pid} {' '.join(pr.cmdline())[:120]}")
+        except psutil.Error:
+            continue
+    return out
+
+
 def interrupt(p: subprocess.Popen, timeout_s: float = 60) -> tuple[float, str, str]:
     """SIGINT to p; (seconds until it exited, stdout, stderr)."""
     t0 = time.monotonic()
@@ -132,6 +146,7 @@ def test_ctrl_c_during_a_bench_keeps_what_finished_and_reports_the_interrupt(tmp
     wait_for(lambda: samples.exists() and len(samples.read_text().splitlines()) >= 5, 240, p)
     took, _, err = interrupt(p)
     assert p.returncode == 130 and "Traceback" not in err, err
+    assert survivors(tmp_path) == []  # the llm-mock it started is stopped by PID, not left behind
     lines = samples.read_text().splitlines()
     rows = [json.loads(x) for x in lines]  # every line whole: no append was cut
     n_ok = sum(1 for r in rows if r["status"] == "ok")

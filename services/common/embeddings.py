@@ -27,9 +27,24 @@ DEFAULT_EMBEDDER = "minilm"
 _WORD_RE = re.compile(r"[a-z0-9_]+")
 
 
-def default_cache_path() -> Path:
-    root = os.environ.get("MEMRIG_CACHE_DIR") or str(Path.home() / ".cache" / "memrig")
+def default_cache_path(env: dict[str, str] | None = None) -> Path:
+    """The shared cache file of processes with environment `env` (default: this one's)."""
+    root = (os.environ if env is None else env).get("MEMRIG_CACHE_DIR") or str(Path.home() / ".cache" / "memrig")
     return Path(root) / "embeddings.sqlite"
+
+
+def cache_rows(path: Path) -> dict[str, int]:
+    """{model: vectors stored} in a cache file, read-only ({} when the file does not exist yet): the difference
+    across a run is what the run embedded and kept (query texts are embedded without being kept)."""
+    if not Path(path).exists():
+        return {}
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        return {m: int(n) for m, n in conn.execute("SELECT model, COUNT(*) FROM embedding_cache GROUP BY model")}
+    except sqlite3.OperationalError:  # the table is not made yet
+        return {}
+    finally:
+        conn.close()
 
 
 def _normalise(m: np.ndarray) -> np.ndarray:

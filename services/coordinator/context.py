@@ -93,6 +93,12 @@ class ProbeContext:
         self._message_chars: dict[str, dict[str, int]] = {}
         (run_dir / "artifacts").mkdir(parents=True, exist_ok=True)
 
+    def forget(self, backend: str, probe_ids: list[str]) -> None:
+        """Drop the retrievals kept for these probes on this backend (their namespace was released)."""
+        ids = set(probe_ids)
+        for key in [k for k in self._retrievals if k[0] == backend and k[1].split("|", 1)[0] in ids]:
+            del self._retrievals[key]
+
     def backend_namespace(self, namespace: str) -> str:
         return f"{self.suite_name}:{namespace}"
 

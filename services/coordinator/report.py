@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from services.coordinator import costs
 from services.coordinator.report_peers import render_configs, render_peer_pairs
 from services.coordinator.suites.base import Suite
 
@@ -177,7 +178,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], suite: Suite, er
                              "The same command with the same --out resumes the run (finished samples are kept).",
                              rest))
     parts = [header, "", suite.render(metrics)]
-    sections = (render_judge_agreement(run, metrics), render_peer_pairs(metrics), render_failures(errors, failures),
-                render_configs(run))
+    sections = (render_judge_agreement(run, metrics), render_peer_pairs(metrics),
+                costs.render(metrics.get("costs") or {}),
+                render_failures(errors, failures), render_configs(run))
     parts += [x for sec in sections if sec for x in ("", sec)]
     return "\n".join(parts).rstrip() + "\n"

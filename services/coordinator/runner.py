@@ -22,9 +22,11 @@ from typing import Any
 
 from services.adapters.client import BackendError, GrpcBackendClient, InProcessBackendClient
 from services.common import llm_cache, llm_roles, prompts
+from services.common.embeddings import cache_rows, default_cache_path
 from services.common.llm_client import LLMClient, LLMConfig
 from services.common.tokens import tokenizer_name
 from services.common.types import ValidationError
+from services.coordinator import costs
 from services.coordinator.context import ProbeContext
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
 from services.coordinator.suites.base import Condition, Probe, Suite
@@ -106,7 +108,7 @@ class TerminalProgress:
             self.stream.flush()
         else:
             decile = int(10 * done / total) if total else 0
-            if ev.get("phase") != "probes" or decile != self._last_decile or done == total:
+            if ev.get("phase") not in ("probes", "namespaces") or decile != self._last_decile or done == total:
                 self._last_decile = decile
                 print(line, file=self.stream, flush=True)
 
@@ -123,10 +125,12 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
 
     own_rig = rig is None
     rig = rig or Rig(run_dir.path / "procs")
+    rig.set_embedder(cfg.embedder)
+    cache_file = default_cache_path(rig.env)
+    vectors_before = cache_rows(cache_file)
     clients: dict[str, Any] = {}
     failures: dict[str, str] = {}
     describes: dict[str, dict[str, Any]] = {}
-    ingest_info: dict[str, Any] = {}
     llm_clients: dict[int, LLMClient] = {}
     t_start = time.monotonic()
     try:
@@ -196,55 +200,35 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         work = [(p, c) for p in data.probes for c in conditions if sample_key(c, p) not in done]
         needed = {b for _, c in work for b in c.backends}
 
-        # -- ingest ---------------------------------------------------------------------------------
-        ctx_ns = ProbeContext(clients, data.corpora, llm, judge_llm, run_dir.path, suite.name,
-                              compaction_llm=compaction_llm)
-        for name in sorted(needed):
-            if name not in clients:
-                continue
-            t0 = time.perf_counter()
-            try:
-                wanted = suite.namespaces_for(name, caps.get(name, {}), data.corpora)
-                corpora = {ns: b for ns, b in data.corpora.items() if ns in wanted}
-                info = await ingest_corpora(clients[name], corpora, ctx_ns.backend_namespace,
-                                            cfg.settle_timeout_s, lambda m, n=name: emit(
-                                                {"run_id": run_id, "phase": "ingest", "message": f"{n} {m}"}))
-                info["duration_s"] = time.perf_counter() - t0
-                ingest_info[name] = info
-            except Exception as e:
-                failures[name] = f"ingest failed: {type(e).__name__}: {e}"
-        run["ingest"] = {**prev.get("ingest", {}), **ingest_info}
-        run["backends"] = {n: {"describe": describes.get(n), "status": "failed" if n in failures else "ok",
-                               "reason": failures.get(n, "")} for n in cfg.backends}
-        run_dir.write_run(run)
-
-        # -- probes ---------------------------------------------------------------------------------
         retrieve_params = {b: (suite.retrieve_top_k(b), suite.retrieve_mode(b)) for b in clients}
         ctx = ProbeContext(clients, data.corpora, llm, judge_llm, run_dir.path, suite.name,
                            judge_passes=cfg.judge_passes, retrieve_params=retrieve_params,
                            compaction_llm=compaction_llm)
-        sem = asyncio.Semaphore(max(1, cfg.concurrency))
-        total, finished = len(work), 0
-        t_probes = time.monotonic()
 
-        async def one(probe: Probe, cond: Condition) -> None:
-            nonlocal finished
-            async with sem:
-                sample = await run_one(suite, ctx, probe, cond, failures)
-                run_dir.append_sample(sample)
-                finished += 1
-                elapsed = time.monotonic() - t_probes
-                eta = elapsed / finished * (total - finished) if finished else None
-                emit({"run_id": run_id, "phase": "probes", "done": finished, "total": total, "eta_seconds": eta})
+        def ingested(info: dict[str, Any]) -> None:
+            run["ingest"] = {**prev.get("ingest", {}), **info}
+            run["backends"] = {n: {"describe": describes.get(n), "status": "failed" if n in failures else "ok",
+                                   "reason": failures.get(n, "")} for n in cfg.backends}
+            run_dir.write_run(run)
 
-        emit({"run_id": run_id, "phase": "probes", "done": 0, "total": total})
-        await asyncio.gather(*(one(p, c) for p, c in work))
+        if suite.namespace_scoped and conditions and all(len(c.backends) == 1 for c in conditions):
+            # per backend, one namespace at a time: ingest, its probes, release (bounded memory, flat cost)
+            ingested(await run_streamed(suite, ctx, data, work, failures, run_dir, cfg, emit, rig,
+                                        prev.get("ingest", {})))
+        else:
+            await _ingest_then_probes(suite, ctx, data, work, needed, clients, caps, failures, run_dir, cfg, emit,
+                                      ingested)
+        total = len(work)
 
         # -- score + report -------------------------------------------------------------------------
         # Prepare (untimed setup before each namespace's first timed retrieve): its time is setup, not latency
         run["prepare"] = {**prev.get("prepare", {}), **ctx.prepare_summary()}
         run["llm_cache"] = _cache_summary(roles, llm_clients, cache_before)
         run["failures"] = failures
+        after = cache_rows(cache_file)
+        run["embedding_cache"] = {"path": str(cache_file), "vectors_added": {
+            m: n - vectors_before.get(m, 0) for m, n in after.items() if n != vectors_before.get(m, 0)},
+            "vectors": sum(after.values())}
         run["duration_s"] = time.monotonic() - t_start
         run_dir.write_run(run)
         metrics, state = finalize(run_dir, suite)
@@ -260,6 +244,123 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                 pass
         if own_rig:
             rig.stop_all()
+
+
+async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, needed: set[str], clients, caps,
+                              failures: dict[str, str], run_dir: RunDir, cfg: RunConfig, emit: ProgressFn,
+                              ingested: Callable[[dict[str, Any]], None]) -> None:
+    """Every backend's namespaces ingested first (then `ingested(info)`), then every probe: for a suite whose
+    probes read several namespaces or several backends at once."""
+    run_id = run_dir.run_id
+    ingest_info: dict[str, Any] = {}
+    for name in sorted(needed):
+        if name not in clients:
+            continue
+        t0 = time.perf_counter()
+        try:
+            wanted = suite.namespaces_for(name, caps.get(name, {}), data.corpora)
+            corpora = {ns: b for ns, b in data.corpora.items() if ns in wanted}
+            info = await ingest_corpora(clients[name], corpora, ctx.backend_namespace,
+                                        cfg.settle_timeout_s, lambda m, n=name: emit(
+                                            {"run_id": run_id, "phase": "ingest", "message": f"{n} {m}"}))
+            info["duration_s"] = time.perf_counter() - t0
+            ingest_info[name] = info
+        except Exception as e:
+            failures[name] = f"ingest failed: {type(e).__name__}: {e}"
+    ingested(ingest_info)
+
+    sem = asyncio.Semaphore(max(1, cfg.concurrency))
+    total, finished = len(work), 0
+    t_probes = time.monotonic()
+
+    async def one(probe: Probe, cond: Condition) -> None:
+        nonlocal finished
+        async with sem:
+            sample = await run_one(suite, ctx, probe, cond, failures)
+            run_dir.append_sample(sample)
+            finished += 1
+            elapsed = time.monotonic() - t_probes
+            eta = elapsed / finished * (total - finished) if finished else None
+            emit({"run_id": run_id, "phase": "probes", "done": finished, "total": total, "eta_seconds": eta})
+
+    emit({"run_id": run_id, "phase": "probes", "done": 0, "total": total})
+    await asyncio.gather(*(one(p, c) for p, c in work))
+
+
+async def ingest_namespace(client, bns: str, batch, settle_timeout_s: float) -> dict[str, Any]:
+    """Reset, ingest and settle one namespace; its counts and times (seconds)."""
+    await client.reset(bns)
+    t0 = time.perf_counter()
+    counts = await client.ingest(bns, batch)
+    t1 = time.perf_counter()
+    settled = await client.settle(bns, settle_timeout_s)
+    t2 = time.perf_counter()
+    return {**counts, "ingest_s": t1 - t0, "settle_s": t2 - t1, "settled": settled.settled,
+            "items_indexed": settled.items_indexed, "items_pending": settled.items_pending}
+
+
+async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[Probe, Condition]],
+                       failures: dict[str, str], run_dir: RunDir, cfg: RunConfig, emit: ProgressFn,
+                       rig: Rig | None, prev_ingest: dict[str, Any]) -> dict[str, Any]:
+    """A namespace-scoped suite (Suite.namespace_scoped): per backend, one after another (so each one's cost is its
+    own, not shared with a neighbour), one namespace at a time: reset, ingest, settle, that namespace's probes
+    (bounded by `concurrency`), then Reset again to release it, so a backend holds one haystack, never the run's.
+    Returns run.json's "ingest": per backend, per namespace in the order ingested, what `ingest_namespace` records
+    plus `release_s`, `rss_bytes` (the backend's processes right after settle; services/launcher.Rig.backend_rss)
+    and `retrieve_ms` (each probe's timed retrieve), the raw material of services/coordinator/costs.py. Progress:
+    namespaces done of all, with an ETA from the messages still to ingest at the rate so far."""
+    run_id = run_dir.run_id
+    lanes: dict[str, dict[str, list[tuple[Probe, Condition]]]] = {}
+    for p, c in work:
+        lanes.setdefault(c.backends[0], {}).setdefault(p.namespace, []).append((p, c))
+    total_ns = sum(len(v) for v in lanes.values())
+    total_msgs = sum(data.corpora[ns].message_count for v in lanes.values() for ns in v)
+    done_ns = done_msgs = 0
+    t_start = time.monotonic()
+    sem = asyncio.Semaphore(max(1, cfg.concurrency))
+    info: dict[str, Any] = {}
+
+    async def one(probe: Probe, cond: Condition) -> dict[str, Any]:
+        async with sem:
+            sample = await run_one(suite, ctx, probe, cond, failures)
+            run_dir.append_sample(sample)
+            return sample
+
+    for name in sorted(lanes):
+        client = ctx.clients.get(name)
+        lane = info[name] = {"namespaces": dict((prev_ingest.get(name) or {}).get("namespaces") or {}),
+                             "mode": "streamed"}
+        t_lane = time.perf_counter()
+        for ns, items in lanes[name].items():
+            bns = ctx.backend_namespace(ns)
+            rec: dict[str, Any] = {"messages": data.corpora[ns].message_count}
+            if client is not None and name not in failures:
+                try:
+                    rec.update(await ingest_namespace(client, bns, data.corpora[ns], cfg.settle_timeout_s))
+                except Exception as e:
+                    failures[name] = f"ingest failed: {type(e).__name__}: {e}"
+                    rec["error"] = failures[name]
+                rec["rss_bytes"] = rig.backend_rss(name) if rig is not None else None
+            samples = await asyncio.gather(*(one(p, c) for p, c in items))
+            rec["retrieve_ms"] = [s["retrievals"][name]["latency_ms"] for s in samples
+                                  if s.get("status") == "ok" and (s.get("retrievals") or {}).get(name)]
+            if client is not None and name not in failures:
+                t0 = time.perf_counter()
+                try:
+                    await client.reset(bns)
+                    rec["release_s"] = time.perf_counter() - t0
+                except Exception as e:  # the scores stand; only the memory is not given back
+                    rec["release_error"] = f"{type(e).__name__}: {e}"[:300]
+            ctx.forget(name, [p.id for p, _ in items])
+            lane["namespaces"][ns] = rec
+            done_ns += 1
+            done_msgs += rec["messages"]
+            elapsed = time.monotonic() - t_start
+            eta = elapsed / done_msgs * (total_msgs - done_msgs) if done_msgs else None
+            emit({"run_id": run_id, "phase": "namespaces", "done": done_ns, "total": total_ns, "eta_seconds": eta,
+                  "message": f"{name} {ns}: {rec['messages']} messages"})
+        lane["duration_s"] = time.perf_counter() - t_lane
+    return info
 
 
 def _cache_reading(roles: dict[str, LLMConfig]) -> dict[str, Any] | None:
@@ -378,6 +479,8 @@ def finalize(run_dir: RunDir, suite: Suite | None = None, html: bool = True) -> 
         agreement = judge_agreement.compute(ok, suite.name, seed=run.get("seed", 0))
         if agreement:
             metrics["judge_agreement"] = agreement
+    if table := costs.cost_table(run.get("ingest") or {}):
+        metrics["costs"] = table
     metrics["samples"] = {"ok": len(ok), "error": len(samples) - len(ok)}
     errors = [s for s in samples if s.get("status") != "ok"]
     failures = dict(run.get("failures") or {})

@@ -182,6 +182,10 @@ class Suite(abc.ABC):
     # Metrics computed from the answering model's replies ("answer") or the judge's verdicts ("judge"): marked as
     # llm-mock figures when the mock produced them.
     answer_metrics: ClassVar[dict[str, str]] = {}
+    # True when every probe reads only its own namespace on one backend (LongMemEval: a haystack per question): the
+    # runner then takes each backend one namespace at a time (ingest, that namespace's probes, release), so a run's
+    # memory stays bounded and its cost per message can be read as it grows (services/coordinator/costs.py).
+    namespace_scoped: ClassVar[bool] = False
 
     def __init__(self, options: dict[str, Any] | None = None, seed: int = 0):
         unknown = sorted(set(options or {}) - set(self.defaults))

@@ -166,6 +166,7 @@ class LongMemEvalSuite(Suite):
     retrieval_headline = budget.HEADLINE_METRIC
     answer_headline = "qa_accuracy"
     answer_metrics = {"qa_accuracy": "judge"}
+    namespace_scoped = True  # a haystack per question: ingested, probed and released one at a time
     defaults = {"data_dir": None, "variant": "auto", "file": "", "questions": 30,
                 "full": False, "types": ",".join(TYPES), "top_k": 10, "mode": "fast", "answer": True}
 

@@ -1,0 +1,130 @@
+"""A namespace-scoped suite (LongMemEval) runs each backend one namespace at a time: reset, ingest, settle, that
+namespace's probes (Prepare right before the first), then Reset to release it, so a backend never holds two
+haystacks; run.json records each namespace's costs in the order ingested, the raw material of the cost table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memrig.v1 import memory_backend_pb2_grpc as pb_grpc
+from services.adapters.base import StoreBackedBackend
+from services.adapters.host import BackendHost
+from services.adapters.server import SERVICE_NAME, MemoryBackendServicer
+from services.common.grpc_util import graceful_stop, start_server
+from services.common.types import Memory, RetrieveResult
+from services.coordinator.runner import RunConfig, run_suite
+from services.launcher import Rig
+from tests.test_suite_longmemeval_pipeline import ORACLE
+
+MOCK_ROLES = {"answerer": "mock", "judge": "mock", "flush": "mock", "compaction": "mock"}
+
+
+class Recorder(StoreBackedBackend):
+    """Logs every call as (op, namespace); fails an ingest while another namespace still holds memories."""
+
+    name = "recorder"
+
+    def __init__(self, config=None, context=None):
+        super().__init__(config, context)
+        self.log: list[tuple[str, str]] = []
+        self.max_held = 0
+
+    async def reset(self, namespace):
+        self.log.append(("reset", namespace))
+        return self.store.reset(namespace)
+
+    async def ingest(self, namespace, batch):
+        held = [ns for ns in self.store.sessions if self.store.sessions[ns] and ns != namespace]
+        assert not held, f"ingest of {namespace} while {held} still held"
+        self.log.append(("ingest", namespace))
+        self.store.apply(namespace, batch)
+        self.max_held = max(self.max_held, len([ns for ns in self.store.sessions if self.store.sessions[ns]]))
+
+    async def prepare(self, namespace):
+        self.log.append(("prepare", namespace))
+        return "ready"
+
+    async def retrieve(self, namespace, query):
+        self.log.append(("retrieve", namespace))
+        mems = [Memory(id=m.id, text=m.content, score=1.0, evidence_ids=[m.id])
+                for s in self.store.ordered_sessions(namespace) for m in s.messages][: query.top_k]
+        return RetrieveResult(memories=mems)
+
+
+@pytest.mark.slow
+async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tmp_path):
+    (tmp_path / "lme.json").write_text(json.dumps(ORACLE))
+    backend = Recorder()
+    host = BackendHost(backend)
+    await host.start()
+    server, health, port = await start_server(
+        lambda s: pb_grpc.add_MemoryBackendServiceServicer_to_server(MemoryBackendServicer(host), s), [SERVICE_NAME])
+    rig = Rig(tmp_path / "procs")
+    events = []
+    try:
+        out = await run_suite(RunConfig(
+            suite="longmemeval", backends=["rec"], out_dir=str(tmp_path / "run"), embedder="hash",
+            options={"data_dir": str(tmp_path), "file": "lme.json", "full": True, "answer": False},
+            targets={"rec": f"127.0.0.1:{port}"}, llm_roles=MOCK_ROLES), events.append, rig=rig)
+    finally:
+        await graceful_stop(server, health, 0.5)
+        await host.close()
+        rig.stop_all()
+    assert out.state == "succeeded", out.failures
+    assert rig.env["MEMRIG_EMBEDDER"] == "hash"  # the run's embedder reaches every process the rig starts
+    ids = sorted(q["question_id"] for q in ORACLE)  # the suite's fixed order
+    expected = []
+    for qid in ids:
+        ns = f"longmemeval:{qid}"
+        expected += [("reset", ns), ("ingest", ns), ("prepare", ns), ("retrieve", ns), ("reset", ns)]
+    assert backend.log == expected
+    assert backend.max_held == 1 and not any(backend.store.sessions.values())  # released: nothing left
+
+    run = json.loads((out.run_dir / "run.json").read_text())
+    lane = run["ingest"]["rec"]
+    assert lane["mode"] == "streamed" and list(lane["namespaces"]) == ids
+    for q in ORACLE:
+        rec = lane["namespaces"][q["question_id"]]
+        assert rec["messages"] == run["namespaces"][q["question_id"]]["messages"] > 0
+        assert rec["messages_accepted"] == rec["messages"] and rec["settled"] is True
+        assert len(rec["retrieve_ms"]) == 1 and rec["release_s"] >= 0 and rec["ingest_s"] >= 0
+        assert rec["rss_bytes"] is None  # a --target: not a process this rig started
+    progress = [e for e in events if e.get("phase") == "namespaces"]
+    assert [e["done"] for e in progress] == [1, 2, 3, 4] and all(e["total"] == 4 for e in progress)
+    assert progress[-1]["eta_seconds"] == 0
+    metrics = json.loads((out.run_dir / "metrics.json").read_text())
+    assert metrics["costs"]["rec"]["messages"] == sum(n["messages"] for n in run["namespaces"].values())
+    assert metrics["costs"]["rec"]["marks"] == {}  # a few dozen messages reach no mark
+    assert "## Cost per message as memory grows" in (out.run_dir / "report.md").read_text()
+    assert "vectors_added" in run["embedding_cache"]
+
+
+def test_a_rig_stops_its_processes_on_ctrl_c_and_forgets_that_once_stopped(tmp_path):
+    from services.common import interrupt
+
+    rig = Rig(tmp_path / "procs")
+    assert rig.stop_all in interrupt._cleanups
+    rig.stop_all()
+    assert rig.stop_all not in interrupt._cleanups
+    rig.set_embedder(None)
+    assert "MEMRIG_EMBEDDER" not in rig.env or rig.env["MEMRIG_EMBEDDER"] == __import__("os").environ.get(
+        "MEMRIG_EMBEDDER")
+    rig.set_embedder("wordllama")
+    assert rig.env["MEMRIG_EMBEDDER"] == "wordllama"
+
+
+def test_cache_rows_counts_vectors_per_model(tmp_path):
+    import numpy as np
+
+    from services.common.embeddings import EmbeddingCache, cache_rows
+
+    path = tmp_path / "e.sqlite"
+    assert cache_rows(path) == {}
+    c = EmbeddingCache(path)
+    c.put_many("a", {"h1": np.ones(3), "h2": np.ones(3), "h3": np.ones(3)})
+    c.put_many("b", {"h1": np.ones(3)})
+    c.put_many("a", {"h1": np.zeros(3)})  # a replace is no new vector
+    c.close()
+    assert cache_rows(path) == {"a": 3, "b": 1}
