@@ -729,14 +729,14 @@ def _friendly_error(e: Exception, args) -> str | None:
     anything else (a bug keeps its traceback)."""
     import grpc
 
-    from services.adapters.client import BackendError
+    from services.common.errors import BackendError, BackendUnavailable
     from services.launcher import LaunchError
 
     if isinstance(e, LaunchError) and str(e).startswith("local-llm cannot start"):
         return str(e)  # the local model is not set up: the message says what to run
     if isinstance(e, BackendError):
         where = getattr(args, "target", None) or e.backend
-        if e.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+        if isinstance(e, BackendUnavailable):
             return f"cannot reach {where}: {e}"
         return f"{where} failed: {e}"
     if isinstance(e, grpc.aio.AioRpcError | grpc.RpcError):

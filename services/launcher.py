@@ -23,6 +23,7 @@ from typing import Any
 
 from services.adapters.registry import get_spec
 from services.common import prom_targets
+from services.common.errors import DependencyError
 
 _READY_RE = re.compile(r"^READY((?:\s+\w+=\d+)+)\s*$", re.M)
 
@@ -83,8 +84,10 @@ class Proc:
             return True
 
 
-class LaunchError(RuntimeError):
-    pass
+class LaunchError(DependencyError):
+    """A rig process that would not start or did not say READY in time; the message says which and why."""
+
+    dependency = "a rig process"
 
 
 def parse_ready(text: str) -> dict[str, int] | None:
