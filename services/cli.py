@@ -693,10 +693,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="suites, backends and services").set_defaults(fn=cmd_list)
     for name, module, helptext in (
-        ("bench-perf", "services.perf.bench", "scale and overhead benchmark (ratios in one run)"),
+        ("bench-perf", "services.perf.scaling", "scale and overhead benchmark (ratios in one run)"),
         ("observe", "services.observe", "start Prometheus (and Grafana) against a running rig"),
         ("load", "loadtests.run", "locust master + workers against a local rig"),
-        ("load-bench", "loadtests.bench", "highest sustained retrieve rate and proxy overhead"),
+        ("load-bench", "loadtests.capacity", "highest sustained retrieve rate and proxy overhead"),
         ("fidelity", "services.studies.fidelity", "port vs real OpenClaw, query by query"),
         ("sensitivity", "services.studies.sensitivity", "native baseline by embedder × minScore"),
         ("power", "services.coordinator.power", "what a run could detect, and the units a difference needs"),

@@ -109,7 +109,7 @@ class Rig:
         self.env = dict(os.environ if env is None else env)
         self.env.setdefault("PYTHONUNBUFFERED", "1")
         # numpy's BLAS threads in several services fight over the cores: single-threaded BLAS made the cortex-mock's
-        # semantic search ~10x faster on 2 cores (loadtests/bench.py --blas-threads). Set it yourself to override.
+        # semantic search ~10x faster on 2 cores (loadtests/capacity.py --blas-threads). Set it yourself to override.
         self.env.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     # ---------------------------------------------------------------------------------------------

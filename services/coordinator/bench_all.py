@@ -114,7 +114,7 @@ async def _wait_for_targets(targets: dict[str, str], timeout_s: float) -> None:
 
 async def _run_costs(out: Path) -> dict[str, Any]:
     try:
-        from services.turn_sim.bench import run_costs
+        from services.turn_sim.cost_scenarios import run_costs
     except ModuleNotFoundError as e:
         return {"state": "skipped", "reason": f"cost scenarios not available in this checkout ({e.name})"}
     try:

@@ -1,6 +1,6 @@
 """Benchmark (not a test): openclaw-real's retrieve latency through gRPC beside the port's, in one run.
 
-    python -m services.studies.bench_openclaw_real --out DIR [--sizes 1000,10000] [--embedder wordllama]
+    python -m services.studies.openclaw_real_latency --out DIR [--sizes 1000,10000] [--embedder wordllama]
                                                    [--queries 50] [--passes 3] [--seed 0]
 
 Both backends run as adapter processes, as `memrig up` starts them, and get the same SYNTHETIC daily-log files
@@ -128,7 +128,7 @@ def render(results: list[dict], meta: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m services.studies.bench_openclaw_real",
+    ap = argparse.ArgumentParser(prog="python -m services.studies.openclaw_real_latency",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="results/bench-openclaw-real")
     ap.add_argument("--sizes", default="1000,10000")
