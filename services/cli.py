@@ -28,7 +28,7 @@ import os
 import sys
 from pathlib import Path
 
-from services.adapters.registry import all_specs, default_backends, get_spec, split_names
+from services.adapters.registry import all_specs, default_backends, get_spec, load_errors, split_names
 from services.common import interrupt
 from services.common.types import ValidationError
 from services.coordinator.plan import parse_csv, parse_options, parse_targets
@@ -532,6 +532,8 @@ def cmd_list(args) -> int:
     print("backends (* = in make bench-all):")
     for n, s in all_specs().items():
         print(f"  {n:<18}{'*' if s.default else ' '} {s.description[:100]}")
+    for folder, why in load_errors().items():
+        print(f"  (services/adapters/{folder} did not load: {why})")
     print("services:")
     for n, s in SERVICES.items():
         print(f"  {n:<18} {s.description}")
