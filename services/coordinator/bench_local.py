@@ -3,7 +3,7 @@
 Every LLM role (answerer, judge, flush writer, compaction) is the rig's local model (services/local_llm:
 Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp, 2 threads), so the Cortex V1 and LoCoMo tables say what a model
 makes of each memory system's context, judged by a model, with OpenClaw's flush notes written by a model. The
-profile is sized to finish in about an hour on 2 cores (one decoding slot; a 1.9k-token LoCoMo prompt is ~14 s):
+profile is sized for 2 cores and the model's one decoding slot (each suite's time is in the run's report.md):
 
 - Cortex V1, all 40 prompts: bare, compacted, OpenClaw native (default profile and flush-every-session, whose
   notes the model writes), compacted + cortex / bm25 / full-context;

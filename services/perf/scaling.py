@@ -1,5 +1,5 @@
 """`make bench-perf` / `memrig bench-perf`: how each memory system's cost grows with its memory, and what the
-rig itself costs, measured side by side in one run (../shared/DESIGN.md "Measurement rules"; README.md here).
+rig itself costs, measured side by side in one run (the measurement rules: services/perf/README.md).
 
     memrig bench-perf [--out DIR] [--sizes 1000,10000,100000] [--million] [--backends a,b,...]
                       [--embedder hash|minilm|wordllama] [--queries 100] [--seed 0] [--max-step-s 300]

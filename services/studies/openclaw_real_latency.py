@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from services.adapters.openclaw.bench import synthetic_files, vocabulary
+from services.common.percentiles import percentile
 from services.common.types import Document, IngestBatch, RetrieveQuery
 
 NS = "bench"
@@ -35,8 +36,7 @@ REF = datetime(2026, 6, 1, tzinfo=UTC)
 TARGET_OVERHEAD_MS = 2.0
 
 
-def pct(xs: list[float], q: float) -> float | None:
-    return float(np.percentile(np.asarray(xs, dtype=np.float64), q)) if xs else None
+pct = percentile  # services/common/percentiles.py
 
 
 def documents(n_chunks: int, seed: int) -> tuple[list[Document], list[str]]:
