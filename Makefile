@@ -86,7 +86,7 @@ bench-openclaw: setup
 
 # openclaw-real vs the port: retrieve latency through gRPC at 1k and 10k chunks, sidecar overhead.
 bench-openclaw-real: setup setup-openclaw
-	$(BIN)/python -m services.studies.bench_openclaw_real --out $(or $(OUT),results/bench-openclaw-real)
+	$(BIN)/python -m services.studies.openclaw_real_latency --out $(or $(OUT),results/bench-openclaw-real)
 
 up: setup
 	$(BIN)/memrig up $(if $(BACKENDS),--backends $(BACKENDS),)
@@ -125,7 +125,7 @@ load: setup
 	$(BIN)/python -m loadtests.run --workers $(WORKERS) --metrics-port $(or $(METRICS_PORT),0) $(if $(OUT),--out $(OUT),)
 
 load-bench: setup
-	$(BIN)/python -m loadtests.bench --out $(if $(OUT),$(OUT),results/load-bench)
+	$(BIN)/python -m loadtests.capacity --out $(if $(OUT),$(OUT),results/load-bench)
 
 # Tenant sharding: retrieve throughput over 1/2/4 cortex-mock shards (processes here, pods in deploy/k8s), the
 # tenants placed by the fault proxy's --shard-map rule (loadtests/shards.py). About 2 min a shard count here.

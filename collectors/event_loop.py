@@ -17,6 +17,7 @@ from collectors.buckets import LATENCY_BUCKETS_S
 from collectors.prom import get_metric
 from collectors.samples import SampleSink
 from collectors.tasks import start_task, stop_task
+from services.common.percentiles import summary
 
 # Loop delays are mostly sub-millisecond; the shared bounds (collectors/buckets.py) above 1 ms, up to 10 s.
 DELAY_BUCKETS = (0.0005, *(b for b in LATENCY_BUCKETS_S if b <= 10.0))
@@ -24,12 +25,7 @@ DELAY_BUCKETS = (0.0005, *(b for b in LATENCY_BUCKETS_S if b <= 10.0))
 
 def window_summary(delays_s: list[float]) -> dict:
     """n, p50/p99/max delay in milliseconds of one window (None when the window is empty)."""
-    if not delays_s:
-        return {"n": 0, "p50_ms": None, "p99_ms": None, "max_ms": None, "mean_ms": None}
-    a = np.asarray(delays_s) * 1000.0
-    p50, p99 = np.percentile(a, [50, 99])
-    return {"n": int(a.size), "p50_ms": float(p50), "p99_ms": float(p99), "max_ms": float(a.max()),
-            "mean_ms": float(a.mean())}
+    return summary(delays_s, (50, 99), scale=1000.0, stats=("max", "mean"))
 
 
 class EventLoopMonitor:

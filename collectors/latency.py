@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-import numpy as np
 from prometheus_client import CollectorRegistry, Histogram
 
 from collectors.buckets import LATENCY_BUCKETS_S
 from collectors.prom import get_metric
 from collectors.samples import SampleSink
+from services.common.percentiles import summary
 
 # A turn includes an LLM call, so buckets reach 60 s (the prometheus_client defaults stop at 10 s); bounds sit on
 # the rig's own delays and timeouts (collectors/buckets.py).
@@ -23,12 +23,7 @@ TURN_BUCKETS = LATENCY_BUCKETS_S
 
 def percentile_summary(values_s: Sequence[float]) -> dict[str, float | int | None]:
     """n, mean, p50/p95/p99 and max in milliseconds (numpy's linear interpolation), None when empty."""
-    if len(values_s) == 0:
-        return {"n": 0, "mean_ms": None, "p50_ms": None, "p95_ms": None, "p99_ms": None, "max_ms": None}
-    a = np.asarray(values_s, dtype=float) * 1000.0
-    p50, p95, p99 = np.percentile(a, [50, 95, 99])
-    return {"n": int(a.size), "mean_ms": float(a.mean()), "p50_ms": float(p50), "p95_ms": float(p95),
-            "p99_ms": float(p99), "max_ms": float(a.max())}
+    return summary(values_s, (50, 95, 99), scale=1000.0)
 
 
 class TurnLatencyCollector:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import numpy as np
 from prometheus_client import CollectorRegistry, Histogram
 
 from collectors.prom import get_metric
 from collectors.samples import SampleSink
+from services.common.percentiles import summary
 from services.common.tokens import count_tokens, tokenizer_name
 
 DEFAULT_CONTEXT_WINDOW = 200_000
@@ -23,11 +23,10 @@ def token_summary(counts: list[int], context_window: int = DEFAULT_CONTEXT_WINDO
     if not counts:
         return {"n": 0, "tokens_injected_p50": None, "tokens_injected_p95": None, "tokens_injected_mean": None,
                 "tokens_injected_max": None, "context_budget_pct": None, "context_window": context_window}
-    a = np.asarray(counts, dtype=float)
-    p50, p95 = np.percentile(a, [50, 95])
-    return {"n": int(a.size), "tokens_injected_p50": float(p50), "tokens_injected_p95": float(p95),
-            "tokens_injected_mean": float(a.mean()), "tokens_injected_max": int(a.max()),
-            "context_budget_pct": float(p50) / context_window * 100.0, "context_window": context_window}
+    s = summary(counts, (50, 95), suffix="", stats=("mean",))
+    return {"n": s["n"], "tokens_injected_p50": s["p50"], "tokens_injected_p95": s["p95"],
+            "tokens_injected_mean": s["mean"], "tokens_injected_max": max(counts),
+            "context_budget_pct": s["p50"] / context_window * 100.0, "context_window": context_window}
 
 
 class TokenOverheadCollector:

@@ -43,6 +43,7 @@ from hdrh.histogram import HdrHistogram
 
 from loadtests.workload import queries
 from services.common import event_loop
+from services.common.percentiles import pname, summary
 
 # HdrHistogram range: 1 us .. 1 h, 3 significant digits (0.1 % value precision).
 _HDR_LOW_US = 1
@@ -157,24 +158,20 @@ def hdr_from_ns(values_ns: np.ndarray) -> HdrHistogram:
 def hdr_summary_ms(h: HdrHistogram) -> dict[str, float | int | None]:
     n = h.get_total_count()
     if n == 0:
-        return {"n": 0, **{f"p{_pname(p)}_ms": None for p in REPORT_PERCENTILES}, "max_ms": None, "mean_ms": None}
+        return {"n": 0, **{f"p{pname(p)}_ms": None for p in REPORT_PERCENTILES}, "max_ms": None, "mean_ms": None}
     out: dict[str, float | int | None] = {"n": int(n)}
     for p in REPORT_PERCENTILES:
-        out[f"p{_pname(p)}_ms"] = h.get_value_at_percentile(p) / 1000.0
+        out[f"p{pname(p)}_ms"] = h.get_value_at_percentile(p) / 1000.0
     out["max_ms"] = h.get_max_value() / 1000.0
     out["mean_ms"] = round(h.get_mean_value() / 1000.0, 3)
     return out
 
 
-def _pname(p: float) -> str:
-    return f"{p:g}".replace(".", "")  # 99.9 -> "999"
-
-
 def _exact_ms(values_ns: np.ndarray, qs: Sequence[float] = (50, 99)) -> dict[str, float | None]:
     if values_ns.size == 0:
-        return {**{f"p{_pname(q)}_ms": None for q in qs}, "max_ms": None}
-    v = values_ns.astype(np.float64) / 1e6
-    return {**{f"p{_pname(q)}_ms": round(float(np.percentile(v, q)), 3) for q in qs}, "max_ms": round(float(v.max()), 3)}
+        return {**{f"p{pname(q)}_ms": None for q in qs}, "max_ms": None}
+    s = summary(values_ns, qs, scale=1e-6, stats=("max",))
+    return {k: round(v, 3) for k, v in s.items() if k != "n"}
 
 
 @dataclass

@@ -11,7 +11,7 @@ For each shard count S:
 2. Seed `tenants` tenants (API keys `memrig-shard-tenant-<i>`) with `memories` distinct memories each, through the
    proxy; then ask every shard directly how many memories each tenant holds there: a tenant must be whole on the
    shard `shard_owner` names and absent from the others (the round fails otherwise).
-3. Warm every tenant (its snapshot and the query embeddings), then the open-loop rate search of loadtests/bench.py
+3. Warm every tenant (its snapshot and the query embeddings), then the open-loop rate search of loadtests/capacity.py
    (steps of `step_s` at start_rate x factor^k, a step passes when the run is valid, nothing failed and the
    corrected p99 is under the SLO; `refine` bisection steps) over the tenants in turn (request i is tenant
    i mod T), each request sent to its tenant's owner directly: the generator routes with the same function the
@@ -35,8 +35,8 @@ from typing import Any
 
 import aiohttp
 
-from loadtests.bench import drain, idle_latency_ms, rate_search, seed_memories
-from loadtests.bench_report import machine_info
+from loadtests.capacity import drain, idle_latency_ms, rate_search, seed_memories
+from loadtests.capacity_report import machine_info
 from loadtests.open_loop import DriverConfig, HttpRetrieveTarget, Validity
 from services.common import event_loop
 from services.fault_proxy.shards import shard_owner

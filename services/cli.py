@@ -27,31 +27,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
-from services.adapters.registry import all_specs, default_backends, get_spec, split_names
+from services.adapters.registry import all_specs, default_backends, get_spec, load_errors, split_names
 from services.common import interrupt
 from services.common.types import ValidationError
+from services.coordinator.plan import parse_csv, parse_options, parse_targets
 from services.launcher import SERVICES, Rig
 
 STATE_DIR = Path(os.environ.get("MEMRIG_STATE_DIR", ".memrig"))
-
-
-def _csv(s: str | None) -> list[str]:
-    return [x.strip() for x in (s or "").split(",") if x.strip()]
-
-
-def _options(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for p in pairs or []:
-        if "=" not in p:
-            raise ValidationError("--option", f"expected key=value, got {p!r}")
-        k, v = p.split("=", 1)
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -83,7 +66,7 @@ def cmd_up(args) -> int:
         rig.load_state()
         try:
             roles = await rig.ensure_llm_roles(choices)
-            for name in _csv(args.services):
+            for name in parse_csv(args.services):
                 await rig.start_service(name)
             for b in backends:
                 await rig.start_backend(b, embedder=args.embedder)
@@ -131,21 +114,10 @@ def running_backend(name: str) -> str | None:
 def _bench_config(args, suite: str, backends: list[str], out: str | None):
     from services.coordinator.runner import RunConfig
 
-    return RunConfig(suite=suite, backends=backends, out_dir=out, seed=args.seed, options=_options(args.option),
+    return RunConfig(suite=suite, backends=backends, out_dir=out, seed=args.seed, options=parse_options(args.option),
                      resume=not args.fresh, concurrency=args.concurrency, judge_passes=args.judge_passes,
                      embedder=args.embedder, targets=parse_targets(args.target), in_process=args.in_process,
                      llm_roles=_llm_choices(args))
-
-
-def parse_targets(values: list[str] | None) -> dict[str, str]:
-    """`--target backend=HOST:PORT` (repeatable) as {backend: address}."""
-    targets = {}
-    for t in values or []:
-        name, _, addr = t.partition("=")
-        if not name or not addr:
-            raise ValidationError("--target", f"expected backend=HOST:PORT, got {t!r}")
-        targets[name] = addr
-    return targets
 
 
 def cmd_bench(args) -> int:
@@ -165,11 +137,37 @@ def cmd_bench(args) -> int:
     return 0 if outcome.state == "succeeded" else 1
 
 
+def bench_all_plan(args):
+    """The bench-all run plan from `memrig bench-all`'s flags (services/coordinator/bench_all.py)."""
+    from services.coordinator import bench_all
+
+    return bench_all.plan(out=args.out, suites=parse_csv(args.suites), backends=split_names(args.backends),
+                          options=parse_options(args.option), targets=parse_targets(args.target),
+                          llm_roles=_llm_choices(args), costs=not args.no_costs, target_wait_s=args.target_wait_s,
+                          seed=args.seed, resume=not args.fresh, concurrency=args.concurrency,
+                          judge_passes=args.judge_passes, embedder=args.embedder, in_process=args.in_process)
+
+
 def cmd_bench_all(args) -> int:
     from services.coordinator.bench_all import run_bench_all
 
-    args.llm_roles = _llm_choices(args)
-    return asyncio.run(run_bench_all(args))
+    return asyncio.run(run_bench_all(bench_all_plan(args)))
+
+
+def bench_local_plan(args):
+    """The bench-local run plan from `memrig bench-local`'s flags (services/coordinator/bench_local.py)."""
+    from services.coordinator import bench_local
+
+    if args.no_llm_cache:
+        os.environ["MEMRIG_LLM_CACHE"] = "refresh"
+    return bench_local.plan(out=args.out, suites=parse_csv(args.suites), compare_with=args.compare_with, seed=args.seed,
+                            resume=not args.fresh, concurrency=args.concurrency)
+
+
+def cmd_bench_local(args) -> int:
+    from services.coordinator.bench_local import run_bench_local
+
+    return asyncio.run(run_bench_local(bench_local_plan(args)))
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -467,7 +465,7 @@ def cmd_judge_agreement(args) -> int:
         raise ValidationError("--labels", str(e)) from None
     choices = _llm_choices(args)
     choices = {"judge": choices["judge"]} if choices else {}
-    judges = _csv(args.judges)
+    judges = parse_csv(args.judges)
     for j in judges:
         if j not in JA.MODEL_JUDGES:
             raise ValidationError("--judges", f"{j!r} is not a model judge; expected {', '.join(JA.MODEL_JUDGES)}")
@@ -534,6 +532,8 @@ def cmd_list(args) -> int:
     print("backends (* = in make bench-all):")
     for n, s in all_specs().items():
         print(f"  {n:<18}{'*' if s.default else ' '} {s.description[:100]}")
+    for folder, why in load_errors().items():
+        print(f"  (services/adapters/{folder} did not load: {why})")
     print("services:")
     for n, s in SERVICES.items():
         print(f"  {n:<18} {s.description}")
@@ -610,6 +610,20 @@ def build_parser() -> argparse.ArgumentParser:
     bench_flags(p)
     p.set_defaults(fn=cmd_bench_all)
 
+    p = sub.add_parser("bench-local", help="the quality suites with the local model in every LLM role",
+                       description="The quality suites with a real language model, offline "
+                                   "(services/coordinator/bench_local.py).")
+    p.add_argument("--out", default=None, help="results directory (default results/bench-local-<time>)")
+    p.add_argument("--suites", default="", help="comma-separated subset of cortex-v1, locomo, longmemeval")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--concurrency", type=int, default=2,
+                   help="probes in flight (the model decodes one request at a time; 2 keeps it busy)")
+    p.add_argument("--fresh", action="store_true", help="discard samples already in --out instead of resuming")
+    p.add_argument("--compare-with", default=None,
+                   help="a previous bench-local directory: every table must be identical (timings apart)")
+    p.add_argument("--no-llm-cache", action="store_true", help="call the model for every request (refresh the cache)")
+    p.set_defaults(fn=cmd_bench_local)
+
     for name in ("ingest", "retrieve"):
         p = sub.add_parser(name, help=f"{name} against one backend")
         p.add_argument("--backend", required=True)
@@ -681,11 +695,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="suites, backends and services").set_defaults(fn=cmd_list)
     for name, module, helptext in (
-        ("bench-perf", "services.perf.bench", "scale and overhead benchmark (ratios in one run)"),
-        ("bench-local", "services.coordinator.bench_local", "the quality suites with the local model in every LLM role"),
+        ("bench-perf", "services.perf.scaling", "scale and overhead benchmark (ratios in one run)"),
         ("observe", "services.observe", "start Prometheus (and Grafana) against a running rig"),
         ("load", "loadtests.run", "locust master + workers against a local rig"),
-        ("load-bench", "loadtests.bench", "highest sustained retrieve rate and proxy overhead"),
+        ("load-bench", "loadtests.capacity", "highest sustained retrieve rate and proxy overhead"),
         ("fidelity", "services.studies.fidelity", "port vs real OpenClaw, query by query"),
         ("sensitivity", "services.studies.sensitivity", "native baseline by embedder × minScore"),
         ("power", "services.coordinator.power", "what a run could detect, and the units a difference needs"),
@@ -729,14 +742,14 @@ def _friendly_error(e: Exception, args) -> str | None:
     anything else (a bug keeps its traceback)."""
     import grpc
 
-    from services.adapters.client import BackendError
+    from services.common.errors import BackendError, BackendUnavailable
     from services.launcher import LaunchError
 
     if isinstance(e, LaunchError) and str(e).startswith("local-llm cannot start"):
         return str(e)  # the local model is not set up: the message says what to run
     if isinstance(e, BackendError):
         where = getattr(args, "target", None) or e.backend
-        if e.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+        if isinstance(e, BackendUnavailable):
             return f"cannot reach {where}: {e}"
         return f"{where} failed: {e}"
     if isinstance(e, grpc.aio.AioRpcError | grpc.RpcError):

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from services.common.errors import InputError
+
 SKIP = {"README.md"}
 
 
@@ -73,11 +75,11 @@ OFFICIAL: dict[str, OfficialFile] = {
 }
 
 
-class DigestMismatch(ValueError):
-    """A file whose content digest is not the recorded one; the message names the file and both digests."""
+class DigestMismatch(InputError):
+    """A file whose content digest is not the recorded one; `field` is the file, the message names both digests."""
 
     def __init__(self, what: str, got: str, expected: str, note: str = ""):
-        super().__init__(f"{what}: content sha256 {got}, expected {expected} (canonical JSON: sorted keys, no "
+        super().__init__(what, f"content sha256 {got}, expected {expected} (canonical JSON: sorted keys, no "
                          f"whitespace, UTF-8){note}")
         self.got, self.expected = got, expected
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from services.adapters.registry import get_spec
 from services.common import interrupt, prom_targets
+from services.common.errors import DependencyError
 
 _READY_RE = re.compile(r"^READY((?:\s+\w+=\d+)+)\s*$", re.M)
 
@@ -84,8 +85,10 @@ class Proc:
             return True
 
 
-class LaunchError(RuntimeError):
-    pass
+class LaunchError(DependencyError):
+    """A rig process that would not start or did not say READY in time; the message says which and why."""
+
+    dependency = "a rig process"
 
 
 def parse_ready(text: str) -> dict[str, int] | None:
@@ -107,7 +110,7 @@ class Rig:
         self.env = dict(os.environ if env is None else env)
         self.env.setdefault("PYTHONUNBUFFERED", "1")
         # numpy's BLAS threads in several services fight over the cores: single-threaded BLAS made the cortex-mock's
-        # semantic search ~10x faster on 2 cores (loadtests/bench.py --blas-threads). Set it yourself to override.
+        # semantic search ~10x faster on 2 cores (loadtests/capacity.py --blas-threads). Set it yourself to override.
         self.env.setdefault("OPENBLAS_NUM_THREADS", "1")
         # Ctrl-C in a CLI command (services/common/interrupt.py) stops every process this rig started, by PID;
         # stop_all forgets the registration again.

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from services.cli import build_parser, parse_targets
+from services.cli import bench_all_plan, build_parser, parse_targets
 from services.common.types import ValidationError
 from services.coordinator import bench_all
 
@@ -33,7 +33,7 @@ def _run(tmp_path, monkeypatch, argv):
     monkeypatch.setattr(bench_all, "run_suite", fake_run_suite)
     monkeypatch.setattr(bench_all, "write_reports", lambda out, index: None)
     args = build_parser().parse_args(["bench-all", "--out", str(tmp_path / "run"), "--no-costs", *argv])
-    assert asyncio.run(bench_all.run_bench_all(args)) == 0
+    assert asyncio.run(bench_all.run_bench_all(bench_all_plan(args))) == 0
     return seen
 
 

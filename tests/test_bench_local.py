@@ -39,11 +39,19 @@ def test_profile_covers_the_issue_sizes():
     assert set(B.LOCAL_ROLES.values()) == {"local"} and set(B.LOCAL_ROLES) == {"answerer", "judge", "flush", "compaction"}
 
 
+def _exit_code(argv: list[str]) -> int:
+    from services.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    return e.value.code
+
+
 def test_refusals_name_the_reason(tmp_path, capsys):
-    assert B.main(["--suites", "madial", "--out", str(tmp_path / "o")]) == 2
+    assert _exit_code(["bench-local", "--suites", "madial", "--out", str(tmp_path / "o")]) == 2
     assert "--suites: madial not in the profile" in capsys.readouterr().err
     # The test environment's cache directory has no model: the reason and the command to run.
-    assert B.main(["--out", str(tmp_path / "o")]) == 2
+    assert _exit_code(["bench-local", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "the local model is not set up" in err and "make setup-local-llm" in err
     assert not (tmp_path / "o").exists()

@@ -13,7 +13,7 @@ from services.drills.catalog import DRILLS
 from services.drills.runner import drills_markdown, run_drills, seed_memories
 from services.fault_proxy.admin_client import FaultProxyAdmin
 from services.launcher import Rig
-from services.turn_sim.bench import CORTEX_KNOBS_KW
+from services.turn_sim.cost_scenarios import CORTEX_KNOBS_KW
 
 pytestmark = pytest.mark.slow
 

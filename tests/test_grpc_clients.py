@@ -277,15 +277,15 @@ def test_coerce_option():
 
 
 async def test_runner_marks_a_backend_dead_on_failed_precondition():
-    from services.adapters.client import BackendError
+    from services.adapters.client import backend_error
     from services.coordinator.runner import run_one
     from services.coordinator.suites.base import Condition, Probe
 
     class Refusing:
         name = "t"
 
-        async def run_probe(self, ctx, probe, cond):
-            raise BackendError("openclaw", "FAILED_PRECONDITION", "openclaw needs the LLM endpoint ...")
+        async def run_probe(self, ctx, probe, cond):  # what GrpcBackendClient raises for FAILED_PRECONDITION
+            raise backend_error("openclaw", "FAILED_PRECONDITION", "openclaw needs the LLM endpoint ...")
 
     failures: dict[str, str] = {}
     cond = Condition("openclaw", ("backend:openclaw",))

@@ -4,8 +4,8 @@ them. Pure functions, hand-computed expectations; the run itself is `make load-b
 
 from __future__ import annotations
 
-from loadtests.bench import stop_rule
-from loadtests.bench_report import headline, render_markdown
+from loadtests.capacity import stop_rule
+from loadtests.capacity_report import headline, render_markdown
 
 
 def test_stop_rule_names_the_rule():
@@ -45,7 +45,7 @@ def test_markdown_prints_ratio_scaling_and_the_rule():
          "scaling": {"1": sc, "2": {**sc, "max_sustained_rps": 40, "ended_by": "schedule lag"}},
          "generator_ceiling": {"max_sustained_rps": 800, "ended_by": "schedule lag"},
          "engine_cost": {"facts": 100, "mean_ms": 2.5, "p50_ms": 2, "p99_ms": 4, "one_core_rps": 400.0},
-         "command": "python -m loadtests.bench"}
+         "command": "python -m loadtests.capacity"}
     r["headline"] = headline(r)
     md = render_markdown(r)
     assert "**Best sustained: 40 req/s** (2 process(es))" in md
@@ -109,7 +109,7 @@ def test_step_cpu_reads_the_server_tree_and_this_process():
 
 
 def test_cpu_at_best_and_the_report_line():
-    from loadtests.bench import cpu_at_best
+    from loadtests.capacity import cpu_at_best
 
     def st(rate, ok, server):
         return {"rate": rate, "pass": ok, "cpu": {"server_ms_per_req": server, "generator_ms_per_req": 0.25,
@@ -147,7 +147,7 @@ def test_markdown_prints_cpu_per_request_and_the_cores_1000_would_take():
                                                "cpu_mean_ms": 1.2, "one_core_rps": 666.7},
          "generator_ceiling": {"max_sustained_rps": 3000, "ended_by": "schedule lag",
                                "cpu_at_best": {"server_ms_per_req": 0.09, "generator_ms_per_req": 0.2}},
-         "command": "python -m loadtests.bench"}
+         "command": "python -m loadtests.capacity"}
     r["headline"] = headline(r)
     md = render_markdown(r)
     assert "| pass | 0.5 | 1.6 | 0.3 |" in md  # the step row ends with the CPU columns
@@ -167,7 +167,7 @@ async def test_warm_every_process_reaches_each_process_over_its_own_connection()
     from aiohttp import web
     from aiohttp.test_utils import TestServer
 
-    from loadtests.bench import warm_every_process
+    from loadtests.capacity import warm_every_process
 
     owner: dict[int, int] = {}
     seen: dict[int, dict[str, int]] = {}
@@ -253,7 +253,7 @@ def test_cpu_split_by_thread_of_a_process_tree():
 def test_completed_requests_are_the_summary_ok_plus_failed():
     import numpy as np
 
-    from loadtests.bench import completed_requests
+    from loadtests.capacity import completed_requests
     from loadtests.open_loop import Phase, Records, Validity, summarise
 
     rec = Records.empty(4)
@@ -285,7 +285,7 @@ def test_engine_drift_is_the_second_engine_reading_over_the_first():
             "seeding": {"total_memories": 100, "requested": 100, "seconds": 1, "batch": 250},
             "idle_latency_ms": {"direct": 2, "proxied": 3},
             "rate_search": {**sc, "hit_max_rate": False, "steps": []},
-            "command": "python -m loadtests.bench"}
+            "command": "python -m loadtests.capacity"}
     md = render_markdown({**r, **base})
     assert ("The same engine measurement after the process-count runs: CPU 2.0 ms a retrieve, x1.25 the first "
             "reading") in md

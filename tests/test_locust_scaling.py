@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadtests.bench_report import render_generator_scaling, scaling_curves
+from loadtests.capacity_report import render_generator_scaling, scaling_curves
 from loadtests.locust_scaling import measure, percentile_ms, processes_for, summarise_run, with_ratios
 
 

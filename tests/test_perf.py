@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from services.perf import render, stats, synth
-from services.perf.bench import compute_targets, parse_args
 from services.perf.floor import best_ann_point, floor_topk
+from services.perf.scaling import compute_targets, parse_args
 
 
 # ------------------------------------------------------------------ percentiles and ratios
@@ -173,7 +173,7 @@ def test_parse_args_sizes_and_ann_extra():
 # ------------------------------------------------------------------ the real thing, tiny
 @pytest.mark.slow
 def test_tiny_run_writes_results(tmp_path):
-    from services.perf.bench import main
+    from services.perf.scaling import main
 
     out = tmp_path / "perf"
     assert main(["--out", str(out), "--sizes", "100", "--queries", "5", "--embedders", "hash",
@@ -219,7 +219,7 @@ def test_project_step_linear_and_growing():
 def test_openclaw_real_step_runs_by_default_only_beside_the_port():
     from argparse import Namespace
 
-    from services.perf.bench import openclaw_real_step, parse_args
+    from services.perf.scaling import openclaw_real_step, parse_args
 
     a = parse_args(["--backends", "cortex"])
     assert openclaw_real_step(None, a) == {  # type: ignore[arg-type]
@@ -230,7 +230,7 @@ def test_openclaw_real_step_runs_by_default_only_beside_the_port():
 
 def test_openclaw_real_step_beside_the_port(tmp_path):
     from services.adapters.openclaw_real.node import availability
-    from services.perf.bench import main
+    from services.perf.scaling import main
 
     a = availability()
     if not a.ok:

@@ -7,7 +7,7 @@ import pytest
 
 from services.perf import passes
 from services.perf.backends import summarise_step, time_paths
-from services.perf.bench import compute_targets, measured_sizes, parse_args
+from services.perf.scaling import compute_targets, measured_sizes, parse_args
 
 
 def test_median_of_passes_ignores_one_spoiled_pass():

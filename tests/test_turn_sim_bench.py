@@ -9,7 +9,7 @@ import pytest
 
 from collectors.resources import SlopeEstimate, leak_verdict
 from collectors.samples import read_samples
-from services.turn_sim.bench import CostsConfig, render_costs_markdown, run_costs
+from services.turn_sim.cost_scenarios import CostsConfig, render_costs_markdown, run_costs
 from services.turn_sim.states import STATES
 
 

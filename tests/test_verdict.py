@@ -428,7 +428,7 @@ def test_the_run_verdict_reuses_each_suites_saved_verdict_until_its_sources_chan
 
     out, index = two_suite_run(tmp_path)
     fresh = V.build_verdict(out, index)
-    monkeypatch.setattr(V, "suite_verdict", lambda d: (_ for _ in ()).throw(V.VerdictError(f"recomputed {d.name}")))
+    monkeypatch.setattr(V, "suite_verdict", lambda d: (_ for _ in ()).throw(V.VerdictError(d.name, "recomputed", text=f"recomputed {d.name}")))
     assert V.build_verdict(out, index)["suites"] == fresh["suites"]  # finalize's verdict.json, not recomputed
     samples = out / "madial" / "samples.jsonl"
     later = (out / "madial" / "verdict.json").stat().st_mtime_ns + 10**9

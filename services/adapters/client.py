@@ -15,6 +15,7 @@ from memrig.v1 import memory_backend_pb2 as pb
 from memrig.v1 import memory_backend_pb2_grpc as pb_grpc
 from services.adapters.base import BackendContext, MemoryBackend
 from services.adapters.host import BackendHost
+from services.common.errors import BackendError, BackendFailed, BackendUnavailable
 from services.common.grpc_util import DEFAULT_MAX_IN_FLIGHT, BoundedCalls, aio_channel
 from services.common.types import (
     IngestBatch,
@@ -30,14 +31,19 @@ from services.common.types import (
     struct_to_dict,
 )
 
+# gRPC status name -> the error family a client raises (services/common/errors.py); a status not listed is a
+# BackendError of that call alone (UNIMPLEMENTED, RESOURCE_EXHAUSTED, NOT_FOUND, ...). INVALID_ARGUMENT is a
+# ValidationError naming the field.
+_FAMILY: dict[str, type[BackendError]] = {
+    "UNAVAILABLE": BackendUnavailable, "DEADLINE_EXCEEDED": BackendUnavailable,
+    "FAILED_PRECONDITION": BackendFailed, "CANCELLED": BackendFailed, "UNKNOWN": BackendFailed,
+    "INTERNAL": BackendFailed,
+}
 
-class BackendError(RuntimeError):
-    """The backend failed (crashed, unreachable, internal error). `code` is the gRPC status name."""
 
-    def __init__(self, backend: str, code: str, message: str):
-        super().__init__(f"{backend}: {code}: {message}")
-        self.backend = backend
-        self.code = code
+def backend_error(backend: str, code: str, message: str) -> BackendError:
+    """The BackendError subclass for a gRPC status name (`_FAMILY`)."""
+    return _FAMILY.get(code, BackendError)(backend, code, message)
 
 
 class GrpcBackendClient:
@@ -60,7 +66,7 @@ class GrpcBackendClient:
                 detail = e.details() or ""
                 field_name = detail.split(":", 1)[0] if ":" in detail else ""
                 raise ValidationError(field_name, detail.split(":", 1)[-1].strip()) from e
-            raise BackendError(self.name, e.code().name, e.details() or "") from e
+            raise backend_error(self.name, e.code().name, e.details() or "") from e
 
     async def describe(self) -> dict[str, Any]:
         r = await self._call("Describe", pb.DescribeRequest())

@@ -1,6 +1,9 @@
 """Every backend the rig ships, by name: where its class lives, its preset config, what it depends on.
 
-Add your own Python backend here (or run any-language backends yourself and pass `--target HOST:PORT`).
+The controls and IR baselines are registered below; every other adapter is a folder of services/adapters with a
+`registry_entry.py` that registers its backends, found by `discover` (a folder whose entry does not import is
+reported with the reason by `load_errors`, `memrig list` and an unknown-backend error). Add your own Python
+backend as such a folder (or run any-language backends yourself and pass `--target HOST:PORT`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 
@@ -93,25 +97,40 @@ register(BackendSpec(
 ))
 
 
-def _optional_specs() -> None:
-    """Backends whose modules may not exist yet in a partial checkout register themselves on import."""
-    for mod in ("services.adapters.openclaw.registry_entry", "services.adapters.openclaw_real.registry_entry",
-                "services.adapters.cortex.registry_entry",
-                "services.adapters.quaid.registry_entry", "services.adapters.mem0.registry_entry",
-                "services.adapters.memory_hook.registry_entry",
-                "services.adapters.http.registry_entry", "services.adapters.mem0_oss.registry_entry",
-                "services.adapters.octybot.registry_entry", "services.adapters.quaid_real.registry_entry",
-                "services.adapters.octybot_real.registry_entry"):
+ADAPTERS_DIR = Path(__file__).resolve().parent
+# Listing order: the controls, the IR baselines, OpenClaw's port, its other releases, OpenClaw itself, then the
+# memory systems; within a role, the order of registration (folders alphabetically).
+_ROLE_ORDER = ("control", "ir-baseline", "native-port", "native-release", "native", "memory")
+_DISCOVERED = False
+_LOAD_ERRORS: dict[str, str] = {}  # adapter folder -> why its registry_entry.py did not import
+
+
+def discover(root: Path = ADAPTERS_DIR, package: str = "services.adapters") -> dict[str, str]:
+    """Import `<package>.<folder>.registry_entry` for every folder of `root` that has a registry_entry.py (each
+    registers its backends on import); returns {folder: "Type: message"} for those whose import raised, so a broken
+    adapter is named with its reason (`memrig list`, an unknown-backend error) instead of vanishing."""
+    errors = {}
+    for entry in sorted(root.glob("*/registry_entry.py")):
+        folder = entry.parent.name
         try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as e:
-            if e.name is None or not mod.startswith(e.name):
-                raise
+            importlib.import_module(f"{package}.{folder}.registry_entry")
+        except Exception as e:  # reported by name; the other adapters still load
+            errors[folder] = f"{type(e).__name__}: {e}"
+    return errors
+
+
+def load_errors() -> dict[str, str]:
+    """{adapter folder: why it did not load} (empty when every adapter loaded)."""
+    all_specs()
+    return dict(_LOAD_ERRORS)
 
 
 def all_specs() -> dict[str, BackendSpec]:
-    _optional_specs()
-    return dict(_SPECS)
+    global _DISCOVERED
+    if not _DISCOVERED:
+        _DISCOVERED = True
+        _LOAD_ERRORS.update(discover())
+    return dict(sorted(_SPECS.items(), key=lambda kv: _ROLE_ORDER.index(kv[1].role)))
 
 
 def role_of(name: str | None) -> str:
@@ -171,7 +190,8 @@ def get_spec(name: str) -> BackendSpec:
         return specs[name]
     base, overrides = parse_variant(name)
     if base not in specs:
-        raise KeyError(f"unknown backend {base!r}; known: {', '.join(sorted(specs))}")
+        broken = "".join(f"; adapter folder {f} did not load ({why})" for f, why in sorted(_LOAD_ERRORS.items()))
+        raise KeyError(f"unknown backend {base!r}; known: {', '.join(sorted(specs))}{broken}")
     if not overrides:
         return specs[base]
     spec = specs[base]

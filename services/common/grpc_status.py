@@ -1,7 +1,8 @@
 """Which gRPC status a server answers for an exception, with a message a person can act on.
 
-Bad input is INVALID_ARGUMENT naming the field. A dependency that is down or refusing (the LLM endpoint, the
-Cortex API, any socket) is UNAVAILABLE and says what is missing and how to start it, so a client sees
+Bad input (any InputError, services/common/errors.py) is INVALID_ARGUMENT naming the field. A dependency that is
+down or refusing (the LLM endpoint, the Cortex API, any socket) is UNAVAILABLE and says what is missing and how to
+start it, so a client sees
 "openclaw needs the LLM endpoint at http://127.0.0.1:8790/v1 ..." instead of `UNKNOWN: Unexpected <class
 LLMError>`. A dependency that answers but refuses the request for good (a 4xx: wrong model name, bad key) is
 FAILED_PRECONDITION. Anything else is INTERNAL with the exception's type and text. gRPC status semantics:
@@ -16,9 +17,8 @@ import asyncio
 import aiohttp
 import grpc
 
-from services.common.errors import DependencyError
+from services.common.errors import DependencyError, InputError
 from services.common.llm_client import LLMError
-from services.common.types import ValidationError
 
 LLM_HINT = ("start the llm-mock (`memrig up`, or `python -m services.llm_mock --port 8790`) or point "
             "MEMRIG_LLM_BASE_URL at a live OpenAI-compatible endpoint")
@@ -26,7 +26,7 @@ LLM_HINT = ("start the llm-mock (`memrig up`, or `python -m services.llm_mock --
 
 def status_for(e: BaseException, who: str) -> tuple[grpc.StatusCode, str]:
     """(status code, message) for an exception raised while `who` (a backend or service name) served a call."""
-    if isinstance(e, ValidationError):
+    if isinstance(e, InputError):
         return grpc.StatusCode.INVALID_ARGUMENT, str(e)
     if isinstance(e, LLMError):
         where = f" at {e.url}" if getattr(e, "url", None) else ""

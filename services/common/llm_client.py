@@ -23,18 +23,20 @@ from typing import Any
 import aiohttp
 
 from services.common import llm_cache
+from services.common.errors import DependencyError
 
 DEFAULT_MOCK_URL = "http://127.0.0.1:8790/v1"
 DEFAULT_MOCK_MODEL = "memrig-llm-mock"
 
 
-class LLMError(RuntimeError):
+class LLMError(DependencyError):
     """A failed LLM call: `status` is the HTTP status (None when the endpoint was not reached), `url` the
     endpoint called, so a server can say which dependency is missing (services/common/grpc_status.py)."""
 
+    dependency = "the LLM endpoint"
+
     def __init__(self, message: str, status: int | None = None, url: str | None = None):
-        super().__init__(message)
-        self.status = status
+        super().__init__(message, status)
         self.url = url
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
 
 from memrig.v1 import memory_backend_pb2 as pb
+from services.common.errors import InputError
 
 MAX_QUERY_CHARS = 2000
 MAX_TOP_K = 200
@@ -26,13 +27,12 @@ MAX_BATCH_CHARS = 32_000_000  # all contents of one Ingest together
 MESSAGE_ROLES = ("user", "assistant", "system", "tool")
 
 
-class ValidationError(ValueError):
-    """Bad input. `field` names the offending field (dotted path) so the caller can fix it."""
+class ValidationError(InputError):
+    """Bad input to the rig's types and RPCs. `field` names the offending field (dotted path) so the caller can fix
+    it; str(e) is "field: message" (services/common/errors.py InputError)."""
 
     def __init__(self, field_name: str, message: str):
-        super().__init__(f"{field_name}: {message}")
-        self.field = field_name
-        self.message = message
+        super().__init__(field_name, message, text=f"{field_name}: {message}")
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,17 @@ say better or worse with enough of them (a permutation test over 4 cannot go bel
 
 from __future__ import annotations
 
-import json
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.adapters.registry import default_backends, get_spec, split_names
+from services.adapters.registry import default_backends, get_spec
+from services.coordinator.plan import RunPlan, SuitePlan, run_plan, suite_options
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
 from services.coordinator.run_report import write_reports
-from services.coordinator.runner import RunConfig, TerminalProgress, run_suite
-from services.coordinator.suites.base import SuiteUnavailable
+from services.coordinator.runner import TerminalProgress, run_suite
 from services.coordinator.suites.registry import all_suites
 from services.launcher import Rig
 
@@ -33,17 +33,27 @@ DEFAULT_SUITES = ("cortex-v1", "arclight", "octybot", "quaid-weeks", "poisoned-m
                   "madial")
 
 
-def _csv(s: str) -> list[str]:
-    return [x.strip() for x in (s or "").split(",") if x.strip()]
+@dataclass
+class BenchAllPlan(RunPlan):
+    """bench-all's plan: the suites' plan, the backends every suite runs, those left out before the run (unavailable here, with why), the
+    cost scenarios on or off, and how long to wait for --target backends to serve."""
+
+    backends: list[str] = field(default_factory=list)
+    skipped_backends: dict[str, str] = field(default_factory=dict)
+    costs: bool = True
+    target_wait_s: float = 0.0
 
 
-async def run_bench_all(args) -> int:
-    out = Path(args.out) if args.out else RESULTS_ROOT / new_run_id("bench-all")
-    top = RunDir(out)
-    from services.cli import parse_targets
-
-    targets = parse_targets(getattr(args, "target", None))
-    backends = split_names(args.backends) or list(targets) or default_backends()
+def plan(out: str | Path | None = None, suites: list[str] | None = None, backends: list[str] | None = None,
+         options: dict[str, Any] | None = None, targets: dict[str, str] | None = None,
+         llm_roles: dict[str, str] | None = None, costs: bool = True, target_wait_s: float = 0.0,
+         **run: Any) -> BenchAllPlan:
+    """The plan for `memrig bench-all`: `suites` (default DEFAULT_SUITES, those registered) over `backends`
+    (default: the --target backends, else the default backends) less those unavailable here (a --target's own
+    host decides what it needs); `options` as `suite.key` = value over BENCH_ALL_OPTIONS; `run`: RunPlan's run
+    settings (seed, resume, concurrency, judge_passes, embedder, in_process). Prints each backend it leaves out."""
+    targets = dict(targets or {})
+    backends = list(backends or []) or list(targets) or default_backends()
     unavailable: dict[str, str] = {}
     for b in backends:
         spec = get_spec(b)
@@ -56,42 +66,33 @@ async def run_bench_all(args) -> int:
                 print(f"[bench-all] backend {b} skipped: {reason}", flush=True)
     backends = [b for b in backends if b not in unavailable]
     registered = all_suites()
-    suites = _csv(args.suites) or [s for s in DEFAULT_SUITES if s in registered]
-    index: dict[str, Any] = {"run_id": top.run_id, "backends": backends, "skipped_backends": unavailable,
+    names = list(suites or []) or [s for s in DEFAULT_SUITES if s in registered]
+    options = options or {}
+    return BenchAllPlan(
+        kind="bench-all", out=Path(out) if out else RESULTS_ROOT / new_run_id("bench-all"),
+        suites=[SuitePlan(n, backends, {**BENCH_ALL_OPTIONS.get(n, {}), **suite_options(options, n)},
+                          dict(llm_roles or {})) for n in names],
+        targets=targets, backends=backends, skipped_backends=unavailable, costs=costs, target_wait_s=target_wait_s, **run)
+
+
+async def run_bench_all(p: BenchAllPlan) -> int:
+    top = RunDir(p.out)
+    index: dict[str, Any] = {"run_id": top.run_id, "backends": p.backends, "skipped_backends": p.skipped_backends,
                              "local_llm": _local_llm_note(),
                              "suites": {}, **provenance()}
-    await _wait_for_targets(targets, float(getattr(args, "target_wait_s", 0) or 0))
-    rig = Rig(out / "procs")
-    progress = TerminalProgress()
+    await _wait_for_targets(p.targets, p.target_wait_s)
+    rig = Rig(p.out / "procs")
     t0 = time.monotonic()
     try:
-        for name in suites:
-            ts = time.monotonic()
-            opts = {k: v for k, v in _options(args.option).items() if k.startswith(name + ".")}
-            opts = {**BENCH_ALL_OPTIONS.get(name, {}), **{k.split(".", 1)[1]: v for k, v in opts.items()}}
-            cfg = RunConfig(suite=name, backends=backends, out_dir=str(out / name), seed=args.seed, options=opts,
-                            resume=not args.fresh, concurrency=args.concurrency, judge_passes=args.judge_passes,
-                            embedder=args.embedder, targets=targets, in_process=args.in_process,
-                            llm_roles=dict(getattr(args, "llm_roles", None) or {}))
-            try:
-                outcome = await run_suite(cfg, progress, rig=None if args.in_process else rig)
-                index["suites"][name] = {"state": outcome.state, "dir": name, "failures": outcome.failures,
-                                         "duration_s": time.monotonic() - ts}
-            except SuiteUnavailable as e:
-                index["suites"][name] = {"state": "skipped", "reason": str(e)}
-                print(f"[bench-all] {name} skipped: {e}", flush=True)
-            except Exception as e:  # one suite failing must not sink the others
-                index["suites"][name] = {"state": "failed", "reason": f"{type(e).__name__}: {e}",
-                                         "traceback": traceback.format_exc()[-2000:]}
-                print(f"[bench-all] {name} failed: {e}", flush=True)
-        if not args.no_costs:
-            index["costs"] = await _run_costs(out / "costs")
+        index["suites"] = await run_plan(p, run_suite, TerminalProgress(), None if p.in_process else rig)
+        if p.costs:
+            index["costs"] = await _run_costs(p.out / "costs")
     finally:
         rig.stop_all()
     index["duration_s"] = time.monotonic() - t0
     top.write_json("report.json", index)
-    write_reports(out, index)  # verdict.json, report.md (verdict first), report.html
-    print(f"\nbench-all: {out / 'report.md'}")
+    write_reports(p.out, index)  # verdict.json, report.md (verdict first), report.html
+    print(f"\nbench-all: {p.out / 'report.md'}")
     bad = [n for n, s in index["suites"].items() if s["state"] == "failed"]
     return 1 if bad else 0
 
@@ -113,7 +114,7 @@ async def _wait_for_targets(targets: dict[str, str], timeout_s: float) -> None:
 
 async def _run_costs(out: Path) -> dict[str, Any]:
     try:
-        from services.turn_sim.bench import run_costs
+        from services.turn_sim.cost_scenarios import run_costs
     except ModuleNotFoundError as e:
         return {"state": "skipped", "reason": f"cost scenarios not available in this checkout ({e.name})"}
     try:
@@ -134,13 +135,3 @@ def _local_llm_note() -> str:
     return (f"not part of bench-all; the local model is set up ({reason}): run `make bench-local`" if ok
             else f"not part of bench-all, and the local model is not set up ({reason})")
 
-
-def _options(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for p in pairs or []:
-        k, _, v = p.partition("=")
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out

@@ -3,7 +3,7 @@
 Every LLM role (answerer, judge, flush writer, compaction) is the rig's local model (services/local_llm:
 Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp, 2 threads), so the Cortex V1 and LoCoMo tables say what a model
 makes of each memory system's context, judged by a model, with OpenClaw's flush notes written by a model. The
-profile is sized to finish in about an hour on 2 cores (one decoding slot; a 1.9k-token LoCoMo prompt is ~14 s):
+profile is sized for 2 cores and the model's one decoding slot (each suite's time is in the run's report.md):
 
 - Cortex V1, all 40 prompts: bare, compacted, OpenClaw native (default profile and flush-every-session, whose
   notes the model writes), compacted + cortex / bm25 / full-context;
@@ -22,23 +22,22 @@ model (`make setup-local-llm` not run) it says why and exits 2.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import os
 import sys
 import time
-import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from services.adapters.registry import get_spec
 from services.common import llm_cache
 from services.common.llm_roles import ROLES
+from services.common.types import ValidationError
 from services.coordinator.determinism import compare_runs
+from services.coordinator.plan import RunPlan, SuitePlan, run_plan
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
 from services.coordinator.run_report import strip_suite_verdict
-from services.coordinator.runner import RunConfig, TerminalProgress, run_suite
-from services.coordinator.suites.base import SuiteUnavailable
+from services.coordinator.runner import TerminalProgress, run_suite
 from services.coordinator.verdict import write_verdict
 from services.launcher import Rig
 
@@ -83,63 +82,70 @@ def profile_backends(names: list[str]) -> tuple[list[str], dict[str, str]]:
     return out, notes
 
 
-async def run_bench_local(args: argparse.Namespace) -> int:
+@dataclass
+class BenchLocalPlan(RunPlan):
+    """bench-local's plan: the profile's suites (each with its backends after `profile_backends`) and the previous
+    run every table must match (`compare_with`), if any."""
+
+    compare_with: Path | None = None
+
+
+def plan(out: str | Path | None = None, suites: list[str] | None = None, compare_with: str | Path | None = None,
+         **run: Any) -> BenchLocalPlan:
+    """The plan for `memrig bench-local`: `suites` (default: every suite of PROFILE; one not in it is a
+    ValidationError naming --suites), each over its profile's backends with every LLM role local; `run`: RunPlan's
+    run settings (seed, resume, concurrency)."""
+    names = list(suites or []) or list(PROFILE)
+    unknown = [s for s in names if s not in PROFILE]
+    if unknown:
+        raise ValidationError("--suites", f"{', '.join(unknown)} not in the profile ({', '.join(PROFILE)})")
+    plans = []
+    for name in names:
+        backends, notes = profile_backends(PROFILE[name]["backends"])
+        plans.append(SuitePlan(name, backends, dict(PROFILE[name]["options"]), dict(LOCAL_ROLES),
+                               entry={"backends": backends, "backend_notes": notes, "dir": name}))
+    return BenchLocalPlan(kind="bench-local", out=Path(out) if out else RESULTS_ROOT / new_run_id("bench-local"),
+                          suites=plans, compare_with=Path(compare_with) if compare_with else None, **run)
+
+
+async def run_bench_local(p: BenchLocalPlan) -> int:
     from services.local_llm.setup import local_llm_status
 
-    suites = [s.strip() for s in (args.suites or ",".join(PROFILE)).split(",") if s.strip()]
-    unknown = [s for s in suites if s not in PROFILE]
-    if unknown:
-        print(f"bench-local: --suites: {', '.join(unknown)} not in the profile ({', '.join(PROFILE)})", file=sys.stderr)
-        return 2
     ready, why = local_llm_status()
     if not ready:
         print(f"bench-local: the local model is not set up: {why}", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else RESULTS_ROOT / new_run_id("bench-local")
-    top = RunDir(out)
+    top = RunDir(p.out)
     index: dict[str, Any] = {"run_id": top.run_id, "profile": "local", "suites": {}, **provenance()}
-    rig = Rig(out / "procs")
-    progress = TerminalProgress()
+    rig = Rig(p.out / "procs")
     cache = llm_cache.shared(os.environ.get("MEMRIG_LLM_CACHE_PATH") or None)  # the file every client uses
     before = cache.stats()
+
+    def count_cache(s: SuitePlan):
+        """Around each suite: the response cache's hits and new entries, and the comparison with --compare-with."""
+        s_before = cache.stats()
+
+        def after(entry: dict[str, Any]) -> None:
+            entry["llm_cache"] = llm_cache.stats_delta(s_before, cache.stats())
+            if p.compare_with and entry.get("dir"):
+                prev = p.compare_with / s.suite
+                entry["compare_with"] = str(prev)
+                entry["differences"] = (compare_runs(p.out / s.suite, prev) if (prev / "metrics.json").exists()
+                                        else [f"{prev}/metrics.json not found"])
+        return after
+
     t0 = time.monotonic()
     try:
-        for name in suites:
-            prof = PROFILE[name]
-            backends, notes = profile_backends(prof["backends"])
-            ts = time.monotonic()
-            cfg = RunConfig(suite=name, backends=backends, out_dir=str(out / name), seed=args.seed,
-                            options=dict(prof["options"]), resume=not args.fresh, concurrency=args.concurrency,
-                            llm_roles=dict(LOCAL_ROLES))
-            s_before = cache.stats()
-            entry: dict[str, Any] = {"backends": backends, "backend_notes": notes, "dir": name}
-            try:
-                outcome = await run_suite(cfg, progress, rig=rig)
-                entry.update(state=outcome.state, failures=outcome.failures)
-            except SuiteUnavailable as e:
-                entry.update(state="skipped", reason=str(e))
-                entry.pop("dir")
-                print(f"[bench-local] {name} skipped: {e}", flush=True)
-            except Exception as e:  # one suite failing must not sink the others
-                entry.update(state="failed", reason=f"{type(e).__name__}: {e}", traceback=traceback.format_exc()[-2000:])
-                print(f"[bench-local] {name} failed: {e}", flush=True)
-            entry["duration_s"] = time.monotonic() - ts
-            entry["llm_cache"] = llm_cache.stats_delta(s_before, cache.stats())
-            if args.compare_with and entry.get("dir"):
-                prev = Path(args.compare_with) / name
-                entry["compare_with"] = str(prev)
-                entry["differences"] = (compare_runs(out / name, prev) if (prev / "metrics.json").exists()
-                                        else [f"{prev}/metrics.json not found"])
-            index["suites"][name] = entry
+        index["suites"] = await run_plan(p, run_suite, TerminalProgress(), rig, around=count_cache)
         index["model"] = dict(rig.local_llm_identity)
     finally:
         rig.stop_all()
     index["llm_cache"] = {**llm_cache.stats_delta(before, cache.stats()), "path": str(cache.path)}
     index["duration_s"] = time.monotonic() - t0
     top.write_json("report.json", index)
-    _verdict, verdict_md = write_verdict(out, index)  # a suite it cannot judge is named in it, not fatal
-    top.write_text("report.md", render(out, index, verdict_md))
-    print(f"\nbench-local: {out / 'report.md'}")
+    _verdict, verdict_md = write_verdict(p.out, index)  # a suite it cannot judge is named in it, not fatal
+    top.write_text("report.md", render(p.out, index, verdict_md))
+    print(f"\nbench-local: {p.out / 'report.md'}")
     bad = [n for n, s in index["suites"].items() if s["state"] == "failed"]
     differs = [n for n, s in index["suites"].items() if s.get("differences")]
     return 1 if bad or differs else 0
@@ -185,23 +191,3 @@ def render(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
             lines += [f"# {name}", body.replace("\n## ", "\n### ").replace("\n# ", "\n## "), ""]
     return "\n".join(lines) + "\n"
 
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="memrig bench-local", description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=None, help="results directory (default results/bench-local-<time>)")
-    ap.add_argument("--suites", default="", help=f"comma-separated subset of {', '.join(PROFILE)}")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--concurrency", type=int, default=2,
-                    help="probes in flight (the model decodes one request at a time; 2 keeps it busy)")
-    ap.add_argument("--fresh", action="store_true", help="discard samples already in --out instead of resuming")
-    ap.add_argument("--compare-with", default=None,
-                    help="a previous bench-local directory: every table must be identical (timings apart)")
-    ap.add_argument("--no-llm-cache", action="store_true", help="call the model for every request (refresh the cache)")
-    args = ap.parse_args(argv)
-    if args.no_llm_cache:
-        os.environ["MEMRIG_LLM_CACHE"] = "refresh"
-    return asyncio.run(run_bench_local(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -42,6 +42,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from services.common.errors import InputError
 from services.coordinator import stats
 from services.coordinator.results import RunDir
 from services.coordinator.suites.base import ProbeValues, condition_backends
@@ -54,8 +55,8 @@ VOLATILE_KEYS = {"run_id", "started_at", "started_monotonic", "first_started_at"
 _LOOPBACK = re.compile(r"(https?://(?:127\.0\.0\.1|localhost|\[::1\])):\d+")
 
 
-class CompareError(ValueError):
-    """Bad input to compare; the message names the path, flag or field."""
+class CompareError(InputError):
+    """Bad input to compare; `field` is the path, flag or field at fault, str(e) "field: message"."""
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -68,11 +69,11 @@ def read_object(path: Path) -> dict[str, Any]:
     try:
         obj = json.loads(path.read_text())
     except OSError as e:
-        raise CompareError(f"{path}: cannot be read ({e.strerror or e})") from None
+        raise CompareError(str(path), f"cannot be read ({e.strerror or e})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CompareError(f"{path}: not valid JSON ({e})") from None
+        raise CompareError(str(path), f"not valid JSON ({e})") from None
     if not isinstance(obj, dict):
-        raise CompareError(f"{path}: expected a JSON object, got {type(obj).__name__}")
+        raise CompareError(str(path), f"expected a JSON object, got {type(obj).__name__}")
     return obj
 
 
@@ -83,9 +84,9 @@ def _suite_of(run_json: Path) -> str:
 
     suite = read_object(run_json).get("suite")
     if not suite or not isinstance(suite, str):
-        raise CompareError(f"{run_json}: suite: missing")
+        raise CompareError(str(run_json), "suite: missing")
     if suite not in all_suites():
-        raise CompareError(f"{run_json}: suite: unknown suite {suite!r}; known: {', '.join(sorted(all_suites()))}")
+        raise CompareError(str(run_json), f"suite: unknown suite {suite!r}; known: {', '.join(sorted(all_suites()))}")
     return suite
 
 
@@ -100,7 +101,7 @@ def _discover(path: str | Path) -> tuple[dict[str, Path], dict[str, str]]:
     run.json)."""
     p = Path(path)
     if not p.is_dir():
-        raise CompareError(f"{p}: not a directory")
+        raise CompareError(str(p), "not a directory")
     if (p / "run.json").exists():
         return {_suite_of(p / "run.json"): p}, {}
     found: dict[str, Path] = {}
@@ -108,7 +109,7 @@ def _discover(path: str | Path) -> tuple[dict[str, Path], dict[str, str]]:
     if (p / "report.json").exists():
         suites = read_object(p / "report.json").get("suites") or {}
         if not isinstance(suites, dict):
-            raise CompareError(f"{p / 'report.json'}: suites: expected an object, got {type(suites).__name__}")
+            raise CompareError(str(p / 'report.json'), f"suites: expected an object, got {type(suites).__name__}")
         for name, s in suites.items():
             s = s if isinstance(s, dict) else {}
             d = p / s["dir"] if isinstance(s.get("dir"), str) and s["dir"] else None
@@ -123,7 +124,7 @@ def _discover(path: str | Path) -> tuple[dict[str, Path], dict[str, str]]:
             _suite_of(d / "run.json")
             found[d.name] = d
     if not found:
-        raise CompareError(f"{p}: neither a suite run (run.json) nor a bench-all run (report.json with finished suites)")
+        raise CompareError(str(p), "neither a suite run (run.json) nor a bench-all run (report.json with finished suites)")
     return found, unfinished
 
 
@@ -216,7 +217,7 @@ def parse_fail_on(specs: list[str] | None) -> list[tuple[str | None, str]]:
                 continue
             suite, sep, metric = s.partition(":")
             if sep and (not suite or not metric):
-                raise CompareError(f"--fail-on: expected headline, any, METRIC or SUITE:METRIC, got {s!r}")
+                raise CompareError("--fail-on", f"expected headline, any, METRIC or SUITE:METRIC, got {s!r}")
             out.append((suite, metric) if sep else (None, s))
     return out
 
@@ -237,17 +238,17 @@ def _load(name: str, d: Path, side: str) -> dict[str, Any]:
     naming the file when one is missing, unreadable or malformed (never a traceback)."""
     run = read_object(d / "run.json")
     if not (d / "samples.jsonl").is_file():
-        raise CompareError(f"{d / 'samples.jsonl'}: missing (run {side}'s {name} samples; nothing to compare)")
+        raise CompareError(str(d / 'samples.jsonl'), f"missing (run {side}'s {name} samples; nothing to compare)")
     try:
         log = RunDir(d).read_samples()
         _, _, suite, ok = load_suite_run(d, need_metrics=False)
         pv = suite.per_probe(ok)
     except VerdictError as e:
-        raise CompareError(str(e)) from None
+        raise CompareError(e.field, e.message) from None
     except OSError as e:
-        raise CompareError(f"{d}: cannot be read ({e})") from None
+        raise CompareError(str(d), f"cannot be read ({e})") from None
     except Exception as e:  # a malformed sample or option: name the run, never a traceback
-        raise CompareError(f"{d}: not a readable {name} run ({type(e).__name__}: {e})") from None
+        raise CompareError(str(d), f"not a readable {name} run ({type(e).__name__}: {e})") from None
     return {"run": run, "suite": suite, "log": log, "pv": pv}
 
 
@@ -326,8 +327,8 @@ def compare_runs(a: str | Path, b: str | Path, fail_on: list[str] | None = None,
     gates = parse_fail_on(fail_on)
     common = sorted(set(sa) & set(sb))
     if not common:
-        raise CompareError(f"no suite in common: run A ({a}) has {', '.join(sorted(sa))}; run B ({b}) has "
-                           f"{', '.join(sorted(sb))}")
+        msg = f"no suite in common: run A ({a}) has {', '.join(sorted(sa))}; run B ({b}) has {', '.join(sorted(sb))}"
+        raise CompareError("runs", msg, text=msg)
     problems: list[str] = []
     for name in sorted(set(sa) - set(sb)):
         problems.append(f"{name}: in run A ({sa[name]}), not finished in run B"
@@ -344,7 +345,7 @@ def compare_runs(a: str | Path, b: str | Path, fail_on: list[str] | None = None,
         la["dir"], lb["dir"] = sa[name], sb[name]
         run_a, run_b, suite_a, suite_b, pa, pb = la["run"], lb["run"], la["suite"], lb["suite"], la["pv"], lb["pv"]
         if suite_a.name != suite_b.name:
-            raise CompareError(f"{name}: run A's is suite {suite_a.name!r} ({sa[name] / 'run.json'}), run B's is "
+            raise CompareError(str(name), f"run A's is suite {suite_a.name!r} ({sa[name] / 'run.json'}), run B's is "
                                f"{suite_b.name!r} ({sb[name] / 'run.json'}): different suites")
         ans_a, jud_a = mocked(run_a)
         ans_b, jud_b = mocked(run_b)
@@ -369,7 +370,7 @@ def compare_runs(a: str | Path, b: str | Path, fail_on: list[str] | None = None,
                         "conditions_only_in": only, "git_a": run_a.get("git_sha"), "git_b": run_b.get("git_sha")}
     for want in backends or []:
         if want not in all_backends:
-            raise CompareError(f"--backends: {want!r} is in neither run's compared suites "
+            raise CompareError("--backends", f"{want!r} is in neither run's compared suites "
                                f"(backends: {', '.join(sorted(all_backends)) or 'none'})")
     regressions = []
     for spec in gates:
@@ -382,7 +383,7 @@ def compare_runs(a: str | Path, b: str | Path, fail_on: list[str] | None = None,
                         regressions.append({**r, "suite": name, "gate": ":".join(x for x in spec if x)})
         if not matched and not problems:
             known = sorted({r["metric"] for s in suites.values() for r in s["rows"]})
-            raise CompareError(f"--fail-on: {':'.join(x for x in spec if x)!r} matches no metric of the compared "
+            raise CompareError("--fail-on", f"{':'.join(x for x in spec if x)!r} matches no metric of the compared "
                                f"suites ({', '.join(suites) or 'none'}); metrics: {', '.join(known[:40])}")
     uniq = {(r["suite"], r["condition"], r["metric"]): r for r in regressions}
     changed = [dict(r, suite=n) for n, s in suites.items() for r in s["rows"] if r["changed"]]

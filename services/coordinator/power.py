@@ -32,7 +32,7 @@ def suite_power(suite_dir: str | Path, delta: float | None = None) -> dict[str, 
     pv = suite.probe_values(samples)
     metric = suite.headline(*mocked(run))
     if metric is None:
-        raise VerdictError(f"suite {suite.name}: no headline metric")
+        raise VerdictError(f"suite {suite.name}", "no headline metric")
     hib, unit = pv.spec(metric)
     baseline, _ = resolve_baseline(metrics, pv, metric, hib)
     cond_of: dict[str, str] = {}
@@ -65,11 +65,11 @@ def run_power(run_dir: str | Path, delta: float | None = None) -> list[dict[str,
     if (run_dir / "run.json").exists():
         return [suite_power(run_dir, delta)]
     if not index.exists():
-        raise VerdictError(f"{run_dir}: neither a suite run (run.json) nor a bench-all run (report.json)")
+        raise VerdictError(str(run_dir), "neither a suite run (run.json) nor a bench-all run (report.json)")
     try:
         suites = json.loads(index.read_text()).get("suites") or {}
     except (json.JSONDecodeError, AttributeError) as e:
-        raise VerdictError(f"{index}: not a JSON object ({e})") from None
+        raise VerdictError(str(index), f"not a JSON object ({e})") from None
     out = []
     for s in suites.values():
         if isinstance(s, dict) and s.get("dir") and (run_dir / s["dir"] / "metrics.json").exists():

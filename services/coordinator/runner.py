@@ -20,12 +20,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from services.adapters.client import BackendError, GrpcBackendClient, InProcessBackendClient
+from services.adapters.client import GrpcBackendClient, InProcessBackendClient
 from services.common import llm_cache, llm_roles, prompts
 from services.common.embeddings import cache_rows, default_cache_path
+from services.common.errors import BackendError, BackendFailed, BackendUnavailable, MemrigError
 from services.common.llm_client import LLMClient, LLMConfig
 from services.common.tokens import tokenizer_name
-from services.common.types import ValidationError
 from services.coordinator import costs
 from services.coordinator.context import ProbeContext
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
@@ -431,12 +431,14 @@ async def run_one(suite: Suite, ctx: ProbeContext, probe: Probe, cond: Condition
     try:
         body = await suite.run_probe(ctx, probe, cond)
         return {**base, **body, "status": "ok", "duration_ms": (time.perf_counter() - t0) * 1000}
-    except BackendError as e:
-        # FAILED_PRECONDITION: a dependency refuses for good (services/common/grpc_status.py); no probe will pass
-        if e.code in ("UNAVAILABLE", "FAILED_PRECONDITION", "DEADLINE_EXCEEDED", "CANCELLED", "UNKNOWN", "INTERNAL"):
-            failures.setdefault(e.backend, f"failed mid-run: {e.code}: {str(e)[:300]}")
+    except (BackendUnavailable, BackendFailed) as e:
+        # the backend is down or fails for good (services/common/errors.py): no later probe will pass, so the
+        # rest of its probes are recorded as errors without calling it
+        failures.setdefault(e.backend, f"failed mid-run: {e.code}: {str(e)[:300]}")
         return {**base, "status": "error", "error": str(e)[:500]}
-    except (TimeoutError, ValidationError, ValueError, RuntimeError, OSError) as e:
+    except BackendError as e:  # this call alone failed (UNIMPLEMENTED, RESOURCE_EXHAUSTED, ...)
+        return {**base, "status": "error", "error": str(e)[:500]}
+    except (MemrigError, TimeoutError, ValueError, RuntimeError, OSError) as e:
         return {**base, "status": "error", "error": f"{type(e).__name__}: {e}"[:500],
                 "traceback": traceback.format_exc()[-1500:]}
 

@@ -16,12 +16,12 @@ import grpc
 from memrig.v1 import coordinator_pb2 as cpb
 from memrig.v1 import coordinator_pb2_grpc as cpb_grpc
 from services.adapters.registry import all_specs
+from services.common.errors import InputError
 from services.common.grpc_util import graceful_stop, install_stop_signals, start_server
 from services.common.metrics_http import start_metrics_server
 from services.common.types import dict_to_struct, struct_to_dict
 from services.coordinator.results import RESULTS_ROOT, RunDir
 from services.coordinator.runner import RunConfig, run_suite
-from services.coordinator.suites.base import OptionError
 from services.coordinator.suites.registry import all_suites
 from services.launcher import Rig
 
@@ -56,7 +56,7 @@ class CoordinatorServicer(cpb_grpc.CoordinatorServiceServicer):
         options = struct_to_dict(request.options)
         try:  # options are checked (names and types) before the stream starts, not reported as a FAILED event
             all_suites()[request.suite](options, seed=request.seed)
-        except OptionError as e:
+        except InputError as e:  # OptionError or any other bad input the suite names
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         out_dir = None
         if request.out_dir:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.registry import role_of
+from services.common.errors import InputError
 from services.coordinator import baseline as baseline_rule
 from services.coordinator import stats
 from services.coordinator.metrics.latency import latency_summary
@@ -55,8 +56,9 @@ WHY_RETRIEVAL = ("the answers (or their judge) came from the offline llm-mock, w
 WHY_ANSWER = "a real model answered (and judged): the verdict uses the suite's answer-quality metric"
 
 
-class VerdictError(ValueError):
-    """A run directory the verdict cannot be built from; the message names the file or field."""
+class VerdictError(InputError):
+    """A run directory the verdict cannot be built from; `field` is the file (or suite) at fault, str(e)
+    "field: message"."""
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -69,23 +71,23 @@ def load_suite_run(suite_dir: str | Path, need_metrics: bool = True
     suite_dir = Path(suite_dir)
     run_json, mpath = suite_dir / "run.json", suite_dir / "metrics.json"
     if not run_json.exists():
-        raise VerdictError(f"{run_json}: missing (not a suite run directory)")
+        raise VerdictError(str(run_json), "missing (not a suite run directory)")
     if need_metrics and not mpath.exists():
-        raise VerdictError(f"{mpath}: missing (the suite did not finish; `memrig report {suite_dir}` re-scores it)")
+        raise VerdictError(str(mpath), f"missing (the suite did not finish; `memrig report {suite_dir}` re-scores it)")
     for path in (run_json, mpath):
         if path.exists():
             try:
                 json.loads(path.read_text())
             except json.JSONDecodeError as e:
-                raise VerdictError(f"{path}: not valid JSON ({e})") from None
+                raise VerdictError(str(path), f"not valid JSON ({e})") from None
     run = json.loads(run_json.read_text())
     metrics = json.loads(mpath.read_text()) if mpath.exists() else {}
     if not run.get("suite"):
-        raise VerdictError(f"{run_json}: suite: missing")
+        raise VerdictError(str(run_json), "suite: missing")
     try:
         suite = get_suite(run["suite"])(run.get("options"), seed=int(run.get("seed") or 0))
     except (KeyError, ValueError) as e:
-        raise VerdictError(f"{run_json}: {e.args[0] if e.args else e}") from None
+        raise VerdictError(str(run_json), f"{e.args[0] if e.args else e}") from None
     return run, metrics, suite, [s for s in RunDir(suite_dir).samples() if s.get("status") == "ok"]
 
 
@@ -188,11 +190,11 @@ def suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None) -> dict[s
     answers_mocked, judge_mocked = mocked(run)
     metric = suite.headline(answers_mocked, judge_mocked)
     if metric is None:
-        raise VerdictError(f"suite {suite.name}: no headline metric")
+        raise VerdictError(f"suite {suite.name}", "no headline metric")
     try:
         baseline_rule.direction(metric)
     except KeyError as e:
-        raise VerdictError(f"suite {suite.name}: headline {e.args[0]}") from None
+        raise VerdictError(f"suite {suite.name}", f"headline {e.args[0]}") from None
     hib, unit = pv.spec(metric)
     mocked_metrics = sorted(suite.mocked_metrics(answers_mocked, judge_mocked))
     kind = "answer" if metric in suite.answer_metrics else "retrieval"

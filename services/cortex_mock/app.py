@@ -18,6 +18,7 @@ import orjson
 from aiohttp import web
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from services.common.errors import InputError, http_status
 from services.common.http_input import HANDLER_ARGS
 from services.cortex_mock.config import MockConfig
 from services.cortex_mock.engine import CortexEngine, encode_payload
@@ -28,6 +29,7 @@ from services.cortex_mock.store import tenant_id_for_key
 from services.cortex_mock.validation import (
     MAX_QUERY_CHARS,
     RequestInvalid,
+    first_loc,
     lone_surrogate_path,
     nesting_invalid,
     nonfinite_invalid,
@@ -51,11 +53,16 @@ WORKERS_KEY = web.AppKey("workers", object)  # a WorkerSupervisor when Redis wor
 TENANT_KEY = web.RequestKey("tenant_id", str)
 
 
-class AuthError(Exception):
+class AuthError(InputError):
+    """A missing (401) or unknown (403) API key; the field is the x-api-key header."""
+
     def __init__(self, status: int, detail: str):
-        super().__init__(detail)
+        super().__init__("header.x-api-key", detail, text=detail)
         self.status = status
         self.detail = detail
+
+    def body(self) -> dict[str, Any]:
+        return {"detail": self.detail}
 
 
 def authenticate(api_key: str | None, allowed: list[str]) -> str:
@@ -84,12 +91,16 @@ def _json_error(status: int, detail: Any) -> web.Response:
     return json_response({"detail": detail}, status=status)
 
 
-class BodyInvalid(Exception):
-    """A body that is not acceptable JSON: 400 (malformed) or 422 (valid JSON, invalid text)."""
+class BodyInvalid(InputError):
+    """A body that is not acceptable JSON: 400 (malformed) or 422 (valid JSON, invalid text). `detail` is the
+    FastAPI-style detail (a string, or a list of errors with their loc); `field` the first loc dotted, or "body"."""
 
     def __init__(self, status: int, detail: Any):
-        super().__init__(str(detail))
+        super().__init__(first_loc(detail), str(detail), text=str(detail))
         self.status, self.detail = status, detail
+
+    def body(self) -> dict[str, Any]:
+        return {"detail": self.detail}
 
 
 def parse_json_body(raw: bytes) -> Any:
@@ -171,19 +182,15 @@ async def errors_mw(request: web.Request, handler):
         if request.path not in PUBLIC_PATHS:
             request[TENANT_KEY] = authenticate(request.headers.get("x-api-key"), request.app[CONFIG_KEY].api_keys)
         return await handler(request)
-    except AuthError as e:
-        return _json_error(e.status, e.detail)
-    except RequestInvalid as e:
-        return json_response(e.body(), status=422)
-    except BodyInvalid as e:
-        return _json_error(e.status, e.detail)
+    except (AuthError, RequestInvalid, BodyInvalid) as e:  # the API's bad-request shapes, status by family
+        return json_response(e.body(), status=http_status(e))
     except web.HTTPException:
         raise
     except Exception as e:
         from services.common.llm_client import LLMError
 
         if isinstance(e, LLMError):
-            return _json_error(502, f"extraction LLM failed: {e}")
+            return _json_error(http_status(e), f"extraction LLM failed: {e}")
         log.exception("unhandled error on %s %s", request.method, request.path)
         return _json_error(500, f"Internal Server Error: {type(e).__name__}")
 

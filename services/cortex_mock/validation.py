@@ -11,6 +11,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from services.common.errors import InputError
 from services.common.http_input import deepest_field, nonfinite_path, oversized
 from services.cortex_mock.temporal import parse_datetime
 
@@ -30,13 +31,26 @@ MAX_DATE = datetime(2200, 12, 31, 23, 59, 59, tzinfo=UTC)
 _MISSING = object()
 
 
-class RequestInvalid(Exception):
+class RequestInvalid(InputError):
+    """Valid JSON with invalid content (422), as FastAPI words it: `errors` lists each problem with its `loc`;
+    `field` is the first one's loc dotted ("body.messages.0.content")."""
+
+    status = 422
+
     def __init__(self, errors: list[dict[str, Any]]):
-        super().__init__("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors))
+        super().__init__(first_loc(errors), errors[0]["msg"] if errors else "",
+                         text="; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors))
         self.errors = errors
 
     def body(self) -> dict:
         return {"detail": self.errors}
+
+
+def first_loc(errors: Any) -> str:
+    """The first error's loc, dotted; "body" when there is none (a FastAPI detail that is a plain string)."""
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict) and errors[0].get("loc"):
+        return ".".join(map(str, errors[0]["loc"]))
+    return "body"
 
 
 def _err(loc: list, msg: str, type_: str, value: Any = None) -> dict:

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from collectors.resources import ResourceSampler, slope_ci
+from services.common.percentiles import percentile
 from services.drills.base import DrillContext, DrillFn, DrillResult, verdict
 from services.turn_sim.plugin import MemoryPlugin, PluginConfig
 from services.turn_sim.workload import FACTS
@@ -32,7 +31,7 @@ PROBES = [f.probe for f in FACTS]
 
 
 def _p(xs: list[float], q: float) -> float | None:
-    return float(np.percentile(xs, q)) if xs else None
+    return percentile(xs, q)
 
 
 class _Turns:

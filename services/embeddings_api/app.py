@@ -27,6 +27,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 
 from collectors.prom import get_metric
 from services.common.embeddings import Embedder, get_embedder
+from services.common.errors import InputError, http_status
 from services.common.tokens import count_tokens
 
 MAX_INPUTS = 2048  # the OpenAI API's limit on inputs per request
@@ -43,14 +44,17 @@ MODEL_ALIASES = {
 }
 
 
-class EmbeddingRequestError(ValueError):
+class EmbeddingRequestError(InputError):
+    """A bad embeddings request, in the OpenAI API's terms: `param` names the parameter (None: the body or URL as a
+    whole), `code` the error code, `status` the HTTP status; `field` is `param` or "body", str(e) the message."""
+
     def __init__(self, param: str | None, message: str, code: str = "invalid_value", status: int = 400):
-        super().__init__(message)
-        self.param, self.message, self.code, self.status = param, message, code, status
+        super().__init__(param or "body", message, text=message)
+        self.param, self.code, self.status = param, code, status
 
     def response(self) -> web.Response:
         return web.json_response({"error": {"message": self.message, "type": "invalid_request_error",
-                                            "param": self.param, "code": self.code}}, status=self.status)
+                                            "param": self.param, "code": self.code}}, status=http_status(self))
 
 
 @dataclass
@@ -167,7 +171,7 @@ class EmbeddingsService:
                 vecs = await emb.aencode(texts)
             tokens = sum(count_tokens(t) for t in texts)
         except EmbeddingRequestError as e:
-            self.requests.labels(model_label, f"error_{e.status}").inc()
+            self.requests.labels(model_label, f"error_{http_status(e)}").inc()
             return e.response()
         self.requests.labels(model_label, "ok").inc()
         self.inputs.labels(model_label).inc(len(texts))

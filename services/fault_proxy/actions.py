@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from services.common.errors import InputError
+
 if TYPE_CHECKING:
     from services.fault_proxy.fault_types import ConcurrencyState
 
@@ -16,13 +18,8 @@ MAX_MS = 86_400_000.0  # 24 h: no delay/timeout attribute beyond it (1e300 ms is
 MAX_S = MAX_MS / 1000.0
 
 
-class FaultError(ValueError):
+class FaultError(InputError):
     """A bad fault definition; `field` names the offending field (dotted path) as the 400 body does."""
-
-    def __init__(self, field_name: str, message: str):
-        super().__init__(f"{field_name}: {message}")
-        self.field = field_name
-        self.message = message
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -19,13 +19,20 @@ from typing import Any
 
 import aiohttp
 
+from services.common.errors import DependencyError
+
 ADMIN_PREFIX = "/__admin"
 
 
-class AdminError(RuntimeError):
+class AdminError(DependencyError):
+    """The fault proxy's admin API refused or failed a call: `status` its HTTP status, `field` the field its
+    answer named (a refused definition), if any."""
+
+    dependency = "the fault proxy's admin API"
+
     def __init__(self, status: int, message: str, field: str = ""):
-        super().__init__(f"fault-proxy admin: HTTP {status}: {message}")
-        self.status, self.message, self.field = status, message, field
+        super().__init__(f"fault-proxy admin: HTTP {status}: {message}", status)
+        self.message, self.field = message, field
 
 
 class FaultProxyAdmin:

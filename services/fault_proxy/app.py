@@ -31,6 +31,7 @@ from aiohttp import web
 from prometheus_client import REGISTRY
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from services.common.errors import http_status
 from services.common.http_input import HANDLER_ARGS, oversized
 from services.fault_proxy.engine import FaultEngine
 from services.fault_proxy.faults import (
@@ -179,12 +180,12 @@ async def create_fault(request: web.Request) -> web.Response:
     try:
         spec = parse_fault(await _json_body(request))
     except FaultError as e:
-        return _error(400, str(e), e.field)
+        return _error(http_status(e), str(e), e.field)
     spec = FaultSpec(**{**spec.__dict__, "created_at": eng.clock()})
     try:
         spec = await eng.store.create(spec)
-    except FaultExists:
-        return _error(409, f"fault {spec.name!r} already exists", "name")
+    except FaultExists as e:
+        return _error(http_status(e), e.message, e.field)
     await eng.refresh(force=True)
     return web.json_response(spec.to_json(), status=201)
 
@@ -235,11 +236,11 @@ async def patch_fault(request: web.Request) -> web.Response:
     try:
         spec = merge_patch(old, await _json_body(request))
     except FaultError as e:
-        return _error(400, str(e), e.field)
+        return _error(http_status(e), str(e), e.field)
     try:
         spec = await eng.store.replace(spec)
-    except FaultNotFound:
-        return _error(404, f"fault {name!r} not found", "name")
+    except FaultNotFound as e:
+        return _error(http_status(e), e.message, e.field)
     await eng.refresh(force=True)
     return web.json_response(spec.to_json())
 
@@ -249,8 +250,8 @@ async def delete_fault(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     try:
         await eng.store.delete(name)
-    except FaultNotFound:
-        return _error(404, f"fault {name!r} not found", "name")
+    except FaultNotFound as e:
+        return _error(http_status(e), e.message, e.field)
     await eng.refresh(force=True)
     return web.Response(status=204)
 
@@ -275,7 +276,7 @@ async def populate(request: web.Request) -> web.Response:
         if dup:
             raise FaultError("faults", f"name {dup!r} appears twice")
     except FaultError as e:
-        return _error(400, str(e), e.field)
+        return _error(http_status(e), str(e), e.field)
     await eng.refresh(force=True)
     current = {f.name: f for f in eng.faults}
     out = []
@@ -299,7 +300,7 @@ async def reset(request: web.Request) -> web.Response:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise FaultError("seed", "must be an integer")
     except FaultError as e:
-        return _error(400, str(e), e.field)
+        return _error(http_status(e), str(e), e.field)
     await eng.store.clear()
     await eng.refresh(force=True)
     eng.reset_run(seed)

@@ -12,15 +12,26 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from services.common.errors import InputError
 from services.fault_proxy.faults import FaultSpec
 
 
-class FaultExists(Exception):
-    pass
+class FaultExists(InputError):
+    """A fault of that name exists already (409); str(e) is the name."""
+
+    status = 409
+
+    def __init__(self, name: str):
+        super().__init__("name", f"fault {name!r} already exists", text=name)
 
 
-class FaultNotFound(Exception):
-    pass
+class FaultNotFound(InputError):
+    """No fault of that name (404); str(e) is the name."""
+
+    status = 404
+
+    def __init__(self, name: str):
+        super().__init__("name", f"fault {name!r} not found", text=name)
 
 
 class FaultStore(Protocol):

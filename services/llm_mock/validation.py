@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from services.common.errors import InputError
 from services.common.http_input import dotted, nonfinite_path, oversized
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -23,11 +24,13 @@ RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-class RequestError(ValueError):
+class RequestError(InputError):
+    """A bad chat request, in the OpenAI API's terms: `param` names the parameter (None: the body as a whole),
+    `code` the error code; `field` is `param` or "body", str(e) the message alone (it names the parameter)."""
+
     def __init__(self, param: str | None, message: str, code: str | None = "invalid_value"):
-        super().__init__(message)
+        super().__init__(param or "body", message, text=message)
         self.param = param
-        self.message = message
         self.code = code
 
     def body(self) -> dict[str, Any]:

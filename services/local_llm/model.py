@@ -25,9 +25,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.common.errors import DependencyError
 
-class ModelError(RuntimeError):
+
+class ModelError(DependencyError):
     """The local model cannot be used; the message says why and what to run."""
+
+    dependency = "the local model"
 
 
 @dataclass(frozen=True)

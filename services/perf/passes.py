@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from services.common.percentiles import percentile
 from services.perf.stats import percentiles_ms
 
 MIN_PASSES = 3
@@ -57,7 +58,7 @@ def paired_difference_ms(slow_ns: Sequence[int | float], fast_ns: Sequence[int |
         raise ValueError(f"paired timings need equal lengths ({a.size} vs {b.size})")
     if a.size == 0:
         return None
-    return float(np.percentile(a - b, q) / 1e6)
+    return percentile(a - b, q, scale=1e-6)
 
 
 def consecutive_passes(samples: Sequence[int | float], passes: int = MIN_PASSES) -> list[list[int | float]]:

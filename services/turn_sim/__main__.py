@@ -40,7 +40,7 @@ async def amain(args: argparse.Namespace) -> int:
 
     from services.common import prom_targets
     from services.common.metrics_http import start_metrics_server
-    from services.turn_sim.bench import CostsConfig, render_costs_markdown, run_costs
+    from services.turn_sim.cost_scenarios import CostsConfig, render_costs_markdown, run_costs
 
     runner, port = await start_metrics_server(args.host, args.port, REGISTRY)
     # Found by Prometheus through file_sd whatever the port (services/common/prom_targets.py).

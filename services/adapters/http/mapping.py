@@ -19,12 +19,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from services.adapters.http.template import TemplateError, render, render_string
+from services.common.errors import InputError
 
 MAPPINGS_DIR = Path(__file__).parent / "mappings"
 
 
-class MappingError(ValueError):
-    """A bad mapping file; the message names the file and the offending key."""
+class MappingError(InputError):
+    """A bad mapping file; `field` is the offending key (or the file, for a problem of the file as a whole, with
+    the key inside the message); str(e) is "field: message"."""
 
 
 class _Strict(BaseModel):
@@ -169,7 +171,7 @@ def _check_templates(m: Mapping) -> None:
     try:
         v = sample_vars(m)
     except TemplateError as e:
-        raise MappingError(f"vars: {e}") from None
+        raise MappingError("vars", str(e)) from None
     checks: list[tuple[str, Any, bool]] = []  # (key, template, is a URL path)
 
     def req(key: str, r: Request | None) -> None:
@@ -195,11 +197,11 @@ def _check_templates(m: Mapping) -> None:
         try:
             render_string(t, v, url_quote=True) if is_path else render(t, v)
         except TemplateError as e:
-            raise MappingError(f"{key}: {e}") from None
+            raise MappingError(key, str(e)) from None
     if m.ingest.per == "batch" and m.reset.per == "unit" and not m.ingest.key:
-        raise MappingError("ingest.key: reset.per 'unit' needs a key template for each ingested unit")
+        raise MappingError("ingest.key", "reset.per 'unit' needs a key template for each ingested unit")
     if m.reset.per == "item" and not m.ingest.item_id:
-        raise MappingError("ingest.item_id: reset.per 'item' needs the response path of each stored item's id")
+        raise MappingError("ingest.item_id", "reset.per 'item' needs the response path of each stored item's id")
 
 
 def resolve_path(name_or_path: str) -> Path:
@@ -211,21 +213,21 @@ def resolve_path(name_or_path: str) -> Path:
         if cand.exists():
             return cand
     shipped = sorted(f.stem for f in MAPPINGS_DIR.iterdir() if f.suffix in (".yaml", ".yml", ".json"))
-    raise MappingError(f"mapping: no file {name_or_path!r} and no shipped mapping of that name; shipped: {shipped}")
+    raise MappingError("mapping", f"no file {name_or_path!r} and no shipped mapping of that name; shipped: {shipped}")
 
 
 def parse_mapping(raw: Any, origin: str = "<mapping>") -> Mapping:
     if not isinstance(raw, dict):
-        raise MappingError(f"{origin}: a mapping must be an object at the top level, got {type(raw).__name__}")
+        raise MappingError(origin, f"a mapping must be an object at the top level, got {type(raw).__name__}")
     try:
         m = Mapping.model_validate(raw)
     except ValidationError as e:
         errs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or '<top>'}: {err['msg']}" for err in e.errors())
-        raise MappingError(f"{origin}: {errs}") from None
+        raise MappingError(origin, errs) from None
     try:
         _check_templates(m)
     except MappingError as e:
-        raise MappingError(f"{origin}: {e}") from None
+        raise MappingError(origin, str(e)) from None
     return m
 
 
@@ -235,5 +237,5 @@ def load_mapping(name_or_path: str) -> tuple[Mapping, Path]:
     try:
         raw = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as e:
-        raise MappingError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {e}") from None
+        raise MappingError(str(path), f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {e}") from None
     return parse_mapping(raw, str(path)), path

@@ -18,11 +18,17 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+from services.common.errors import InputError
+
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][\w.]*)\s*\}\}")
 
 
-class TemplateError(ValueError):
-    pass
+class TemplateError(InputError):
+    """A template that does not render; `field` is the variable or directive at fault, str(e) the message alone
+    (the caller prefixes the mapping key it was rendering)."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(field_name, message, text=message)
 
 
 def js_iso(dt: datetime) -> str:
@@ -36,7 +42,7 @@ def lookup(variables: Mapping[str, Any], path: str) -> Any:
         if isinstance(cur, Mapping) and part in cur:
             cur = cur[part]
         else:
-            raise TemplateError(f"unknown variable {{{{{path}}}}} (no {part!r}); known: {sorted(variables)}")
+            raise TemplateError(path, f"unknown variable {{{{{path}}}}} (no {part!r}); known: {sorted(variables)}")
     return cur
 
 
@@ -72,7 +78,7 @@ def render(template: Any, variables: Mapping[str, Any]) -> Any:
         if "$each" in template:
             items = lookup(variables, str(template["$each"]))
             if not isinstance(items, list | tuple):
-                raise TemplateError(f"$each {template['$each']!r} is not a list")
+                raise TemplateError("$each", f"$each {template['$each']!r} is not a list")
             name = str(template.get("as", "item"))
             return [render(template.get("item"), {**variables, name: it}) for it in items]
         out: dict[str, Any] = {}

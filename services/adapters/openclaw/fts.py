@@ -7,9 +7,9 @@
   it to 0 and returns 1/(1+0) = 1.0 for every hit (bug #5767); the late one maps rel = -rank to rel/(1+rel).
 - `extract_keywords` (src/memory/query-expansion.ts) for FTS-only mode: lower-case, split on whitespace and
   punctuation, CJK runs → characters + adjacent bigrams, drop stop words, ASCII words shorter than 3 letters,
-  pure numbers and pure punctuation/symbols, dedupe in order. Only the English stop list is carried here (the
-  upstream file also has ES/PT/AR/ZH/KO/JA/DA/NB/SV lists, and Korean particle stripping); the rig's data is
-  English.
+  pure numbers and pure punctuation/symbols, dedupe in order. Only the English stop list is used here (the
+  upstream file also has ES/PT/AR/ZH/KO/JA/DA/NB/SV lists, and Korean particle stripping; stopwords.py holds the
+  lists, this one included); the rig's data is English.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 
 import regex
+
+from services.adapters.openclaw.stopwords import STOP_WORDS_EN  # query-expansion.ts STOP_WORDS_EN (one home)
 
 EARLY_TOKEN_RE = regex.compile(r"[A-Za-z0-9_]+")
 LATE_TOKEN_RE = regex.compile(r"[\p{L}\p{N}_]+")
@@ -50,14 +52,6 @@ def bm25_rank_to_score(rank: float, mapping: str = "late") -> float:
     raise ValueError(f"unknown bm25 mapping {mapping!r}")
 
 
-# query-expansion.ts STOP_WORDS_EN (facts: the word list).
-STOP_WORDS_EN = frozenset(
-    """a an the this that these those i me my we our you your he she it they them is are was were be been being
-    have has had do does did will would could should can may might in on at to for of with by from about into
-    through during before after above below between under over and or but if then because as while when where
-    what which who how why yesterday today tomorrow earlier later recently ago just now thing things stuff
-    something anything everything nothing please help find show get tell give""".split()
-)
 
 _SPLIT_RE = regex.compile(r"[\s\p{P}]+")
 _KANA_RE = regex.compile(r"[\u3040-\u30ff]")

@@ -1,19 +1,11 @@
-"""Latency summaries: exact percentiles with numpy (linear interpolation), in milliseconds."""
+"""Latency summaries: exact percentiles (services/common/percentiles.py), in milliseconds."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
+from services.common.percentiles import percentile, summary
 from services.coordinator.metrics.registry import metric
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0-100) by linear interpolation between closest ranks; None for no values."""
-    if len(values) == 0:
-        return None
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
 
 
 @metric("latency_p50_ms", higher_is_better=False, unit="ms")
@@ -35,10 +27,5 @@ def latency_p99_ms(values_ms: Sequence[float]) -> float | None:
 
 
 def latency_summary(values_ms: Sequence[float]) -> dict[str, float | None]:
-    return {
-        "n": len(values_ms),
-        "p50_ms": latency_p50_ms(values_ms),
-        "p95_ms": latency_p95_ms(values_ms),
-        "p99_ms": latency_p99_ms(values_ms),
-        "mean_ms": float(np.mean(values_ms)) if len(values_ms) else None,
-    }
+    """n, p50/p95/p99 and mean of per-call latencies already in ms."""
+    return summary(values_ms, (50, 95, 99), stats=("mean",))

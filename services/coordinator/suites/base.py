@@ -13,18 +13,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from services.common.errors import DependencyError, InputError
 from services.common.types import IngestBatch
 
 if TYPE_CHECKING:
     from services.coordinator.context import ProbeContext
 
 
-class OptionError(ValueError):
-    """A suite option that is unknown or of the wrong type; `option` names it (the gRPC edge answers
-    INVALID_ARGUMENT with it before a run starts)."""
+class OptionError(InputError):
+    """A suite option that is unknown or of the wrong type; `option` names it, `field` is `options.<option>` (the
+    gRPC edge answers INVALID_ARGUMENT with it before a run starts)."""
 
     def __init__(self, option: str, message: str):
-        super().__init__(f"options.{option}: {message}")
+        super().__init__(f"options.{option}", message)
         self.option = option
 
 
@@ -75,9 +76,11 @@ def coerce_option(name: str, default: Any, value: Any) -> Any:
     return value
 
 
-class SuiteUnavailable(RuntimeError):
+class SuiteUnavailable(DependencyError):
     """Raised by `load` when a suite cannot run here (e.g. its real data set is absent); bench-all skips it
     and the report says why."""
+
+    dependency = "the suite's data"
 
 
 @dataclass

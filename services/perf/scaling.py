@@ -1,5 +1,5 @@
 """`make bench-perf` / `memrig bench-perf`: how each memory system's cost grows with its memory, and what the
-rig itself costs, measured side by side in one run (../shared/DESIGN.md "Measurement rules"; README.md here).
+rig itself costs, measured side by side in one run (the measurement rules: services/perf/README.md).
 
     memrig bench-perf [--out DIR] [--sizes 1000,10000,100000] [--million] [--backends a,b,...]
                       [--embedder hash|minilm|wordllama] [--queries 100] [--seed 0] [--max-step-s 300]
@@ -294,7 +294,7 @@ class Bench:
 
 
 def openclaw_real_step(bench: Bench, args: argparse.Namespace) -> dict:
-    """openclaw-real vs the port through gRPC (services/studies/bench_openclaw_real.py), same run, same machine."""
+    """openclaw-real vs the port through gRPC (services/studies/openclaw_real_latency.py), same run, same machine."""
     if args.openclaw_real_sizes is None and "openclaw" not in args.backend_list:
         return {"status": "skipped", "reason": "--backends has no openclaw (give --openclaw-real-sizes to run it)"}
     raw = "1000,10000" if args.openclaw_real_sizes is None else args.openclaw_real_sizes
@@ -302,7 +302,7 @@ def openclaw_real_step(bench: Bench, args: argparse.Namespace) -> dict:
     if not sizes:
         return {"status": "skipped", "reason": "--openclaw-real-sizes ''"}
     from services.adapters.openclaw_real.node import availability
-    from services.studies import bench_openclaw_real as ocr
+    from services.studies import openclaw_real_latency as ocr
 
     a = availability()
     if not a.ok:

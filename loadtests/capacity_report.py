@@ -1,4 +1,4 @@
-"""The load benchmark's report (loadtests/bench.py runs the measurements): the headline figures, the two scaling
+"""The load benchmark's report (loadtests/capacity.py runs the measurements): the headline figures, the two scaling
 curves (server processes, locust workers), the machine it ran on, and report.md."""
 
 from __future__ import annotations

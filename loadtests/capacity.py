@@ -2,7 +2,7 @@
 beside the load generator's own ceiling on this machine, the engine's single-thread cost, the scaling over
 1/2/4 server processes, and the fault proxy's added latency against a direct call, all in one run (open loop).
 
-    python -m loadtests.bench --out DIR [--memories 10000] [--embedder minilm] [--slo-p99-ms 250]
+    python -m loadtests.capacity --out DIR [--memories 10000] [--embedder minilm] [--slo-p99-ms 250]
                               [--start-rate 10] [--factor 1.5] [--step-s 10] [--refine 2] [--proxy-rounds 3]
                               [--processes 1,2,4] [--scale-step-s 5] [--gen-start-rate 200]
                               [--locust-workers 1,2,4] [--locust-users 32] [--locust-step-s 15]
@@ -56,7 +56,7 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from loadtests import locust_scaling
-from loadtests.bench_report import headline, machine_info, render_markdown, strip_blobs
+from loadtests.capacity_report import headline, machine_info, render_markdown, strip_blobs
 from loadtests.cpu_meter import StepCpu, cores_needed
 from loadtests.open_loop import (
     DriverConfig,
@@ -385,7 +385,7 @@ def engine_cost_in_subprocess(args: list[Any], blas_threads: int) -> dict[str, A
                                                         os.environ.get("PYTHONPATH", "")]))
     n = str(blas_threads) if blas_threads > 0 else os.environ.get("OPENBLAS_NUM_THREADS", "1")
     env.update(OPENBLAS_NUM_THREADS=n, OMP_NUM_THREADS=n, MKL_NUM_THREADS=n)
-    code = ("import json, sys; from loadtests.bench import engine_cost; "
+    code = ("import json, sys; from loadtests.capacity import engine_cost; "
             "print(json.dumps(engine_cost(*json.loads(sys.argv[1]))))")
     out = subprocess.run([sys.executable, "-c", code, json.dumps(args)], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=1800)
@@ -445,7 +445,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
         env = dict(os.environ, **{k: str(a.blas_threads) for k in
                                   ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
     rig = Rig(out / "rig", env=env)
-    result: dict[str, Any] = {"command": "python -m loadtests.bench " + " ".join(sys.argv[1:]),
+    result: dict[str, Any] = {"command": "python -m loadtests.capacity " + " ".join(sys.argv[1:]),
                               "config": {k: v for k, v in vars(a).items()}, "machine": machine_info()}
     data_dir = out / "rig" / "cortex-data"
     mock_args = ["--embedder", a.embedder, "--seed", str(a.seed), "--data-dir", str(data_dir)]
@@ -532,7 +532,7 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m loadtests.bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m loadtests.capacity", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="output directory (bench.json, bench.md)")
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--embedder", default="minilm", help="cortex-mock embedder (minilm, wordllama, hash)")

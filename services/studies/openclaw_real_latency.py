@@ -1,6 +1,6 @@
 """Benchmark (not a test): openclaw-real's retrieve latency through gRPC beside the port's, in one run.
 
-    python -m services.studies.bench_openclaw_real --out DIR [--sizes 1000,10000] [--embedder wordllama]
+    python -m services.studies.openclaw_real_latency --out DIR [--sizes 1000,10000] [--embedder wordllama]
                                                    [--queries 50] [--passes 3] [--seed 0]
 
 Both backends run as adapter processes, as `memrig up` starts them, and get the same SYNTHETIC daily-log files
@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from services.adapters.openclaw.bench import synthetic_files, vocabulary
+from services.common.percentiles import percentile
 from services.common.types import Document, IngestBatch, RetrieveQuery
 
 NS = "bench"
@@ -35,8 +36,7 @@ REF = datetime(2026, 6, 1, tzinfo=UTC)
 TARGET_OVERHEAD_MS = 2.0
 
 
-def pct(xs: list[float], q: float) -> float | None:
-    return float(np.percentile(np.asarray(xs, dtype=np.float64), q)) if xs else None
+pct = percentile  # services/common/percentiles.py
 
 
 def documents(n_chunks: int, seed: int) -> tuple[list[Document], list[str]]:
@@ -128,7 +128,7 @@ def render(results: list[dict], meta: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m services.studies.bench_openclaw_real",
+    ap = argparse.ArgumentParser(prog="python -m services.studies.openclaw_real_latency",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="results/bench-openclaw-real")
     ap.add_argument("--sizes", default="1000,10000")
