@@ -11,7 +11,7 @@ OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
 
-.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf data-longmemeval-s bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image wheelhouse clean mutation mutation-listed k8s-check
+.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-lme-s data-longmemeval-s bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image wheelhouse clean mutation mutation-listed k8s-check
 
 setup: $(STAMP)
 
@@ -101,6 +101,22 @@ down: setup
 DATA_DIR ?= $(or $(MEMRIG_DATA_DIR),../shared/data)
 data-longmemeval-s: | $(BIN)/python
 	$(BIN)/python -m services.datasets get longmemeval-s $(DATA_DIR) $(if $(SRC),--src $(SRC),)
+
+# LongMemEval S at full size: memrig's 398 dev questions (a ~48-session haystack each, ~196k messages in all),
+# retrieval only (no answers), with BM25 (the rig's and the official code's), dense, hybrid, cortex and OpenClaw native
+# (default and sessions). Each backend takes one haystack at a time and releases it; the report has the official
+# recall figures, the cost-per-message table and the embedding vectors the run added (a rerun adds none).
+# LME_S=PATH: the S file (default: longmemeval/longmemeval_s_cleaned.json in DATA_DIR, `make data-longmemeval-s`);
+# QUESTIONS=N: a stratified sample of N instead of all; EMBEDDER: minilm (the default everywhere), or wordllama
+# (a faster real model; its recall cost on S is in the README); LME_BACKENDS overrides the list.
+LME_BACKENDS ?= bm25,bm25-official,dense,hybrid,cortex,openclaw-real,openclaw-real[profile=sessions]
+EMBEDDER ?= minilm
+bench-lme-s: setup openclaw-optional
+	$(BIN)/memrig bench --suite longmemeval --option variant=s --option answer=false \
+		$(if $(LME_S),--option file=$(abspath $(LME_S)),--option data_dir=$(DATA_DIR)) \
+		$(if $(QUESTIONS),--option questions=$(QUESTIONS),--option full=true) \
+		--backends '$(LME_BACKENDS)' --embedder $(EMBEDDER) --llm mock \
+		--out $(or $(OUT),results/bench-lme-s$(if $(QUESTIONS),-q$(QUESTIONS))-$(EMBEDDER))
 
 # Order-only on the venv's python: an existing venv (VENV=/abs/path) is used as it is.
 $(BIN)/python:

@@ -105,6 +105,10 @@ class Embedder(ABC):
     dim: int = 0
     valid_for_reports: bool = True
 
+    # Texts per call to the model (None: batch_size). A model that sorts a call's texts by length before batching
+    # (sentence-transformers does) pads less when a call holds many batches.
+    call_size: int | None = None
+
     def __init__(self, cache: EmbeddingCache | None = None, batch_size: int = 64):
         self.cache = cache
         self.batch_size = batch_size
@@ -143,7 +147,8 @@ class Embedder(ABC):
 
     def _encode_batched(self, texts: list[str]) -> np.ndarray:
         with self._model_lock:  # models are not re-entrant; one batch at a time per process
-            parts = [self._encode_uncached(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+            n = self.call_size or self.batch_size
+            parts = [self._encode_uncached(texts[i : i + n]) for i in range(0, len(texts), n)]
         return _normalise(np.concatenate(parts, axis=0))
 
     async def aencode(self, texts: Sequence[str], persist: bool = True) -> np.ndarray:
@@ -157,6 +162,7 @@ class Embedder(ABC):
 class MiniLMEmbedder(Embedder):
     name = "all-MiniLM-L6-v2"
     dim = 384
+    call_size = 2048  # batches of batch_size inside, sorted by length across the call
 
     def __init__(self, cache: EmbeddingCache | None = None, batch_size: int = 64):
         super().__init__(cache, batch_size)
