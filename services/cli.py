@@ -115,8 +115,8 @@ def _bench_config(args, suite: str, backends: list[str], out: str | None):
     from services.coordinator.runner import RunConfig
 
     return RunConfig(suite=suite, backends=backends, out_dir=out, seed=args.seed, options=parse_options(args.option),
-                     resume=not args.fresh, concurrency=args.concurrency, judge_passes=args.judge_passes,
-                     embedder=args.embedder, targets=parse_targets(args.target), in_process=args.in_process,
+                     resume=not args.fresh, concurrency=args.concurrency, lanes=args.lanes,
+                     judge_passes=args.judge_passes, embedder=args.embedder, targets=parse_targets(args.target), in_process=args.in_process,
                      llm_roles=_llm_choices(args))
 
 
@@ -144,7 +144,7 @@ def bench_all_plan(args):
     return bench_all.plan(out=args.out, suites=parse_csv(args.suites), backends=split_names(args.backends),
                           options=parse_options(args.option), targets=parse_targets(args.target),
                           llm_roles=_llm_choices(args), costs=not args.no_costs, target_wait_s=args.target_wait_s,
-                          seed=args.seed, resume=not args.fresh, concurrency=args.concurrency,
+                          seed=args.seed, resume=not args.fresh, concurrency=args.concurrency, lanes=args.lanes,
                           judge_passes=args.judge_passes, embedder=args.embedder, in_process=args.in_process)
 
 
@@ -586,6 +586,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--option", action="append", default=[], help="suite option key=value (repeatable)")
         p.add_argument("--concurrency", type=int, default=4)
+        p.add_argument("--lanes", type=int, default=2,
+                       help="backends ingesting at the same time (each is its own process; 1 = one after another, "
+                            "so each backend's cost table is its own)")
         p.add_argument("--judge-passes", type=int, default=1)
         p.add_argument("--embedder", default=None, help="minilm (default), wordllama, remote (MEMRIG_EMBED_BASE_URL), hash (tests only)")
         p.add_argument("--target", action="append", default=[],

@@ -64,3 +64,6 @@ def test_one_mark_reached_judges_nothing_and_failed_namespaces_are_left_out():
     assert t["b"]["messages"] == 1_500 and list(t["b"]["marks"]) == [1_000]
     assert t["b"]["flat"] is None and t["b"]["ingest_growth"] is None
     assert costs.render({}) == ""
+    assert "backends at a time" not in costs.render(t)
+    two = costs.cost_table({"b": {**lane(rows), "lanes": 2}}, marks=(1_000,))
+    assert two["b"]["lanes"] == 2 and "Measured with 2 backends at a time (--lanes 2)" in costs.render(two)

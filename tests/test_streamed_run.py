@@ -101,6 +101,50 @@ async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tm
     assert "vectors_added" in run["embedding_cache"]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("lanes", [1, 2])
+async def test_lanes_run_backends_one_after_another_or_side_by_side(tmp_path, lanes):
+    """lanes=1: every call of the first backend before any of the second; lanes=2: their calls interleave."""
+    import asyncio
+
+    (tmp_path / "lme.json").write_text(json.dumps(ORACLE))
+    shared: list[str] = []
+
+    class Slow(Recorder):
+        async def ingest(self, namespace, batch):
+            shared.append(self.tag)
+            await asyncio.sleep(0.05)
+            await super().ingest(namespace, batch)
+
+    servers, targets = [], {}
+    for tag in ("a", "b"):
+        backend = Slow()
+        backend.tag = tag
+        host = BackendHost(backend)
+        await host.start()
+        server, health, port = await start_server(
+            lambda s, h=host: pb_grpc.add_MemoryBackendServiceServicer_to_server(MemoryBackendServicer(h), s),
+            [SERVICE_NAME])
+        servers.append((server, health, host))
+        targets[tag] = f"127.0.0.1:{port}"
+    try:
+        out = await run_suite(RunConfig(
+            suite="longmemeval", backends=["a", "b"], out_dir=str(tmp_path / "run"), embedder="hash", lanes=lanes,
+            options={"data_dir": str(tmp_path), "file": "lme.json", "full": True, "answer": False},
+            targets=targets, llm_roles=MOCK_ROLES))
+    finally:
+        for server, health, host in servers:
+            await graceful_stop(server, health, 0.5)
+            await host.close()
+    assert out.state == "succeeded", out.failures
+    if lanes == 1:
+        assert shared == ["a"] * 4 + ["b"] * 4
+    else:
+        assert sorted(shared) == ["a"] * 4 + ["b"] * 4 and shared != ["a"] * 4 + ["b"] * 4
+    run = json.loads((out.run_dir / "run.json").read_text())
+    assert list(run["ingest"]) == ["a", "b"] and run["ingest"]["a"]["lanes"] == lanes
+
+
 def test_a_rig_stops_its_processes_on_ctrl_c_and_forgets_that_once_stopped(tmp_path):
     from services.common import interrupt
 

@@ -69,6 +69,7 @@ def cost_table(ingest: dict[str, Any], marks: tuple[int, ...] = MARKS) -> dict[s
         rows = [r for r in (lane.get("namespaces") or {}).values() if "error" not in r]
         per = {m: window_costs(w) for m, w in windows(rows, marks).items()}
         entry: dict[str, Any] = {"marks": per, "messages": sum(int(r.get("messages") or 0) for r in rows),
+                                 "lanes": int(lane.get("lanes") or 1),
                                  "ingest_growth": None, "query_growth": None, "rss_growth": None, "flat": None}
         if len(per) >= 2:
             lo, hi = per[min(per)], per[max(per)]
@@ -90,6 +91,12 @@ def _mark(m: int) -> str:
     return f"{m // 1000}k"
 
 
+def _lanes_note(table: dict[str, Any]) -> str:
+    lanes = max(e.get("lanes", 1) for e in table.values())
+    return (f" Measured with {lanes} backends at a time (--lanes {lanes}): each figure includes its neighbour's "
+            "contention for the cores; --lanes 1 gives each backend the host alone.") if lanes > 1 else ""
+
+
 def render(table: dict[str, Any], marks: tuple[int, ...] = MARKS) -> str:
     """The markdown section; empty when no backend streamed."""
     if not table:
@@ -103,7 +110,7 @@ def render(table: dict[str, Any], marks: tuple[int, ...] = MARKS) -> str:
            "namespaces ingested around the N-th message (midpoint within N/2 to 3N/2); ingest = (ingest + settle "
            "time) per message, query = median timed retrieve, RSS = the backend's processes after settle. Growth = "
            f"largest reached mark ÷ smallest; flat = growth ≤ {FLAT_LIMIT} for ingest and query "
-           "(services/coordinator/costs.py).", "",
+           "(services/coordinator/costs.py)." + _lanes_note(table), "",
            f"| backend | messages | {head} | {qhead} | {rhead} | ingest growth | query growth | flat |",
            "|---|---:|" + "---:|" * (3 * len(shown)) + "---:|---:|---|"]
     for backend, e in table.items():

@@ -92,6 +92,7 @@ class RunPlan:
     seed: int = 0
     resume: bool = True
     concurrency: int = 4
+    lanes: int = 2
     judge_passes: int = 1
     embedder: str | None = None
     targets: dict[str, str] = field(default_factory=dict)  # backend -> HOST:PORT already running
@@ -102,7 +103,7 @@ class RunPlan:
 
         return RunConfig(suite=s.suite, backends=list(s.backends), out_dir=str(self.out / s.suite), seed=self.seed,
                          options=dict(s.options), resume=self.resume, concurrency=self.concurrency,
-                         judge_passes=self.judge_passes, embedder=self.embedder, targets=dict(self.targets),
+                         lanes=self.lanes, judge_passes=self.judge_passes, embedder=self.embedder, targets=dict(self.targets),
                          in_process=self.in_process, llm_roles=dict(s.llm_roles))
 
 

@@ -45,6 +45,9 @@ class RunConfig:
     options: dict[str, Any] = field(default_factory=dict)
     resume: bool = True
     concurrency: int = 4
+    # Backends ingesting (and, for a namespace-scoped suite, probing) at the same time: each backend is its own
+    # process, so two lanes keep a 2-core host busy while one waits on another process (OpenClaw's Node sidecar).
+    lanes: int = 2
     judge_passes: int = 1
     embedder: str | None = None
     targets: dict[str, str] = field(default_factory=dict)  # backend -> host:port already running
@@ -253,21 +256,24 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
     probes read several namespaces or several backends at once."""
     run_id = run_dir.run_id
     ingest_info: dict[str, Any] = {}
-    for name in sorted(needed):
-        if name not in clients:
-            continue
-        t0 = time.perf_counter()
-        try:
-            wanted = suite.namespaces_for(name, caps.get(name, {}), data.corpora)
-            corpora = {ns: b for ns, b in data.corpora.items() if ns in wanted}
-            info = await ingest_corpora(clients[name], corpora, ctx.backend_namespace,
-                                        cfg.settle_timeout_s, lambda m, n=name: emit(
-                                            {"run_id": run_id, "phase": "ingest", "message": f"{n} {m}"}))
-            info["duration_s"] = time.perf_counter() - t0
-            ingest_info[name] = info
-        except Exception as e:
-            failures[name] = f"ingest failed: {type(e).__name__}: {e}"
-    ingested(ingest_info)
+    lanes = asyncio.Semaphore(max(1, cfg.lanes))
+
+    async def ingest_backend(name: str) -> None:
+        async with lanes:
+            t0 = time.perf_counter()
+            try:
+                wanted = suite.namespaces_for(name, caps.get(name, {}), data.corpora)
+                corpora = {ns: b for ns, b in data.corpora.items() if ns in wanted}
+                info = await ingest_corpora(clients[name], corpora, ctx.backend_namespace,
+                                            cfg.settle_timeout_s, lambda m, n=name: emit(
+                                                {"run_id": run_id, "phase": "ingest", "message": f"{n} {m}"}))
+                info["duration_s"] = time.perf_counter() - t0
+                ingest_info[name] = info
+            except Exception as e:
+                failures[name] = f"ingest failed: {type(e).__name__}: {e}"
+
+    await asyncio.gather(*(ingest_backend(n) for n in sorted(needed) if n in clients))
+    ingested({n: ingest_info[n] for n in sorted(ingest_info)})
 
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
     total, finished = len(work), 0
@@ -302,9 +308,9 @@ async def ingest_namespace(client, bns: str, batch, settle_timeout_s: float) -> 
 async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[Probe, Condition]],
                        failures: dict[str, str], run_dir: RunDir, cfg: RunConfig, emit: ProgressFn,
                        rig: Rig | None, prev_ingest: dict[str, Any]) -> dict[str, Any]:
-    """A namespace-scoped suite (Suite.namespace_scoped): per backend, one after another (so each one's cost is its
-    own, not shared with a neighbour), one namespace at a time: reset, ingest, settle, that namespace's probes
-    (bounded by `concurrency`), then Reset again to release it, so a backend holds one haystack, never the run's.
+    """A namespace-scoped suite (Suite.namespace_scoped): per backend (`lanes` backends at a time, each its own
+    process; lanes=1: one after another, so each one's cost is its own), one namespace at a time: reset, ingest,
+    settle, that namespace's probes (bounded by `concurrency`), then Reset again to release it, so a backend holds one haystack, never the run's.
     Returns run.json's "ingest": per backend, per namespace in the order ingested, what `ingest_namespace` records
     plus `release_s`, `rss_bytes` (the backend's processes right after settle; services/launcher.Rig.backend_rss)
     and `retrieve_ms` (each probe's timed retrieve), the raw material of services/coordinator/costs.py. Progress:
@@ -326,41 +332,47 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
             run_dir.append_sample(sample)
             return sample
 
-    for name in sorted(lanes):
-        client = ctx.clients.get(name)
-        lane = info[name] = {"namespaces": dict((prev_ingest.get(name) or {}).get("namespaces") or {}),
-                             "mode": "streamed"}
-        t_lane = time.perf_counter()
-        for ns, items in lanes[name].items():
-            bns = ctx.backend_namespace(ns)
-            rec: dict[str, Any] = {"messages": data.corpora[ns].message_count}
-            if client is not None and name not in failures:
-                try:
-                    rec.update(await ingest_namespace(client, bns, data.corpora[ns], cfg.settle_timeout_s))
-                except Exception as e:
-                    failures[name] = f"ingest failed: {type(e).__name__}: {e}"
-                    rec["error"] = failures[name]
-                rec["rss_bytes"] = rig.backend_rss(name) if rig is not None else None
-            samples = await asyncio.gather(*(one(p, c) for p, c in items))
-            rec["retrieve_ms"] = [s["retrievals"][name]["latency_ms"] for s in samples
-                                  if s.get("status") == "ok" and (s.get("retrievals") or {}).get(name)]
-            if client is not None and name not in failures:
-                t0 = time.perf_counter()
-                try:
-                    await client.reset(bns)
-                    rec["release_s"] = time.perf_counter() - t0
-                except Exception as e:  # the scores stand; only the memory is not given back
-                    rec["release_error"] = f"{type(e).__name__}: {e}"[:300]
-            ctx.forget(name, [p.id for p, _ in items])
-            lane["namespaces"][ns] = rec
-            done_ns += 1
-            done_msgs += rec["messages"]
-            elapsed = time.monotonic() - t_start
-            eta = elapsed / done_msgs * (total_msgs - done_msgs) if done_msgs else None
-            emit({"run_id": run_id, "phase": "namespaces", "done": done_ns, "total": total_ns, "eta_seconds": eta,
-                  "message": f"{name} {ns}: {rec['messages']} messages"})
-        lane["duration_s"] = time.perf_counter() - t_lane
-    return info
+    lane_slots = asyncio.Semaphore(max(1, cfg.lanes))
+
+    async def lane_run(name: str) -> None:
+        nonlocal done_ns, done_msgs
+        async with lane_slots:
+            client = ctx.clients.get(name)
+            lane = info[name] = {"namespaces": dict((prev_ingest.get(name) or {}).get("namespaces") or {}),
+                                 "mode": "streamed", "lanes": max(1, cfg.lanes)}
+            t_lane = time.perf_counter()
+            for ns, items in lanes[name].items():
+                bns = ctx.backend_namespace(ns)
+                rec: dict[str, Any] = {"messages": data.corpora[ns].message_count}
+                if client is not None and name not in failures:
+                    try:
+                        rec.update(await ingest_namespace(client, bns, data.corpora[ns], cfg.settle_timeout_s))
+                    except Exception as e:
+                        failures[name] = f"ingest failed: {type(e).__name__}: {e}"
+                        rec["error"] = failures[name]
+                    rec["rss_bytes"] = rig.backend_rss(name) if rig is not None else None
+                samples = await asyncio.gather(*(one(p, c) for p, c in items))
+                rec["retrieve_ms"] = [s["retrievals"][name]["latency_ms"] for s in samples
+                                      if s.get("status") == "ok" and (s.get("retrievals") or {}).get(name)]
+                if client is not None and name not in failures:
+                    t0 = time.perf_counter()
+                    try:
+                        await client.reset(bns)
+                        rec["release_s"] = time.perf_counter() - t0
+                    except Exception as e:  # the scores stand; only the memory is not given back
+                        rec["release_error"] = f"{type(e).__name__}: {e}"[:300]
+                ctx.forget(name, [p.id for p, _ in items])
+                lane["namespaces"][ns] = rec
+                done_ns += 1
+                done_msgs += rec["messages"]
+                elapsed = time.monotonic() - t_start
+                eta = elapsed / done_msgs * (total_msgs - done_msgs) if done_msgs else None
+                emit({"run_id": run_id, "phase": "namespaces", "done": done_ns, "total": total_ns,
+                      "eta_seconds": eta, "message": f"{name} {ns}: {rec['messages']} messages"})
+            lane["duration_s"] = time.perf_counter() - t_lane
+
+    await asyncio.gather(*(lane_run(n) for n in sorted(lanes)))
+    return {n: info[n] for n in sorted(info)}
 
 
 def _cache_reading(roles: dict[str, LLMConfig]) -> dict[str, Any] | None:
