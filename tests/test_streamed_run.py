@@ -54,7 +54,10 @@ class Recorder(StoreBackedBackend):
 
 
 @pytest.mark.slow
-async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tmp_path):
+async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tmp_path, monkeypatch):
+    from services.coordinator import runner
+
+    monkeypatch.setattr(runner, "CHECKPOINT_S", 0.0)  # run.json after every namespace
     (tmp_path / "lme.json").write_text(json.dumps(ORACLE))
     backend = Recorder()
     host = BackendHost(backend)
@@ -62,12 +65,18 @@ async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tm
     server, health, port = await start_server(
         lambda s: pb_grpc.add_MemoryBackendServiceServicer_to_server(MemoryBackendServicer(host), s), [SERVICE_NAME])
     rig = Rig(tmp_path / "procs")
-    events = []
+    events, seen = [], []
+
+    def progress(ev):
+        events.append(ev)
+        if ev.get("phase") == "namespaces" and ev["done"] == 2:  # checkpointed before this event? no: right after
+            seen.append(json.loads((tmp_path / "run" / "run.json").read_text()).get("ingest"))
+
     try:
         out = await run_suite(RunConfig(
             suite="longmemeval", backends=["rec"], out_dir=str(tmp_path / "run"), embedder="hash",
             options={"data_dir": str(tmp_path), "file": "lme.json", "full": True, "answer": False},
-            targets={"rec": f"127.0.0.1:{port}"}, llm_roles=MOCK_ROLES), events.append, rig=rig)
+            targets={"rec": f"127.0.0.1:{port}"}, llm_roles=MOCK_ROLES), progress, rig=rig)
     finally:
         await graceful_stop(server, health, 0.5)
         await host.close()
@@ -94,6 +103,8 @@ async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tm
     progress = [e for e in events if e.get("phase") == "namespaces"]
     assert [e["done"] for e in progress] == [1, 2, 3, 4] and all(e["total"] == 4 for e in progress)
     assert progress[-1]["eta_seconds"] == 0
+    # the checkpoint after the first namespace was on disk when the second one finished: an interrupt keeps it
+    assert list(seen[0]["rec"]["namespaces"]) == ids[:1]
     metrics = json.loads((out.run_dir / "metrics.json").read_text())
     assert metrics["costs"]["rec"]["messages"] == sum(n["messages"] for n in run["namespaces"].values())
     assert metrics["costs"]["rec"]["marks"] == {}  # a few dozen messages reach no mark

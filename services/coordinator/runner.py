@@ -34,6 +34,7 @@ from services.coordinator.suites.registry import get_suite
 from services.launcher import Rig
 
 ProgressFn = Callable[[dict[str, Any]], None]
+CHECKPOINT_S = 30.0  # a streamed run writes its cost records to run.json at most this often
 
 
 @dataclass
@@ -217,7 +218,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         if suite.namespace_scoped and conditions and all(len(c.backends) == 1 for c in conditions):
             # per backend, one namespace at a time: ingest, its probes, release (bounded memory, flat cost)
             ingested(await run_streamed(suite, ctx, data, work, failures, run_dir, cfg, emit, rig,
-                                        prev.get("ingest", {})))
+                                        prev.get("ingest", {}), ingested))
         else:
             await _ingest_then_probes(suite, ctx, data, work, needed, clients, caps, failures, run_dir, cfg, emit,
                                       ingested)
@@ -307,14 +308,16 @@ async def ingest_namespace(client, bns: str, batch, settle_timeout_s: float) -> 
 
 async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[Probe, Condition]],
                        failures: dict[str, str], run_dir: RunDir, cfg: RunConfig, emit: ProgressFn,
-                       rig: Rig | None, prev_ingest: dict[str, Any]) -> dict[str, Any]:
+                       rig: Rig | None, prev_ingest: dict[str, Any],
+                       checkpoint: Callable[[dict[str, Any]], None] = lambda info: None) -> dict[str, Any]:
     """A namespace-scoped suite (Suite.namespace_scoped): per backend (`lanes` backends at a time, each its own
     process; lanes=1: one after another, so each one's cost is its own), one namespace at a time: reset, ingest,
     settle, that namespace's probes (bounded by `concurrency`), then Reset again to release it, so a backend holds one haystack, never the run's.
     Returns run.json's "ingest": per backend, per namespace in the order ingested, what `ingest_namespace` records
     plus `release_s`, `rss_bytes` (the backend's processes right after settle; services/launcher.Rig.backend_rss)
     and `retrieve_ms` (each probe's timed retrieve), the raw material of services/coordinator/costs.py. Progress:
-    namespaces done of all, with an ETA from the messages still to ingest at the rate so far."""
+    namespaces done of all, with an ETA from the messages still to ingest at the rate so far. What is done so far
+    goes to `checkpoint` at most every CHECKPOINT_S seconds, so an interrupted run keeps its cost records."""
     run_id = run_dir.run_id
     lanes: dict[str, dict[str, list[tuple[Probe, Condition]]]] = {}
     for p, c in work:
@@ -322,7 +325,7 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
     total_ns = sum(len(v) for v in lanes.values())
     total_msgs = sum(data.corpora[ns].message_count for v in lanes.values() for ns in v)
     done_ns = done_msgs = 0
-    t_start = time.monotonic()
+    t_start = last_checkpoint = time.monotonic()
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
     info: dict[str, Any] = {}
 
@@ -335,7 +338,7 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
     lane_slots = asyncio.Semaphore(max(1, cfg.lanes))
 
     async def lane_run(name: str) -> None:
-        nonlocal done_ns, done_msgs
+        nonlocal done_ns, done_msgs, last_checkpoint
         async with lane_slots:
             client = ctx.clients.get(name)
             lane = info[name] = {"namespaces": dict((prev_ingest.get(name) or {}).get("namespaces") or {}),
@@ -369,6 +372,9 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
                 eta = elapsed / done_msgs * (total_msgs - done_msgs) if done_msgs else None
                 emit({"run_id": run_id, "phase": "namespaces", "done": done_ns, "total": total_ns,
                       "eta_seconds": eta, "message": f"{name} {ns}: {rec['messages']} messages"})
+                if time.monotonic() - last_checkpoint >= CHECKPOINT_S:
+                    last_checkpoint = time.monotonic()
+                    checkpoint({n: info[n] for n in sorted(info)})
             lane["duration_s"] = time.perf_counter() - t_lane
 
     await asyncio.gather(*(lane_run(n) for n in sorted(lanes)))
