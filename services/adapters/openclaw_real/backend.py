@@ -1,7 +1,7 @@
 """`openclaw-real`: the native baseline run by OpenClaw 2026.9.6 itself, over the memory a real install holds.
 
-Ingest replays the sessions through a real install's rules (the port's `stage_workspace`, services/adapters/openclaw/
-lifecycle.py, by `profile`): the flush notes the model writes when OpenClaw's threshold says so go to
+Ingest replays the sessions through a real install's rules (the workspace replayer the port shares,
+services/adapters/openclaw/replay.py, by `profile`): the flush notes the model writes when OpenClaw's threshold says so go to
 `memory/YYYY-MM-DD.md`; the messages go into OpenClaw's own session transcript store, and each `/new` runs OpenClaw's
 own session-memory hook handler and reset boundary, all through the Node sidecar (`sidecar/sidecar.mjs`), which then
 has OpenClaw sync its index. The `flush-every-session` profile keeps the earlier idealisation (a flush after every
@@ -12,8 +12,8 @@ Results carry OpenClaw's path, lines, score, vector and text scores, and the evi
 covers: a memory file's from the workspace writer, a transcript hit's from the transcript line each message landed on.
 
 Embeddings: OpenClaw reaches an OpenAI-compatible `/v1/embeddings`. By default this process serves one on
-127.0.0.1 from the rig's embedder object (the one the port uses, with the shared cache), so port and real get
-identical vectors. With `MEMRIG_EMBED_BASE_URL` (+ `MEMRIG_EMBED_MODEL`, key in `MEMRIG_EMBED_API_KEY`) OpenClaw uses
+127.0.0.1 from the rig's embedder object (the one the port uses, with the shared cache; services/adapters/external/
+embeddings.py), so port and real get identical vectors. With `MEMRIG_EMBED_BASE_URL` (+ `MEMRIG_EMBED_MODEL`, key in `MEMRIG_EMBED_API_KEY`) OpenClaw uses
 that endpoint instead. `embedder: "none"` runs OpenClaw's FTS-only mode (`provider: "none"`).
 """
 
@@ -35,13 +35,9 @@ import aiohttp
 from services.adapters.external.embeddings import EmbeddingsBridge
 from services.adapters.external.sidecar import Sidecar
 from services.adapters.openclaw import hybrid, lifecycle
-from services.adapters.openclaw.backend import (
-    OpenClawBackend,
-    citation,
-    context_with_spans,
-    file_hit_spans,
-)
 from services.adapters.openclaw.lifecycle import agent_id
+from services.adapters.openclaw.replay import WorkspaceReplayer
+from services.adapters.openclaw.results import citation, context_with_spans, file_hit_spans
 from services.adapters.openclaw.spans import transcript_snippet_spans, with_hidden_evidence
 from services.adapters.openclaw.workspace import Workspace, hook_wfile
 from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, availability
@@ -58,8 +54,9 @@ from services.common.types import (
     utc,
 )
 
-# OpenClaw indexes these roots by default (docs/concepts/memory-search.md, "default memory roots (`MEMORY.md`,
-# `memory/*.md`)"; USER.md is evergreen curated memory too). A document the rig writes elsewhere is kept in the
+# OpenClaw indexes these roots by default (the installed package's docs/concepts/memory-search.md, under
+# sidecar/node_modules/openclaw: "default memory roots (`MEMORY.md`, `memory/*.md`)"; USER.md is evergreen curated
+# memory too). A document the rig writes elsewhere is kept in the
 # workspace but OpenClaw does not search it, as it would not for a user.
 OPENCLAW_DEFAULTS = {"maxResults": 6, "minScore": 0.35, "hybrid": True, "mmr_lambda": 0.7, "decay_half_life_days": 30}
 
@@ -109,7 +106,7 @@ def transcript_evidence(ws: Workspace | None, path: str, start: int, end: int) -
     return list(out)
 
 
-class OpenClawRealBackend(OpenClawBackend):
+class OpenClawRealBackend(WorkspaceReplayer):
     name = "openclaw-real"
     description = (f"OpenClaw {OPENCLAW_VERSION} itself: its builtin memory manager (Node sidecar, public plugin SDK) "
                    "over the workspace files the port writes.")
@@ -117,8 +114,8 @@ class OpenClawRealBackend(OpenClawBackend):
                     "memory/**)"), ("recall", "exact"), ("reference_time", "OpenClaw's clock for temporal decay"),
                     ("static_context", "recent notes"))
     defaults: dict[str, Any] = {
-        **OpenClawBackend.defaults,
-        "sidecar_start_timeout_s": 180.0,  # first start loads OpenClaw's modules (~8 s here; slow disks more)
+        **WorkspaceReplayer.defaults,
+        "sidecar_start_timeout_s": 180.0,  # the first start loads OpenClaw's modules (slow disks take longer)
         "request_timeout_s": 300.0,  # one sync may embed a whole workspace
     }
     searches_sessions = True  # OpenClaw indexes the session transcripts the sidecar writes with its own code
@@ -137,10 +134,6 @@ class OpenClawRealBackend(OpenClawBackend):
         self.n.update(first_searches=0, first_search_ms_total=0)
 
     # ------------------------------------------------------------------ lifecycle
-    @property
-    def index(self):  # the port's index is not used: OpenClaw keeps its own
-        raise AttributeError("openclaw-real has no port index; OpenClaw indexes the workspace itself")
-
     async def start(self) -> None:
         try:
             await self._start()
@@ -219,8 +212,7 @@ class OpenClawRealBackend(OpenClawBackend):
         return self._root / "workspaces" / agent_id(namespace)
 
     def describe_config(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.config.items() if k not in ("vector_weight", "text_weight", "mmr_enabled",
-                                                                 "decay_enabled", "storage")}
+        d = dict(self.config)
         d.update({
             "release": f"openclaw {OPENCLAW_VERSION}",
             "search": "OpenClaw's own MemoryIndexManager.search via openclaw/plugin-sdk/memory-host-search",
@@ -290,9 +282,7 @@ class OpenClawRealBackend(OpenClawBackend):
 
     # ------------------------------------------------------------------ ingest
     async def reset(self, namespace: str) -> int:
-        self._ws.pop(namespace, None)
-        self._live.pop(namespace, None)
-        n = self.store.reset(namespace)
+        n = await super().reset(namespace)
         if self._root is not None:
             await self._call("POST", "/drop", {"agent": agent_id(namespace)})
             await asyncio.to_thread(shutil.rmtree, self.workspace_dir(namespace), True)
