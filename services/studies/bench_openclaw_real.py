@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.adapters.openclaw.bench import synthetic_files, vocabulary
+from services.studies.openclaw_port_speed import synthetic_files, vocabulary
 from services.common.types import Document, IngestBatch, RetrieveQuery
 
 NS = "bench"
