@@ -23,8 +23,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from services.studies.openclaw_port_speed import vocabulary
 from services.common.types import Document, IngestBatch, Message, Session
+from services.studies.openclaw_port_speed import vocabulary
 
 BLOCK = 1000
 FILLER_WORDS = 36

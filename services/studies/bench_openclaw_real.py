@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from services.studies.openclaw_port_speed import synthetic_files, vocabulary
 from services.common.types import Document, IngestBatch, RetrieveQuery
+from services.studies.openclaw_port_speed import synthetic_files, vocabulary
 
 NS = "bench"
 REF = datetime(2026, 6, 1, tzinfo=UTC)
