@@ -81,7 +81,7 @@ bench-perf: setup openclaw-optional
 
 # OpenClaw baseline index build + search latency vs a numpy brute-force floor (synthetic chunks).
 bench-openclaw: setup
-	$(BIN)/python -m services.adapters.openclaw.bench --out $(or $(OUT),results/bench-openclaw) \
+	$(BIN)/python -m services.studies.openclaw_port_speed --out $(or $(OUT),results/bench-openclaw) \
 		$(if $(SIZES),--sizes $(SIZES),) $(if $(EMBEDDER),--embedder $(EMBEDDER),)
 
 # openclaw-real vs the port: retrieve latency through gRPC at 1k and 10k chunks, sidecar overhead.

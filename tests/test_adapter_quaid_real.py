@@ -3,6 +3,7 @@ the sidecar tests run Quaid itself (../shared/third_party/quaid + `make setup-qu
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from services.adapters.base import BackendContext
+from services.adapters.external.availability import THIRD_PARTY
 from services.adapters.quaid_real import source
 from services.adapters.quaid_real.backend import (
     QuaidRealBackend,
+    QuaidSidecarError,
     decode_source,
     encode_source,
     namespace_key,
@@ -102,6 +105,27 @@ def test_missing_source_makes_it_unavailable_with_the_path(tmp_path, monkeypatch
     assert not a.ok and str(tmp_path / "nowhere") in a.reason and "MEMRIG_QUAID_SOURCE" in a.reason
     ok, reason = get_spec("quaid-real").available()
     assert not ok and reason == a.reason
+
+
+def test_a_source_at_another_commit_is_refused_by_name(tmp_path, monkeypatch):
+    # every file the sidecar needs is there, but the tree is not commit 9262e69's: named, never benchmarked
+    for rel in source.SOURCE.required:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("# not Quaid's\n")
+    monkeypatch.setenv("MEMRIG_QUAID_SOURCE", str(tmp_path))
+    a = source.availability()
+    assert not a.ok and a.reason.startswith(f"Quaid's modules/quaid at {tmp_path} is not commit 9262e69 of "
+                                            "Quaid-Labs/quaid (digest ")
+    assert get_spec("quaid-real").available() == (False, a.reason)
+    b = QuaidRealBackend({}, BackendContext(embedder_name="hash", data_dir=tmp_path / "data"))
+    with pytest.raises(QuaidSidecarError, match="is not commit 9262e69"):
+        asyncio.run(b.start())
+
+
+@pytest.mark.skipif(not (THIRD_PARTY / "quaid").is_dir(), reason="../shared/third_party/quaid is absent")
+def test_the_shared_snapshot_is_the_pinned_commit(monkeypatch):
+    monkeypatch.delenv("MEMRIG_QUAID_SOURCE", raising=False)
+    assert source.SOURCE.check() == ""
 
 
 # ------------------------------------------------------------------------------------------ Quaid itself

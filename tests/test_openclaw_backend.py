@@ -426,8 +426,8 @@ def test_describe_config_derived_values():
 
 
 def test_result_and_notes_formatting():
-    from services.adapters.openclaw.backend import citation, format_recent_notes, format_search_results
     from services.adapters.openclaw.hybrid import Scored
+    from services.adapters.openclaw.results import citation, format_recent_notes, format_search_results
 
     assert format_search_results([]) == "## memory_search results\n(no results)"
     rows = [Scored("1", "memory/a.md", 3, 7, "alpha", 0.81249), Scored("2", "MEMORY.md", 1, 1, "beta", 0.5)]

@@ -184,8 +184,8 @@ def test_path_outside_the_workspace_is_rejected_and_nothing_is_stored(real):
 
 
 def test_unavailable_openclaw_fails_start_with_the_reason(tmp_path, monkeypatch):
+    from services.adapters.external.availability import Availability
     from services.adapters.openclaw_real import backend as mod
-    from services.adapters.openclaw_real.node import Availability
 
     monkeypatch.setattr(mod, "availability", lambda: Availability(False, "the OpenClaw npm package is not installed"))
     b = OpenClawRealBackend({"embedder": "none"}, BackendContext(data_dir=tmp_path))

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from services.adapters.base import BackendContext
 from services.adapters.openclaw import lifecycle as L
-from services.adapters.openclaw.backend import OpenClawBackend, recent_notes_block, search_results_block
+from services.adapters.openclaw.backend import OpenClawBackend
 from services.adapters.openclaw.hybrid import Scored
+from services.adapters.openclaw.results import recent_notes_block, search_results_block
 from services.adapters.openclaw.spans import (
     align,
     export_lines,

@@ -268,8 +268,8 @@ async def run_local(name: str, rig: Rig, texts: list[str], sizes: list[int], qse
 
 def openclaw_breakdown(backend, qs: list[str], qvecs: np.ndarray) -> dict[str, Any]:
     """Where an in-process OpenClaw search spends its time: the vector side, the FTS side, the whole
-    `search` (merge/decay/MMR included) and retrieve's per-call chunk-row map (as services/adapters/openclaw/
-    bench.py splits it)."""
+    `search` (merge/decay/MMR included) and retrieve's per-call chunk-row map (as services/studies/
+    openclaw_port_speed.py splits it)."""
     from services.adapters.openclaw import fts as ftsmod
     from services.adapters.openclaw.presets import candidate_count
 

@@ -1,7 +1,7 @@
 """The floor and the ANN option, over the same vectors the backends index.
 
 Floor: numpy brute-force top-k — one matrix-vector product and an argpartition + sort of the k best, nothing
-else (the floor of services/adapters/openclaw/bench.py, k = OpenClaw's candidate count 24 at maxResults 6).
+else (the floor of services/studies/openclaw_port_speed.py, k = OpenClaw's candidate count 24 at maxResults 6).
 ANN: a usearch HNSW index (inner product on unit rows = cosine) built over the same matrix, searched with
 several `expansion_search` values; each reported with its recall@10 against the exact top-10.
 """

@@ -2,7 +2,7 @@
 
 A memory is one short project note (~45 words): a dated fact sentence ("the <w> <w> uses <w> <n>") followed by
 Zipf-sampled pseudo-words (the vocabulary and the Zipf exponent of the OpenClaw index benchmark,
-services/adapters/openclaw/bench.py, reused). Memories are generated in blocks of 1000, each from its own
+services/studies/openclaw_port_speed.py, reused). Memories are generated in blocks of 1000, each from its own
 seeded RNG, so the first n memories are the same whatever the largest size: growing a backend from 1k to 10k
 ingests exactly memories 1000..9999.
 
@@ -23,8 +23,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from services.adapters.openclaw.bench import vocabulary
 from services.common.types import Document, IngestBatch, Message, Session
+from services.studies.openclaw_port_speed import vocabulary
 
 BLOCK = 1000
 FILLER_WORDS = 36

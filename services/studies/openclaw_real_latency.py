@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from services.adapters.openclaw.bench import synthetic_files, vocabulary
 from services.common.percentiles import percentile
 from services.common.types import Document, IngestBatch, RetrieveQuery
+from services.studies.openclaw_port_speed import synthetic_files, vocabulary
 
 NS = "bench"
 REF = datetime(2026, 6, 1, tzinfo=UTC)
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results = [asyncio.run(measure(s, args.embedder, args.queries, args.passes, args.seed, out)) for s in sizes]
     meta = {"embedder": args.embedder, "queries": args.queries, "passes": args.passes, "seed": args.seed,
-            "synthetic": True, "openclaw": a.openclaw, "node": a.node_version}
+            "synthetic": True, "openclaw": a.version, "node": a.runtime_version}
     (out / "bench_openclaw_real.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     (out / "bench_openclaw_real.md").write_text(render(results, meta))
     print((out / "bench_openclaw_real.md").read_text())

@@ -36,7 +36,7 @@ llm-mock or the local model; model by `LAYER1`/`LAYER2`), and refuses any other 
 unless the endpoint has one.
 
 Processes: one Bun process per hook run (Octybot's hooks are entry points that read stdin and exit; their modules
-fix the database path at import), about 60 ms of start-up each here; the hooks' LLM calls dominate.
+fix the database path at import); the hooks' LLM calls dominate their time.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import tempfile
 import time
@@ -61,6 +60,8 @@ from typing import Any
 import numpy as np
 
 from services.adapters.base import StoreBackedBackend
+from services.adapters.external.embeddings import EmbeddingsBridge
+from services.adapters.external.sidecar import run_once
 from services.adapters.octybot_real.runtime import (
     BUN_VERSION,
     HOOKS,
@@ -271,7 +272,7 @@ class OctybotRealBackend(StoreBackedBackend):
         if self.config["query_writes"] not in ("discard", "keep"):
             raise ValueError("octybot-real: config 'query_writes' must be 'discard' or 'keep'")
         self._root: Path | None = None
-        self._embed_runner = None
+        self._bridge = EmbeddingsBridge()
         self._routes: list[tuple[str, str]] = []
         self._llm_cfg = None
         self._avail = None
@@ -299,19 +300,14 @@ class OctybotRealBackend(StoreBackedBackend):
         self._root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base))
         for d in ("home/.octybot", "cwd", "transcripts"):
             (self._root / d).mkdir(parents=True, exist_ok=True)
-        from services.embeddings_api.app import EmbeddingsConfig, start_server
-
         emb = await asyncio.to_thread(lambda: self.context.embedder)
-        self._embed_runner, port = await start_server(EmbeddingsConfig(models=(), preloaded={emb.name: emb}),
-                                                      "127.0.0.1", 0)
-        self._llm_cfg = self.context._role_config("flush", self.context.llm_config)
-        self._routes = [(VOYAGE_URL, f"http://127.0.0.1:{port}/voyage/v1/"),
+        voyage = await self._bridge.start(emb)
+        self._llm_cfg = self.context.llm.config  # the memory writer's endpoint (the flush role's)
+        self._routes = [(VOYAGE_URL, f"{voyage}/voyage/v1/"),
                         (OPENROUTER_URL, self._llm_cfg.base_url.rstrip("/") + "/")]
 
     async def close(self) -> None:
-        if self._embed_runner is not None:
-            await self._embed_runner.cleanup()
-            self._embed_runner = None
+        await self._bridge.close()
         if self._root is not None and not self.config["keep_dir"]:
             shutil.rmtree(self._root, ignore_errors=True)
         self._root = None
@@ -322,7 +318,7 @@ class OctybotRealBackend(StoreBackedBackend):
         d.update({
             "release": f"tbelfort/octybot {OCTYBOT_COMMIT}",
             "source": self._avail.source if self._avail else "",
-            "runtime": f"Bun {self._avail.bun_version if self._avail else BUN_VERSION} (npm `bun`, pinned)",
+            "runtime": f"Bun {self._avail.runtime_version if self._avail else BUN_VERSION} (npm `bun`, pinned)",
             "write_path": "src/memory/hooks/on-stop.ts per exchange (Claude Code Stop hook input on stdin)",
             "read_path": "src/memory/hooks/on-prompt.ts per query (UserPromptSubmit input, fresh session)",
             "embedder": f"{emb_name} ({emb_dim}-d) through the rig's Voyage stand-in (/voyage/v1/embeddings; Octybot "
@@ -366,35 +362,19 @@ class OctybotRealBackend(StoreBackedBackend):
         script = Path(self._avail.source) / (HOOKS[0] if hook == "stop" else HOOKS[1])
         db.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                self._avail.bun, "--preload", str(RUNTIME_DIR / "redirect.ts"), str(script),
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                cwd=str(self._root / "cwd"), env=self._env(agent, db), start_new_session=True)
-        except OSError as e:
-            raise OctybotError(f"octybot-real: cannot start Bun for the {hook} hook: {e}") from e
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(json.dumps(payload).encode()),
-                                              float(self.config["hook_timeout_s"]))
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
-            raise OctybotError(f"octybot-real: the {hook} hook did not finish in {self.config['hook_timeout_s']} s") from None
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
-            raise
+        done = await run_once(f"octybot-real: the {hook} hook",
+                              [self._avail.runtime, "--preload", str(RUNTIME_DIR / "redirect.ts"), str(script)],
+                              json.dumps(payload).encode(), cwd=self._root / "cwd", env=self._env(agent, db),
+                              timeout_s=float(self.config["hook_timeout_s"]), error=OctybotError)
+        out, log = done.stdout, done.stderr
         self.hook_ms[hook].append((time.perf_counter() - t0) * 1000)
-        log = err.decode(errors="replace")
-        if proc.returncode != 0:
-            raise OctybotError(f"octybot-real: the {hook} hook exited {proc.returncode}: {log[-800:]}")
+        if done.returncode != 0:
+            raise OctybotError(f"octybot-real: the {hook} hook exited {done.returncode}: {log[-800:]}")
         if "hook error" in log or "Config validation failed" in log:
             # Octybot's hooks exit 0 on their own errors (a hook must never block Claude Code): say it here.
             raise OctybotError(f"octybot-real: the {hook} hook failed: {log[-800:]}")
         self.n[f"{hook}_hooks"] = self.n.get(f"{hook}_hooks", 0) + 1
-        return out.decode(errors="replace")
+        return out
 
     # -------------------------------------------------------------------------------------- ingest
     def _lock(self, namespace: str) -> asyncio.Lock:

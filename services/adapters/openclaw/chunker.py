@@ -1,4 +1,4 @@
-"""`chunkMarkdown` as OpenClaw implements it (src/memory/internal.ts; ../shared/reference/peers.md §1.2, §1.12b).
+"""`chunkMarkdown` as OpenClaw implements it (src/memory/internal.ts).
 
 - maxChars = max(32, tokens*4); overlapChars = max(0, overlap*4): a 4-chars-per-token heuristic, no tokenizer.
 - Line-aware: content split on "\\n"; a line longer than maxChars is cut into maxChars pieces that keep its

@@ -1,5 +1,5 @@
-"""Scoring and ranking of OpenClaw's hybrid memory search, as small pure functions (../shared/reference/peers.md §1.6-§1.9,
-§1.12b; src/memory/{hybrid,mmr,temporal-decay}.ts → extensions/memory-core/src/memory/*).
+"""Scoring and ranking of OpenClaw's hybrid memory search, as small pure functions (OpenClaw's
+src/memory/{hybrid,mmr,temporal-decay}.ts, later extensions/memory-core/src/memory/*).
 
 Pipeline (vector + keyword hits already scored): `merge_hybrid` (union by chunk id) → `apply_temporal_decay`
 → `sort_results` → `mmr_rerank` over *all* candidates → `select_results` (strict, relaxed or spare-slots).

@@ -1,5 +1,5 @@
-"""The derived search index of one OpenClaw workspace per namespace: SQLite (schema of src/memory/memory-schema.ts,
-../shared/reference/peers.md §1.3) with an FTS5 table, plus an in-memory numpy matrix of the chunk embeddings.
+"""The derived search index of one OpenClaw workspace per namespace: SQLite (schema of OpenClaw's
+src/memory/memory-schema.ts) with an FTS5 table, plus an in-memory numpy matrix of the chunk embeddings.
 
 One SQLite database per backend process (a file under the data dir, or in memory); every namespace gets its
 own set of the schema's tables, prefixed `ns<id>_`, so BM25 statistics and Reset are per namespace, as each

@@ -1,6 +1,6 @@
 """The constants of OpenClaw's builtin memory search, by era, as named presets.
 
-Every number here is a fact of OpenClaw's source (../shared/reference/peers.md §1, with the corrections of §1.12b):
+Every number here is a fact of OpenClaw's source of that era (files and functions named below and in the code):
 - `openclaw-2026-02` — upstream as of February 2026 (`src/memory/*`): ASCII FTS tokens, the early
   `bm25RankToScore` that clamps FTS5's negative ranks to 0 and so scores every keyword hit 1.0 (bug #5767),
   the plain weighted sum `vw*v + tw*t`, MMR and temporal decay off (opt-in), ASCII MMR tokens, strict final
@@ -21,7 +21,7 @@ Every number here is a fact of OpenClaw's source (../shared/reference/peers.md �
   `YYYY-MM-DD.md` / `YYYY-MM-DD-<slug>.md` files at any depth under memory/ (MEMORY.md, USER.md and undated
   memory/ files evergreen), MMR, keyword preservation / spare slots. Where the 2026.9.6 docs and its code
   differ, the code is followed: the docs give the score as "hybrid relevance × recency decay × importance
-  multiplier" (docs/concepts/memory-search.md), but in the code an exact-path row scores 1 and a row whose
+  multiplier" (the package's docs/concepts/memory-search.md), but in the code an exact-path row scores 1 and a row whose
   content score is 0 scores 0 whatever its decay, and the lexical boost, the per-keyword fallback legs and
   the un-normalised merge are not documented at all.
 `openclaw` means `openclaw-2026-09` (the release users run); `openclaw-late` stays selectable.

@@ -1,7 +1,7 @@
 """The Markdown workspace OpenClaw keeps, built from ingested sessions: `memory/YYYY-MM-DD.md` daily logs
 written by the pre-compaction memory flush, and a curated `MEMORY.md` of durable facts.
 
-Flush (../shared/reference/peers.md §1.12): at the end of each session — one compaction cycle — the agent gets the flush
+Flush (profile `flush-every-session`): at the end of each session — one compaction cycle — the agent gets the flush
 turn: system FLUSH_SYSTEM, the session transcript as the preceding messages, then the user prompt
 `flush_user(<session date>)`. Its reply (Markdown lines, or NO_REPLY) is appended to memory/<session date>.md;
 a new daily file starts with a `# YYYY-MM-DD` heading, as an agent creating it would write. The flush-skip

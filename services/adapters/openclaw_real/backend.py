@@ -1,7 +1,7 @@
 """`openclaw-real`: the native baseline run by OpenClaw 2026.9.6 itself, over the memory a real install holds.
 
-Ingest replays the sessions through a real install's rules (the port's `stage_workspace`, services/adapters/openclaw/
-lifecycle.py, by `profile`): the flush notes the model writes when OpenClaw's threshold says so go to
+Ingest replays the sessions through a real install's rules (the workspace replayer the port shares,
+services/adapters/openclaw/replay.py, by `profile`): the flush notes the model writes when OpenClaw's threshold says so go to
 `memory/YYYY-MM-DD.md`; the messages go into OpenClaw's own session transcript store, and each `/new` runs OpenClaw's
 own session-memory hook handler and reset boundary, all through the Node sidecar (`sidecar/sidecar.mjs`), which then
 has OpenClaw sync its index. The `flush-every-session` profile keeps the earlier idealisation (a flush after every
@@ -12,8 +12,8 @@ Results carry OpenClaw's path, lines, score, vector and text scores, and the evi
 covers: a memory file's from the workspace writer, a transcript hit's from the transcript line each message landed on.
 
 Embeddings: OpenClaw reaches an OpenAI-compatible `/v1/embeddings`. By default this process serves one on
-127.0.0.1 from the rig's embedder object (the one the port uses, with the shared cache), so port and real get
-identical vectors. With `MEMRIG_EMBED_BASE_URL` (+ `MEMRIG_EMBED_MODEL`, key in `MEMRIG_EMBED_API_KEY`) OpenClaw uses
+127.0.0.1 from the rig's embedder object (the one the port uses, with the shared cache; services/adapters/external/
+embeddings.py), so port and real get identical vectors. With `MEMRIG_EMBED_BASE_URL` (+ `MEMRIG_EMBED_MODEL`, key in `MEMRIG_EMBED_API_KEY`) OpenClaw uses
 that endpoint instead. `embedder: "none"` runs OpenClaw's FTS-only mode (`provider: "none"`).
 """
 
@@ -24,7 +24,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -33,14 +32,12 @@ from typing import Any
 
 import aiohttp
 
+from services.adapters.external.embeddings import EmbeddingsBridge
+from services.adapters.external.sidecar import Sidecar
 from services.adapters.openclaw import hybrid, lifecycle
-from services.adapters.openclaw.backend import (
-    OpenClawBackend,
-    citation,
-    context_with_spans,
-    file_hit_spans,
-)
 from services.adapters.openclaw.lifecycle import agent_id
+from services.adapters.openclaw.replay import WorkspaceReplayer
+from services.adapters.openclaw.results import citation, context_with_spans, file_hit_spans
 from services.adapters.openclaw.spans import transcript_snippet_spans, with_hidden_evidence
 from services.adapters.openclaw.workspace import Workspace, hook_wfile
 from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, availability
@@ -57,8 +54,9 @@ from services.common.types import (
     utc,
 )
 
-# OpenClaw indexes these roots by default (docs/concepts/memory-search.md, "default memory roots (`MEMORY.md`,
-# `memory/*.md`)"; USER.md is evergreen curated memory too). A document the rig writes elsewhere is kept in the
+# OpenClaw indexes these roots by default (the installed package's docs/concepts/memory-search.md, under
+# sidecar/node_modules/openclaw: "default memory roots (`MEMORY.md`, `memory/*.md`)"; USER.md is evergreen curated
+# memory too). A document the rig writes elsewhere is kept in the
 # workspace but OpenClaw does not search it, as it would not for a user.
 OPENCLAW_DEFAULTS = {"maxResults": 6, "minScore": 0.35, "hybrid": True, "mmr_lambda": 0.7, "decay_half_life_days": 30}
 
@@ -108,7 +106,7 @@ def transcript_evidence(ws: Workspace | None, path: str, start: int, end: int) -
     return list(out)
 
 
-class OpenClawRealBackend(OpenClawBackend):
+class OpenClawRealBackend(WorkspaceReplayer):
     name = "openclaw-real"
     description = (f"OpenClaw {OPENCLAW_VERSION} itself: its builtin memory manager (Node sidecar, public plugin SDK) "
                    "over the workspace files the port writes.")
@@ -116,45 +114,32 @@ class OpenClawRealBackend(OpenClawBackend):
                     "memory/**)"), ("recall", "exact"), ("reference_time", "OpenClaw's clock for temporal decay"),
                     ("static_context", "recent notes"))
     defaults: dict[str, Any] = {
-        **OpenClawBackend.defaults,
-        "sidecar_start_timeout_s": 180.0,  # first start loads OpenClaw's modules (~8 s here; slow disks more)
+        **WorkspaceReplayer.defaults,
+        "sidecar_start_timeout_s": 180.0,  # the first start loads OpenClaw's modules (slow disks take longer)
         "request_timeout_s": 300.0,  # one sync may embed a whole workspace
     }
     searches_sessions = True  # OpenClaw indexes the session transcripts the sidecar writes with its own code
 
     def __init__(self, config=None, context=None):
         super().__init__(config, context)
-        self._proc: asyncio.subprocess.Process | None = None
+        self._sidecar: Sidecar | None = None
         self._root: Path | None = None
         self._sock_dir: Path | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._embed_runner = None
+        self._bridge = EmbeddingsBridge()
         self._embed_url = ""
         self._embed_model = ""
         self._health: dict[str, Any] = {}
-        self._stderr_log: Path | None = None
-        self._drain: asyncio.Task | None = None
         # each agent's manager answers one throwaway search after its first sync (sidecar /sync): counted here
         self.n.update(first_searches=0, first_search_ms_total=0)
 
     # ------------------------------------------------------------------ lifecycle
-    @property
-    def index(self):  # the port's index is not used: OpenClaw keeps its own
-        raise AttributeError("openclaw-real has no port index; OpenClaw indexes the workspace itself")
-
     async def start(self) -> None:
         try:
             await self._start()
         except BaseException:
             await self.close()  # nothing left behind: no sidecar, no embeddings server, no temp dirs
             raise
-
-    async def _drain_stdout(self, stream: asyncio.StreamReader) -> None:
-        """Keep reading the sidecar's stdout after READY (into its log), so a chatty dependency can never fill
-        the pipe and stall the process."""
-        while line := await stream.readline():
-            with open(self._stderr_log, "ab") as log:
-                log.write(line)
 
     async def _start(self) -> None:
         a = await asyncio.to_thread(availability)
@@ -178,69 +163,30 @@ class OpenClawRealBackend(OpenClawBackend):
                 self._embed_url, self._embed_model = emb.base_url, emb.model
                 env["MEMRIG_OPENCLAW_EMBED_API_KEY"] = emb.api_key
             else:
-                from services.embeddings_api.app import EmbeddingsConfig, start_server
-
                 self._embed_model = emb.name
-                self._embed_runner, port = await start_server(
-                    EmbeddingsConfig(models=(), preloaded={emb.name: emb}), "127.0.0.1", 0)
-                self._embed_url = f"http://127.0.0.1:{port}/v1"
+                self._embed_url = f"{await self._bridge.start(emb)}/v1"
             sidecar_conf.update({"baseUrl": self._embed_url, "model": self._embed_model})
         sidecar_conf["provider"] = provider
         conf_path = self._root / "sidecar.json"
         conf_path.write_text(json.dumps(sidecar_conf))
-        env["PATH"] = f"{Path(a.node).parent}{os.pathsep}{env.get('PATH', '')}"
+        env["PATH"] = f"{Path(a.runtime).parent}{os.pathsep}{env.get('PATH', '')}"
         env["TZ"] = "UTC"  # dated notes and the decay clock read the same calendar on every machine
-        self._stderr_log = self._root / "sidecar.log"
-        with open(self._stderr_log, "w") as log:
-            self._proc = await asyncio.create_subprocess_exec(
-                a.node, str(SIDECAR_DIR / "sidecar.mjs"), "--config", str(conf_path), cwd=str(SIDECAR_DIR), env=env,
-                stdout=asyncio.subprocess.PIPE, stderr=log, start_new_session=True)
-        try:
-            line = await asyncio.wait_for(self._proc.stdout.readline(),
-                                          float(self.config["sidecar_start_timeout_s"]))
-        except TimeoutError:
-            await self._stop_sidecar()
-            raise SidecarError(f"openclaw-real: the sidecar was not ready in {self.config['sidecar_start_timeout_s']} s; "
-                               f"log: {self._log_tail()}") from None
-        if not line.startswith(b"READY"):
-            await self._stop_sidecar()
-            raise SidecarError(f"openclaw-real: the sidecar exited before it was ready; log: {self._log_tail()}")
-        self._drain = asyncio.create_task(self._drain_stdout(self._proc.stdout))
+        self._sidecar = Sidecar("openclaw-real", [a.runtime, str(SIDECAR_DIR / "sidecar.mjs"), "--config",
+                                                  str(conf_path)], cwd=SIDECAR_DIR, env=env,
+                                log=self._root / "sidecar.log", error=SidecarError)
+        await self._sidecar.start(float(self.config["sidecar_start_timeout_s"]), drain_stdout=True)
         self._session = aiohttp.ClientSession(
             connector=aiohttp.UnixConnector(path=sidecar_conf["socket"]),
             timeout=aiohttp.ClientTimeout(total=float(self.config["request_timeout_s"])))
         self._health = await self._call("GET", "/health")
 
-    def _log_tail(self) -> str:
-        try:
-            return self._stderr_log.read_text(errors="replace")[-1500:] if self._stderr_log else ""
-        except OSError:
-            return ""
-
-    async def _stop_sidecar(self) -> None:
-        p, self._proc = self._proc, None
-        if p is None or p.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            p.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(p.wait(), 10)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                p.kill()
-            await p.wait()
-
     async def close(self) -> None:
-        if self._drain is not None:
-            self._drain.cancel()
-            self._drain = None
         if self._session is not None:
             await self._session.close()
             self._session = None
-        await self._stop_sidecar()
-        if self._embed_runner is not None:
-            await self._embed_runner.cleanup()
-            self._embed_runner = None
+        if self._sidecar is not None:
+            await self._sidecar.stop()
+        await self._bridge.close()
         for d in (self._root, self._sock_dir):
             if d is not None:
                 shutil.rmtree(d, ignore_errors=True)
@@ -253,9 +199,10 @@ class OpenClawRealBackend(OpenClawBackend):
             async with self._session.request(method, f"http://openclaw-sidecar{route}", json=body) as r:
                 data = await r.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError, ValueError) as e:
-            alive = self._proc is not None and self._proc.returncode is None
+            sc = self._sidecar
             raise SidecarError(f"openclaw-real: sidecar {route} failed ({type(e).__name__}: {e}); sidecar "
-                               f"{'alive' if alive else 'exited'}; log: {self._log_tail()[-600:]}") from e
+                               f"{'alive' if sc is not None and sc.alive else 'exited'}; "
+                               f"log: {sc.log_tail(600) if sc is not None else ''}") from e
         if r.status != 200:
             raise SidecarError(f"openclaw-real: sidecar {route} answered {r.status}: {data.get('error', data)}")
         return data
@@ -265,8 +212,7 @@ class OpenClawRealBackend(OpenClawBackend):
         return self._root / "workspaces" / agent_id(namespace)
 
     def describe_config(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.config.items() if k not in ("vector_weight", "text_weight", "mmr_enabled",
-                                                                 "decay_enabled", "storage")}
+        d = dict(self.config)
         d.update({
             "release": f"openclaw {OPENCLAW_VERSION}",
             "search": "OpenClaw's own MemoryIndexManager.search via openclaw/plugin-sdk/memory-host-search",
@@ -275,7 +221,7 @@ class OpenClawRealBackend(OpenClawBackend):
             "max_results": "request top_k (OpenClaw default 6)",
             "provider": "none (FTS-only)" if self.fts_only else "openai-compatible",
             "embedding_model": "" if self.fts_only else (self._embed_model or self.embedder_info()[0]),
-            "embeddings_endpoint": ("" if self.fts_only else self._embed_url if self._embed_runner is None
+            "embeddings_endpoint": ("" if self.fts_only else self._embed_url if not self._bridge.running
                                     else "in-process /v1/embeddings on 127.0.0.1 (the rig's embedder + cache)"),
             "node": self._health.get("node", ""),
             "openclaw_version": self._health.get("openclaw", OPENCLAW_VERSION),
@@ -336,9 +282,7 @@ class OpenClawRealBackend(OpenClawBackend):
 
     # ------------------------------------------------------------------ ingest
     async def reset(self, namespace: str) -> int:
-        self._ws.pop(namespace, None)
-        self._live.pop(namespace, None)
-        n = self.store.reset(namespace)
+        n = await super().reset(namespace)
         if self._root is not None:
             await self._call("POST", "/drop", {"agent": agent_id(namespace)})
             await asyncio.to_thread(shutil.rmtree, self.workspace_dir(namespace), True)

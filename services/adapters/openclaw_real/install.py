@@ -1,23 +1,12 @@
-"""`python -m services.adapters.openclaw_real.install`: install Node's side of openclaw-real (`make setup-openclaw`).
-
-Exits 0 when OpenClaw is usable afterwards; otherwise prints why and exits 1 (bench-all then skips openclaw-real
-and says so in its report)."""
+"""`python -m services.adapters.openclaw_real.install`: install Node's side of openclaw-real (`make setup-openclaw`);
+exits 0 when OpenClaw is usable afterwards, else prints why and exits 1 (services/adapters/external)."""
 
 from __future__ import annotations
 
 import sys
 
+from services.adapters.external.availability import install_main
 from services.adapters.openclaw_real.node import install
 
-
-def main() -> int:
-    a = install()
-    if a.ok:
-        print(f"openclaw-real: OpenClaw {a.openclaw} on Node {a.node_version} ({a.node})")
-        return 0
-    print(f"openclaw-real unavailable: {a.reason}", file=sys.stderr)
-    return 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(install_main("openclaw-real", install))

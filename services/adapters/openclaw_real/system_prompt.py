@@ -43,9 +43,9 @@ def run_script(timeout_s: float = 600.0) -> dict[str, Any]:
     # A fixed, bare environment: the skills list depends on which binaries PATH holds, and OpenClaw reads ~/ for
     # user skills and config, so HOME is an empty temp dir and PATH the system's plus Node's.
     with tempfile.TemporaryDirectory(prefix="memrig-ocsp-home-") as home:
-        env = {"PATH": f"{Path(a.node).parent}{os.pathsep}/usr/bin{os.pathsep}/bin", "TZ": "UTC", "HOME": home,
+        env = {"PATH": f"{Path(a.runtime).parent}{os.pathsep}/usr/bin{os.pathsep}/bin", "TZ": "UTC", "HOME": home,
                "LANG": "C.UTF-8"}
-        r = subprocess.run([a.node, str(SCRIPT)], cwd=SIDECAR_DIR, capture_output=True, text=True,
+        r = subprocess.run([a.runtime, str(SCRIPT)], cwd=SIDECAR_DIR, capture_output=True, text=True,
                            timeout=timeout_s, env=env)
     if r.returncode != 0:
         raise DependencyError(f"{SCRIPT.name} exited with {r.returncode}: {r.stderr[-1500:]}")

@@ -35,6 +35,7 @@ import asyncio
 import json
 import os
 import shutil
+import sys
 import time
 import uuid
 from datetime import UTC, datetime
@@ -42,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.base import StoreBackedBackend
+from services.adapters.external.embeddings import EmbeddingsBridge
+from services.adapters.external.sidecar import Sidecar
 from services.adapters.fact_extraction import extract_document_facts, extract_session_facts, new_messages
 from services.adapters.quaid_real.source import QUAID_COMMIT, availability, modules_dir, quaid_version
 from services.common.errors import DependencyError
@@ -90,6 +93,16 @@ def decode_source(source_id: str | None) -> list[str] | None:
     return [str(x) for x in ids] if isinstance(ids, list) else None
 
 
+def ready_reply(line: bytes) -> str:
+    """The sidecar's first line: `{"ok": true, "ready": true, ...}`, or `{"ok": false, "error": ...}` when Quaid did
+    not import."""
+    try:
+        rep = json.loads(line)
+    except ValueError:
+        return f"its first line is not JSON: {line[:200]!r}"
+    return "" if isinstance(rep, dict) and rep.get("ok") else str(rep.get("error") if isinstance(rep, dict) else rep)
+
+
 def transcript(messages) -> str:
     """Quaid's transcript form (`lib.adapter.build_transcript`): `User: ...` / `Assistant: ...` turns, blank-line
     separated (its chunker splits at blank lines); other roles are dropped as Quaid drops them."""
@@ -131,9 +144,8 @@ class QuaidRealBackend(StoreBackedBackend):
         self.llm_stages = (self.config["llm_stages"] == "on") or (self.config["llm_stages"] == "auto" and real_model)
         self.version = f"quaid {quaid_version()} @ {QUAID_COMMIT[:7]}"
         self.root = (Path(self.context.data_dir) / "quaid-real" / uuid.uuid4().hex[:12]).resolve()  # QUAID_HOME: absolute
-        self._proc: asyncio.subprocess.Process | None = None
-        self._lock = asyncio.Lock()
-        self._embed_runner = None
+        self._sidecar: Sidecar | None = None
+        self._bridge = EmbeddingsBridge()
         self._embed_url = ""
         self._info: dict[str, Any] = {}
         self.evidence: dict[str, dict[str, list[str]]] = {}  # namespace → Quaid node id → evidence ids
@@ -163,7 +175,7 @@ class QuaidRealBackend(StoreBackedBackend):
         }
 
     async def start(self) -> None:
-        if self._proc is not None:
+        if self._sidecar is not None:
             return
         try:
             await self._start()
@@ -176,11 +188,7 @@ class QuaidRealBackend(StoreBackedBackend):
         if not a.ok:
             raise QuaidSidecarError(f"quaid-real unavailable: {a.reason}")
         emb = await asyncio.to_thread(lambda: self.context.embedder)
-        from services.embeddings_api.app import EmbeddingsConfig, start_server
-
-        self._embed_runner, port = await start_server(EmbeddingsConfig(models=(), preloaded={emb.name: emb}),
-                                                      "127.0.0.1", 0)
-        self._embed_url = f"http://127.0.0.1:{port}"
+        self._embed_url = await self._bridge.start(emb)  # Ollama's routes at its root
         (self.root / "config").mkdir(parents=True, exist_ok=True)
         (self.root / "config" / "memory.json").write_text(json.dumps(self.memory_json(), indent=2))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # Quaid relaxes fail-hard under pytest
@@ -189,64 +197,32 @@ class QuaidRealBackend(StoreBackedBackend):
                     "MEMRIG_QUAID_LLM_KEY": self.llm_cfg.api_key or "memrig-offline", "TZ": "UTC",
                     "PYTHONUNBUFFERED": "1"})
         env.pop("MOCK_EMBEDDINGS", None)
-        self._log = self.root / "sidecar.log"
-        import sys
-
-        with open(self._log, "w") as log:
-            self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "services.adapters.quaid_real.sidecar", cwd=str(self.root), env=env,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                limit=512 * 1024 * 1024, start_new_session=True)
-        try:
-            line = await asyncio.wait_for(self._proc.stdout.readline(), float(self.config["sidecar_start_timeout_s"]))
-        except TimeoutError:
-            raise QuaidSidecarError(f"quaid-real: the sidecar was not ready in "
-                                    f"{self.config['sidecar_start_timeout_s']} s; log: {self._log_tail()}") from None
-        ready = json.loads(line) if line.strip() else {"ok": False, "error": "exited before it was ready"}
-        if not ready.get("ok"):
-            raise QuaidSidecarError(f"quaid-real: {ready.get('error')}; log: {self._log_tail()}")
-        self._info = ready
-        if not ready.get("sqlite_vec"):
+        self._sidecar = Sidecar("quaid-real", [sys.executable, "-m", "services.adapters.quaid_real.sidecar"],
+                                cwd=self.root, env=env, log=self.root / "sidecar.log", error=QuaidSidecarError,
+                                stdin=True, line_limit=512 * 1024 * 1024)
+        line = await self._sidecar.start(float(self.config["sidecar_start_timeout_s"]), check=ready_reply)
+        self._info = json.loads(line)
+        if not self._info.get("sqlite_vec"):
             raise QuaidSidecarError("quaid-real: Quaid did not load sqlite-vec (run `make setup-quaid`)")
 
-    def _log_tail(self, n: int = 1500) -> str:
-        try:
-            return self._log.read_text()[-n:]
-        except OSError:
-            return "(no log)"
-
     async def call(self, op: str, **req: Any) -> dict[str, Any]:
-        if self._proc is None:
+        if self._sidecar is None:
             await self.start()
-        assert self._proc is not None and self._proc.stdin is not None and self._proc.stdout is not None
-        async with self._lock:
-            self._proc.stdin.write((json.dumps({"op": op, **req}) + "\n").encode())
-            await self._proc.stdin.drain()
-            try:
-                line = await asyncio.wait_for(self._proc.stdout.readline(), float(self.config["request_timeout_s"]))
-            except TimeoutError:
-                raise QuaidSidecarError(f"quaid-real: {op} took longer than {self.config['request_timeout_s']} s") from None
+        assert self._sidecar is not None
+        line = await self._sidecar.request(json.dumps({"op": op, **req}).encode(),
+                                           float(self.config["request_timeout_s"]), op)
         if not line:
-            raise QuaidSidecarError(f"quaid-real: the sidecar exited during {op}; log: {self._log_tail()}")
+            raise QuaidSidecarError(f"quaid-real: the sidecar exited during {op}; log: {self._sidecar.log_tail()}")
         rep = json.loads(line)
         if not rep.get("ok"):
             raise QuaidSidecarError(f"quaid-real: {op} failed in Quaid: {rep.get('error')}\n{rep.get('trace', '')}")
         return rep
 
     async def close(self) -> None:
-        if self._proc is not None:
-            proc, self._proc = self._proc, None
-            if proc.returncode is None:
-                if proc.stdin is not None:
-                    proc.stdin.close()
-                try:
-                    await asyncio.wait_for(proc.wait(), 10)
-                except TimeoutError:
-                    proc.kill()  # our own child, by its handle
-                    await proc.wait()
-        if self._embed_runner is not None:
-            await self._embed_runner.cleanup()
-            self._embed_runner = None
+        if self._sidecar is not None:
+            sidecar, self._sidecar = self._sidecar, None
+            await sidecar.stop()
+        await self._bridge.close()
         if not self.config["persist"]:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -275,7 +251,7 @@ class QuaidRealBackend(StoreBackedBackend):
 
     # -- ingest -------------------------------------------------------------------------------------
     async def reset(self, namespace: str) -> int:
-        if self._proc is not None:
+        if self._sidecar is not None:
             await self.call("drop", ns=namespace_key(namespace))
         self.evidence.pop(namespace, None)
         self.items.pop(namespace, None)

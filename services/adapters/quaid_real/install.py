@@ -1,24 +1,12 @@
-"""`python -m services.adapters.quaid_real.install`: install quaid-real's pinned Python packages (`make setup-quaid`).
-
-Exits 0 when quaid-real can run afterwards; otherwise prints why and exits 1 (bench then skips quaid-real and says why).
-"""
+"""`python -m services.adapters.quaid_real.install`: install quaid-real's pinned Python packages (`make setup-quaid`);
+exits 0 when quaid-real can run afterwards, else prints why and exits 1 (services/adapters/external)."""
 
 from __future__ import annotations
 
 import sys
 
-from services.adapters.quaid_real.source import QUAID_COMMIT, install, needed_pins
-
-
-def main() -> int:
-    a = install()
-    if a.ok:
-        pins = ", ".join(f"{d}=={v}" for d, v in needed_pins().items())
-        print(f"quaid-real: Quaid {a.version} @ {QUAID_COMMIT[:7]} from {a.source}; {pins}")
-        return 0
-    print(f"quaid-real unavailable: {a.reason}", file=sys.stderr)
-    return 1
-
+from services.adapters.external.availability import install_main
+from services.adapters.quaid_real.source import install
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(install_main("quaid-real", install))

@@ -2,7 +2,10 @@
 
 Quaid's code is read, unmodified, from `../shared/third_party/quaid/` relative to the project root (Quaid-Labs/quaid at
 commit 9262e690a25b14345445c03ad822c7535e043138, Apache-2.0; see that directory's README), or from
-`$MEMRIG_QUAID_SOURCE`. Nothing of it is copied into this repository.
+`$MEMRIG_QUAID_SOURCE`. Nothing of it is copied into this repository. Its `modules/quaid` tree must hash to
+`MODULES_DIGEST`, that commit's files (services/adapters/external/availability.py, `tree_digest`: what
+`find modules/quaid -type f | sort | xargs sha256sum | sha256sum` prints in the source directory), so a changed
+checkout is named rather than benchmarked under the pinned name.
 
 Its Python dependencies beyond the standard library and numpy (an import scan of `modules/quaid`, tests excluded):
 `sqlite-vec` (the vector index Quaid loads into SQLite; without it Quaid falls back to a brute-force scan of the 200
@@ -14,26 +17,29 @@ the sidecar. Both are pinned here and installed by `make setup-quaid` (`python -
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+from services.adapters.external.availability import Availability, PinnedSource
+
 QUAID_COMMIT = "9262e690a25b14345445c03ad822c7535e043138"
 QUAID_REPO = "Quaid-Labs/quaid"
+MODULES_DIGEST = "882cd3923fce6fb1dee1c507407402e5f7371a82f560bb01fb3f24ec98bbbafe"
 # The packages setup-quaid installs, pinned; pysqlite3-binary only where the stdlib sqlite3 cannot load extensions.
 PINS = {"sqlite-vec": "0.1.9", "pysqlite3-binary": "0.5.4.post2"}
-# Files the sidecar imports (a partial or wrong directory fails here, with the path named).
-REQUIRED_FILES = ("modules/quaid/datastore/memorydb/memory_graph.py", "modules/quaid/datastore/memorydb/schema.sql",
-                  "modules/quaid/lib/providers.py", "modules/quaid/ingest/extract.py", "modules/quaid/config.py",
-                  "modules/quaid/VERSION")
+SOURCE = PinnedSource(
+    "Quaid", QUAID_REPO, QUAID_COMMIT, "quaid", "MEMRIG_QUAID_SOURCE",
+    # the files the sidecar imports first (a partial or wrong directory fails here, with the path named)
+    required=("modules/quaid/datastore/memorydb/memory_graph.py", "modules/quaid/datastore/memorydb/schema.sql",
+              "modules/quaid/lib/providers.py", "modules/quaid/ingest/extract.py", "modules/quaid/config.py",
+              "modules/quaid/VERSION"),
+    patterns=("modules/quaid/**/*",), digest=MODULES_DIGEST, what="modules/quaid")
 
 
 def source_dir() -> Path:
-    env = os.environ.get("MEMRIG_QUAID_SOURCE")
-    return Path(env).expanduser() if env else REPO.parent / "shared" / "third_party" / "quaid"
+    return SOURCE.path()
 
 
 def modules_dir() -> Path:
@@ -64,26 +70,23 @@ def installed(dist: str) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
-class Availability:
-    ok: bool
-    reason: str  # why not, in one sentence that says how to fix it ("" when ok)
-    source: str = ""
-    version: str = ""
-
-
 def availability() -> Availability:
+    """Quaid's source at the pinned commit, and the pinned packages its sidecar needs in this Python."""
     src = source_dir()
-    missing = [f for f in REQUIRED_FILES if not (src / f).is_file()]
-    if missing:
-        return Availability(False, f"Quaid's source is not at {src} (missing {missing[0]}); put Quaid-Labs/quaid @ "
-                            f"{QUAID_COMMIT[:7]} there or set MEMRIG_QUAID_SOURCE", str(src))
-    for dist, pin in needed_pins().items():
+    found = Availability(False, "", "Quaid", source=str(src), runtime=sys.executable,
+                         runtime_version=".".join(map(str, sys.version_info[:3])))
+    why = SOURCE.check()
+    if why:
+        return found.unavailable(why)
+    pins = needed_pins()
+    found = Availability(False, "", "Quaid", f"{quaid_version()} @ {QUAID_COMMIT[:7]}", str(src), found.runtime,
+                         found.runtime_version, (", ".join(f"{d}=={v}" for d, v in pins.items()),))
+    for dist, pin in pins.items():
         have = installed(dist)
         if have != pin:
             what = "not installed" if have is None else f"{have} installed"
-            return Availability(False, f"{dist}=={pin} is {what} (run `make setup-quaid`)", str(src), quaid_version())
-    return Availability(True, "", str(src), quaid_version())
+            return found.unavailable(f"{dist}=={pin} is {what} (run `make setup-quaid`)")
+    return replace(found, ok=True)
 
 
 def install(quiet: bool = False) -> Availability:
@@ -94,6 +97,6 @@ def install(quiet: bool = False) -> Availability:
         r = subprocess.run(cmd, capture_output=quiet, text=True)
         if r.returncode != 0:
             tail = (r.stderr or "")[-800:] if quiet else ""
-            return Availability(False, f"pip install {' '.join(todo)} failed with exit {r.returncode}"
-                                f"{': ' + tail if tail else ''}")
+            return availability().unavailable(f"pip install {' '.join(todo)} failed with exit {r.returncode}"
+                                              f"{': ' + tail if tail else ''}")
     return availability()

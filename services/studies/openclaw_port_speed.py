@@ -1,9 +1,9 @@
-"""Benchmark of the OpenClaw baseline's index and search (not a test): index build throughput and search latency at
-several index sizes, with a numpy brute-force cosine floor measured in the same run (a performance claim is a ratio
-measured side by side).
+"""Study (not a test): the speed of the OpenClaw port's index and search (`make bench-openclaw`): index build
+throughput and search latency at several index sizes, with a numpy brute-force cosine floor measured in the same run
+(a performance claim is a ratio measured side by side).
 
-    python -m services.adapters.openclaw.bench --out DIR [--sizes 1000,10000,100000] [--preset openclaw]
-                                               [--embedder hash|minilm|wordllama] [--queries 50] [--seed 0]
+    python -m services.studies.openclaw_port_speed --out DIR [--sizes 1000,10000,100000] [--preset openclaw]
+                                                   [--embedder hash|minilm|wordllama] [--queries 50] [--seed 0]
 
 Writes DIR/bench_openclaw.json and DIR/bench_openclaw.md. The chunk text is SYNTHETIC (Zipf-sampled pseudo-words
 in Markdown bullet lines); the output says so. Embeddings are computed without the shared cache so the build
@@ -160,7 +160,8 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m services.adapters.openclaw.bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m services.studies.openclaw_port_speed",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--sizes", default="1000,10000,100000", help="comma-separated chunk counts")
     ap.add_argument("--embedder", default="hash", choices=["hash", "minilm", "wordllama"])
