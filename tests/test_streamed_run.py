@@ -183,3 +183,12 @@ def test_cache_rows_counts_vectors_per_model(tmp_path):
     c.put_many("a", {"h1": np.zeros(3)})  # a replace is no new vector
     c.close()
     assert cache_rows(path) == {"a": 3, "b": 1}
+
+
+def test_backends_sharing_a_service_process_share_a_lane():
+    from services.coordinator.runner import lane_groups
+
+    names = ["bm25", "cortex", "cortex-fast", "openclaw-real", "someone-elses-target"]
+    assert lane_groups(names) == [["bm25"], ["cortex", "cortex-fast"], ["openclaw-real"], ["someone-elses-target"]]
+    assert lane_groups(["cortex-fast", "dense", "cortex"]) == [["cortex-fast", "cortex"], ["dense"]]
+    assert lane_groups([]) == []

@@ -260,20 +260,24 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
     lanes = asyncio.Semaphore(max(1, cfg.lanes))
 
     async def ingest_backend(name: str) -> None:
-        async with lanes:
-            t0 = time.perf_counter()
-            try:
-                wanted = suite.namespaces_for(name, caps.get(name, {}), data.corpora)
-                corpora = {ns: b for ns, b in data.corpora.items() if ns in wanted}
-                info = await ingest_corpora(clients[name], corpora, ctx.backend_namespace,
-                                            cfg.settle_timeout_s, lambda m, n=name: emit(
-                                                {"run_id": run_id, "phase": "ingest", "message": f"{n} {m}"}))
-                info["duration_s"] = time.perf_counter() - t0
-                ingest_info[name] = info
-            except Exception as e:
-                failures[name] = f"ingest failed: {type(e).__name__}: {e}"
+        t0 = time.perf_counter()
+        try:
+            wanted = suite.namespaces_for(name, caps.get(name, {}), data.corpora)
+            corpora = {ns: b for ns, b in data.corpora.items() if ns in wanted}
+            info = await ingest_corpora(clients[name], corpora, ctx.backend_namespace,
+                                        cfg.settle_timeout_s, lambda m, n=name: emit(
+                                            {"run_id": run_id, "phase": "ingest", "message": f"{n} {m}"}))
+            info["duration_s"] = time.perf_counter() - t0
+            ingest_info[name] = info
+        except Exception as e:
+            failures[name] = f"ingest failed: {type(e).__name__}: {e}"
 
-    await asyncio.gather(*(ingest_backend(n) for n in sorted(needed) if n in clients))
+    async def ingest_group(group: list[str]) -> None:
+        async with lanes:
+            for name in group:
+                await ingest_backend(name)
+
+    await asyncio.gather(*(ingest_group(g) for g in lane_groups([n for n in sorted(needed) if n in clients])))
     ingested({n: ingest_info[n] for n in sorted(ingest_info)})
 
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
@@ -292,6 +296,32 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
 
     emit({"run_id": run_id, "phase": "probes", "done": 0, "total": total})
     await asyncio.gather(*(one(p, c) for p, c in work))
+
+
+def lane_groups(backends: list[str]) -> list[list[str]]:
+    """Backends that must not run side by side, grouped (each group in the order given, groups by their first
+    member): those whose specs require a common service process. `cortex` and `cortex-fast` share one cortex-mock,
+    where the same rig namespace is the same tenant: side by side, one's Reset would wipe the other's memories.
+    A name the registry does not know (a --target) shares nothing."""
+    from services.adapters.registry import get_spec
+
+    def requires(name: str) -> set[str]:
+        try:
+            return set(get_spec(name).requires)
+        except KeyError:
+            return set()
+
+    groups: list[tuple[set[str], list[str]]] = []
+    for name in backends:
+        need = requires(name)
+        joined = [g for g in groups if g[0] & need]
+        merged_need, merged = set(need), []
+        for g in joined:
+            merged_need |= g[0]
+            merged += g[1]
+            groups.remove(g)
+        groups.append((merged_need, sorted([*merged, name], key=backends.index)))
+    return sorted((g[1] for g in groups), key=lambda g: backends.index(g[0]))
 
 
 async def ingest_namespace(client, bns: str, batch, settle_timeout_s: float) -> dict[str, Any]:
@@ -337,47 +367,51 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
 
     lane_slots = asyncio.Semaphore(max(1, cfg.lanes))
 
+    async def group_run(group: list[str]) -> None:
+        async with lane_slots:
+            for name in group:
+                await lane_run(name)
+
     async def lane_run(name: str) -> None:
         nonlocal done_ns, done_msgs, last_checkpoint
-        async with lane_slots:
-            client = ctx.clients.get(name)
-            lane = info[name] = {"namespaces": dict((prev_ingest.get(name) or {}).get("namespaces") or {}),
-                                 "mode": "streamed", "lanes": max(1, cfg.lanes)}
-            t_lane = time.perf_counter()
-            for ns, items in lanes[name].items():
-                bns = ctx.backend_namespace(ns)
-                rec: dict[str, Any] = {"messages": data.corpora[ns].message_count}
-                if client is not None and name not in failures:
-                    try:
-                        rec.update(await ingest_namespace(client, bns, data.corpora[ns], cfg.settle_timeout_s))
-                    except Exception as e:
-                        failures[name] = f"ingest failed: {type(e).__name__}: {e}"
-                        rec["error"] = failures[name]
-                    rec["rss_bytes"] = rig.backend_rss(name) if rig is not None else None
-                samples = await asyncio.gather(*(one(p, c) for p, c in items))
-                rec["retrieve_ms"] = [s["retrievals"][name]["latency_ms"] for s in samples
-                                      if s.get("status") == "ok" and (s.get("retrievals") or {}).get(name)]
-                if client is not None and name not in failures:
-                    t0 = time.perf_counter()
-                    try:
-                        await client.reset(bns)
-                        rec["release_s"] = time.perf_counter() - t0
-                    except Exception as e:  # the scores stand; only the memory is not given back
-                        rec["release_error"] = f"{type(e).__name__}: {e}"[:300]
-                ctx.forget(name, [p.id for p, _ in items])
-                lane["namespaces"][ns] = rec
-                done_ns += 1
-                done_msgs += rec["messages"]
-                elapsed = time.monotonic() - t_start
-                eta = elapsed / done_msgs * (total_msgs - done_msgs) if done_msgs else None
-                emit({"run_id": run_id, "phase": "namespaces", "done": done_ns, "total": total_ns,
-                      "eta_seconds": eta, "message": f"{name} {ns}: {rec['messages']} messages"})
-                if time.monotonic() - last_checkpoint >= CHECKPOINT_S:
-                    last_checkpoint = time.monotonic()
-                    checkpoint({n: info[n] for n in sorted(info)})
-            lane["duration_s"] = time.perf_counter() - t_lane
+        client = ctx.clients.get(name)
+        lane = info[name] = {"namespaces": dict((prev_ingest.get(name) or {}).get("namespaces") or {}),
+                             "mode": "streamed", "lanes": max(1, cfg.lanes)}
+        t_lane = time.perf_counter()
+        for ns, items in lanes[name].items():
+            bns = ctx.backend_namespace(ns)
+            rec: dict[str, Any] = {"messages": data.corpora[ns].message_count}
+            if client is not None and name not in failures:
+                try:
+                    rec.update(await ingest_namespace(client, bns, data.corpora[ns], cfg.settle_timeout_s))
+                except Exception as e:
+                    failures[name] = f"ingest failed: {type(e).__name__}: {e}"
+                    rec["error"] = failures[name]
+                rec["rss_bytes"] = rig.backend_rss(name) if rig is not None else None
+            samples = await asyncio.gather(*(one(p, c) for p, c in items))
+            rec["retrieve_ms"] = [s["retrievals"][name]["latency_ms"] for s in samples
+                                  if s.get("status") == "ok" and (s.get("retrievals") or {}).get(name)]
+            if client is not None and name not in failures:
+                t0 = time.perf_counter()
+                try:
+                    await client.reset(bns)
+                    rec["release_s"] = time.perf_counter() - t0
+                except Exception as e:  # the scores stand; only the memory is not given back
+                    rec["release_error"] = f"{type(e).__name__}: {e}"[:300]
+            ctx.forget(name, [p.id for p, _ in items])
+            lane["namespaces"][ns] = rec
+            done_ns += 1
+            done_msgs += rec["messages"]
+            elapsed = time.monotonic() - t_start
+            eta = elapsed / done_msgs * (total_msgs - done_msgs) if done_msgs else None
+            emit({"run_id": run_id, "phase": "namespaces", "done": done_ns, "total": total_ns,
+                  "eta_seconds": eta, "message": f"{name} {ns}: {rec['messages']} messages"})
+            if time.monotonic() - last_checkpoint >= CHECKPOINT_S:
+                last_checkpoint = time.monotonic()
+                checkpoint({n: info[n] for n in sorted(info)})
+        lane["duration_s"] = time.perf_counter() - t_lane
 
-    await asyncio.gather(*(lane_run(n) for n in sorted(lanes)))
+    await asyncio.gather(*(group_run(g) for g in lane_groups(sorted(lanes))))
     return {n: info[n] for n in sorted(info)}
 
 
