@@ -34,7 +34,8 @@ Every climb says which rule ended it: schedule lag (the generator fell behind: t
 or unfinished arrivals, failed requests, the p99 SLO, or --max-rate.
 
 Absolute numbers depend on the machine (2 shared cores here; generator, mock and proxy share them); the
-proxied-vs-direct comparison is side by side in one run, which is the figure to trust (DESIGN "Measurement rules").
+proxied-vs-direct comparison is side by side in one run, which is the figure to trust (a ratio measured in one run
+on one machine, where absolute times on a shared machine are not).
 Writes bench.json and bench.md into --out.
 """
 
