@@ -1,7 +1,7 @@
 """Turn latency: a Prometheus Histogram per backend and plugin state, plus exact percentiles from the raw values.
 
 Prometheus buckets are for live dashboards; the report's p50/p95/p99 come from the raw per-turn values kept here
-(exact numpy percentiles, DESIGN "Measurement rules").
+(exact numpy percentiles: Prometheus buckets only bound a percentile between two bucket edges).
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ Every climb says which rule ended it: schedule lag (the generator fell behind: t
 or unfinished arrivals, failed requests, the p99 SLO, or --max-rate.
 
 Absolute numbers depend on the machine (2 shared cores here; generator, mock and proxy share them); the
-proxied-vs-direct comparison is side by side in one run, which is the figure to trust (DESIGN "Measurement rules").
+proxied-vs-direct comparison is side by side in one run, which is the figure to trust (a ratio measured in one run
+on one machine, where absolute times on a shared machine are not).
 Writes bench.json and bench.md into --out.
 """
 
@@ -70,7 +71,7 @@ from loadtests.open_loop import (
     summarise,
 )
 from loadtests.workload import memory_texts
-from services.common import event_loop
+from services.common import event_loop, subcommand
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "memrig-bench"
@@ -436,7 +437,7 @@ async def generator_ceiling(a: argparse.Namespace, cfg: DriverConfig, rig_dir: P
 
 
 # ------------------------------------------------------------------------------------------------- main
-async def run(a: argparse.Namespace) -> dict[str, Any]:
+async def measure(a: argparse.Namespace) -> dict[str, Any]:
     from services.launcher import Rig
 
     out = Path(a.out)
@@ -445,8 +446,8 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
         env = dict(os.environ, **{k: str(a.blas_threads) for k in
                                   ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
     rig = Rig(out / "rig", env=env)
-    result: dict[str, Any] = {"command": "python -m loadtests.capacity " + " ".join(sys.argv[1:]),
-                              "config": {k: v for k, v in vars(a).items()}, "machine": machine_info()}
+    result: dict[str, Any] = {"command": "python -m loadtests.capacity " + " ".join(a.argv),
+                              "config": subcommand.flags(a), "machine": machine_info()}
     data_dir = out / "rig" / "cortex-data"
     mock_args = ["--embedder", a.embedder, "--seed", str(a.seed), "--data-dir", str(data_dir)]
     try:
@@ -531,8 +532,9 @@ async def run(a: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m loadtests.capacity", description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """`memrig load-bench`'s flags, also `python -m loadtests.capacity`'s (services/common/subcommand.py)."""
+    ap.description = __doc__.split("\n\n")[0]
     ap.add_argument("--out", required=True, help="output directory (bench.json, bench.md)")
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--embedder", default="minilm", help="cortex-mock embedder (minilm, wordllama, hash)")
@@ -567,11 +569,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--blas-threads", type=int, default=0,
                     help="OPENBLAS/OMP/MKL_NUM_THREADS for the started services (0 = the launcher's default: "
                          "OPENBLAS_NUM_THREADS=1 unless set in the environment)")
-    a = ap.parse_args(argv)
+
+
+def run(a: argparse.Namespace) -> int:
+    """The whole measurement, bench.json and bench.md; locust's generator-scaling runs are processes of their own
+    (loadtests/locust_scaling.py)."""
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    result = event_loop.run(run(a))
+    result = event_loop.run(measure(a))
     result["wall_seconds"] = round(time.time() - t0, 1)
     (out / "bench.json").write_text(json.dumps(result, indent=2, default=str))
     md = render_markdown(strip_blobs(result))
@@ -585,6 +591,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("load-bench: locust workers " + ", ".join(f"{x['workers']}: {x['rps']} req/s (x{x['ratio_to_1']})"
                                                         for x in runs), flush=True)
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return subcommand.main(sys.modules[__name__], argv, "python -m loadtests.capacity")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from locust import FastHttpUser, between, task
 import loadtests.locust_hooks  # noqa: F401 - registers options, request log, fault timeline, exporter
 from loadtests.shapes import selected_shape
 from loadtests.workload import Mix, Payloads
+from services.common.errors import DependencyError
 
 API_KEY = os.environ.get("MEMRIG_CORTEX_API_KEY", "memrig-local")
 SEED = int(os.environ.get("MEMRIG_LOAD_SEED", "0"))
@@ -38,8 +39,10 @@ MIX = Mix()
 _user_ids = itertools.count()
 
 
-class JobFailed(Exception):
-    pass
+class JobFailed(DependencyError):
+    """An ingest job that was not accepted, could not be polled, failed, or did not finish in time."""
+
+    dependency = "the Cortex API under load"
 
 
 class CortexUser(FastHttpUser):

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.common.errors import DependencyError
+
 # Fault definitions in the fault proxy's JSON shape (services/fault_proxy/faults.py), by short preset name.
 PRESETS: dict[str, dict[str, Any]] = {
     "error_503": {"type": "http_error", "attributes": {"status": 503}},
@@ -126,8 +128,10 @@ def timeline_to_json(windows: list[FaultWindow]) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------------
-class FaultAdminError(RuntimeError):
-    pass
+class FaultAdminError(DependencyError):
+    """A call of the fault proxy's admin API failed; `status` is its HTTP status when it answered one."""
+
+    dependency = "the fault proxy's admin API"
 
 
 class FaultAdmin:
@@ -156,7 +160,7 @@ class FaultAdmin:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
                 raw = r.read()
         except urllib.error.HTTPError as e:
-            raise FaultAdminError(f"{method} {path}: HTTP {e.code} {e.read()[:300]!r}") from None
+            raise FaultAdminError(f"{method} {path}: HTTP {e.code} {e.read()[:300]!r}", e.code) from None
         except OSError as e:
             raise FaultAdminError(f"{method} {path}: {e}") from None
         return json.loads(raw) if raw.strip() else None

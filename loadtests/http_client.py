@@ -23,13 +23,19 @@ from urllib.parse import urlsplit
 
 import httptools
 
-
-class ServerDisconnected(ConnectionError):
-    """The connection closed before a complete response arrived."""
+from services.common.errors import DependencyError
 
 
-class BadResponse(Exception):
+class ServerDisconnected(DependencyError, ConnectionError):
+    """The connection closed before a complete response arrived (still a ConnectionError, as before the root)."""
+
+    dependency = "the target under load"
+
+
+class BadResponse(DependencyError):
     """The server's bytes are not a valid HTTP/1.x response."""
+
+    dependency = "the target under load"
 
 
 class _Conn(asyncio.Protocol):

@@ -43,6 +43,7 @@ from hdrh.histogram import HdrHistogram
 
 from loadtests.workload import queries
 from services.common import event_loop
+from services.common.errors import DependencyError
 from services.common.percentiles import pname, summary
 
 # HdrHistogram range: 1 us .. 1 h, 3 significant digits (0.1 % value precision).
@@ -290,10 +291,14 @@ class HttpRetrieveTarget:
             await self._client.close()
 
 
-class HttpStatusError(Exception):
+class HttpStatusError(DependencyError):
+    """The target under load answered an HTTP error status (`status`; `kind` http_<status> is its error class in
+    the driver's counts)."""
+
+    dependency = "the target under load"
+
     def __init__(self, status: int, body: bytes = b""):
-        super().__init__(f"HTTP {status}: {body[:200]!r}")
-        self.status = status
+        super().__init__(f"HTTP {status}: {body[:200]!r}", status)
 
     @property
     def kind(self) -> str:

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loadtests.summary import load_locust_run, summarise_locust_run
+from services.common import subcommand
+from services.common.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCUSTFILES = {"cortex": ROOT / "loadtests" / "cortex_locustfile.py", "grpc": ROOT / "loadtests" / "grpc_locustfile.py"}
@@ -111,8 +113,9 @@ async def _start_target(rig, a: argparse.Namespace) -> str:
     return (await rig.start_backend(a.backend, embedder=a.embedder)).url
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m loadtests.run", description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """`memrig load`'s flags, also `python -m loadtests.run`'s (services/common/subcommand.py)."""
+    ap.description = __doc__.split("\n\n")[0]
     ap.add_argument("--target", choices=list(LOCUSTFILES), default="cortex")
     ap.add_argument("--workers", type=int, default=0, help="locust worker processes (0 = one local process)")
     ap.add_argument("--users", type=int, default=10)
@@ -130,9 +133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="Prometheus exporter on the master (-1 off; default 0 = any free port, announced to "
                     "Prometheus through a file_sd target)")
     ap.add_argument("--out", default="", help="output directory (default results/load/<utc time>)")
-    a = ap.parse_args(argv)
+
+
+def check(a: argparse.Namespace) -> None:
     if a.workers < 0:
-        ap.error("--workers must be >= 0")
+        raise InputError("--workers", "must be >= 0", text="--workers must be >= 0")
+
+
+def run(a: argparse.Namespace) -> int:
+    """Locust runs in its own processes (the master and workers below): its gevent monkey-patching never reaches
+    this one."""
     out = Path(a.out or ROOT / "results" / "load" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())).resolve()
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1", MEMRIG_LOAD_SEED=str(a.seed))
@@ -163,6 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"outputs in {out} (locust exit code {code})")
     # Locust exits 1 when any request failed; with a fault timeline that is expected, so only a crash fails here.
     return 0 if code in (0, 1) else 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return subcommand.main(sys.modules[__name__], argv, "python -m loadtests.run")
 
 
 if __name__ == "__main__":

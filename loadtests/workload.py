@@ -1,6 +1,7 @@
 """What the load users send: seeded Cortex API payloads and the request mix (pure; no locust, no I/O).
 
-The mix follows what the OpenClaw Cortex plugin does in a session (../shared/reference/peers.md §2.3-2.7): a recall-hook retrieve
+The mix follows what the OpenClaw Cortex plugin does in a session (Ubundi/openclaw-cortex: src/cortex/client.ts,
+src/features/recall/handler.ts, its capture at `agent_end`): a recall-hook retrieve
 before most turns (`mode: fast` while the tenant is cold, `full` otherwise), an occasional `/v1/recall` tool
 call, and a capture at the end of a turn submitted as an async ingest job that is polled until done.
 """

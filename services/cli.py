@@ -16,6 +16,8 @@
     memrig judge-agreement --labels FILE [--judge local]  every QA judge against human-labelled answers
     memrig serve SERVICE [--port P] ...  run one service in the foreground
     memrig list                          suites, backends, services
+    memrig bench-perf | observe | load | load-bench | fidelity | sensitivity | power ...   each a module's
+                                         add_arguments/check/run (services/common/subcommand.py); CMD --help
 Exit codes: 0 success, 1 a check/run failed, 2 bad usage or bad input (compare: 3 incomplete), 130 interrupted (Ctrl-C).
 """
 
@@ -540,18 +542,61 @@ def cmd_list(args) -> int:
     return 0
 
 
-def _delegate(module: str, func: str = "main"):
-    def run(args, extra: list[str]) -> int:
-        import importlib
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser. With `module=`, the subcommand lives in that module (services/common/subcommand.py:
+    add_arguments, check, run), imported only when this parser parses: `import services.cli` and every other
+    command leave it, and what it imports (aiohttp, numpy, a study's adapters), unloaded. Locust never runs in
+    this process either way: `memrig load` and `memrig load-bench` start it as processes of their own."""
 
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            print(f"error: {module} is not available in this checkout ({e})", file=sys.stderr)
-            return 2
-        return int(getattr(mod, func)(extra) or 0)
+    def __init__(self, *args, module: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.module = module
+        self._loaded = None
 
-    return run
+    def load(self):
+        """The module, its flags added and its `run` set as the command (once)."""
+        if self.module is not None and self._loaded is None:
+            import importlib
+
+            try:
+                mod = importlib.import_module(self.module)
+            except ModuleNotFoundError as e:
+                self.exit(2, f"error: {self.module} is not available in this checkout ({e})\n")
+            mod.add_arguments(self)
+            self.set_defaults(fn=_module_run(mod.run))
+            self._loaded = mod
+        return self._loaded
+
+    def parse_known_args(self, args=None, namespace=None):
+        from services.common.subcommand import apply_check
+
+        mod = self.load()
+        ns, extra = super().parse_known_args(args, namespace)
+        if mod is not None:
+            ns.argv = list(sys.argv[1:] if args is None else args)
+            apply_check(self, ns, getattr(mod, "check", None))
+        return ns, extra
+
+
+def _module_run(run):
+    """The module's run(args) on its own flags (the CLI's `cmd` and `fn` left out); its return is the exit code."""
+    def call(args) -> int:
+        own = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in ("cmd", "fn")})
+        return int(run(own) or 0)
+
+    return call
+
+
+# `memrig CMD` → (module holding its add_arguments/check/run, the one-line help `memrig --help` shows)
+MODULE_COMMANDS = {
+    "bench-perf": ("services.perf.scaling", "scale and overhead benchmark (ratios in one run)"),
+    "observe": ("services.observe", "start Prometheus (and Grafana) against a running rig"),
+    "load": ("loadtests.run", "locust master + workers against a local rig"),
+    "load-bench": ("loadtests.capacity", "highest sustained retrieve rate and proxy overhead"),
+    "fidelity": ("services.studies.fidelity", "port vs real OpenClaw, query by query"),
+    "sensitivity": ("services.studies.sensitivity", "native baseline by embedder × minScore"),
+    "power": ("services.coordinator.power", "what a run could detect, and the units a difference needs"),
+}
 
 
 def llm_flags(p: argparse.ArgumentParser) -> None:
@@ -571,7 +616,7 @@ def llm_flags(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="memrig", description="A measurement rig for AI coding agents' memory.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=CommandParser)
 
     p = sub.add_parser("up", help="start llm-mock (or the local model) and backends in the background")
     p.add_argument("--backends", help="comma-separated backend names (default: the bench-all defaults)")
@@ -697,17 +742,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_serve, passthrough=True)
 
     sub.add_parser("list", help="suites, backends and services").set_defaults(fn=cmd_list)
-    for name, module, helptext in (
-        ("bench-perf", "services.perf.scaling", "scale and overhead benchmark (ratios in one run)"),
-        ("observe", "services.observe", "start Prometheus (and Grafana) against a running rig"),
-        ("load", "loadtests.run", "locust master + workers against a local rig"),
-        ("load-bench", "loadtests.capacity", "highest sustained retrieve rate and proxy overhead"),
-        ("fidelity", "services.studies.fidelity", "port vs real OpenClaw, query by query"),
-        ("sensitivity", "services.studies.sensitivity", "native baseline by embedder × minScore"),
-        ("power", "services.coordinator.power", "what a run could detect, and the units a difference needs"),
-    ):
-        p = sub.add_parser(name, help=helptext, add_help=False)
-        p.set_defaults(fn=_delegate(module), passthrough=True)
+    for name, (module, helptext) in MODULE_COMMANDS.items():
+        sub.add_parser(name, help=helptext, module=module)
     return ap
 
 

@@ -23,7 +23,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from services.common import prom_targets
+from services.common import prom_targets, subcommand
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -117,8 +117,9 @@ def stop_process(p: subprocess.Popen, grace_s: float = 5.0) -> None:
         p.wait(timeout=5)
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="memrig observe", description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """`memrig observe`'s flags (services/common/subcommand.py)."""
+    ap.description = __doc__.split("\n\n")[0]
     ap.add_argument("--prometheus-port", type=int, default=9090, help="Prometheus UI/API port (default 9090)")
     ap.add_argument("--grafana-port", type=int, default=3000, help="Grafana port if installed (default 3000)")
     ap.add_argument("--targets", default=None, help="file_sd targets directory the rig writes (default "
@@ -127,11 +128,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--config", default=str(DEPLOY / "prometheus" / "prometheus.yml"), help="Prometheus config")
     ap.add_argument("--no-grafana", action="store_true", help="start Prometheus only")
     ap.add_argument("--duration-s", type=float, default=0.0, help="stop after this long (0 = until Ctrl-C)")
-    return ap.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     targets_dir = Path(args.targets).resolve() if args.targets else prom_targets.targets_dir()
     targets_dir.mkdir(parents=True, exist_ok=True)
@@ -171,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         for p in reversed(procs):
             stop_process(p)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return subcommand.main(sys.modules[__name__], argv, "memrig observe")
 
 
 if __name__ == "__main__":

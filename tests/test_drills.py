@@ -1,10 +1,11 @@
 """Drills: every drill passes against a correctly configured Cortex-style adapter and fails against one that is
 mis-configured on purpose (gate off, huge timeout budget, no queue cap, long cooldown).
 
-The adapter here is a small fake that follows the plugin's documented policy (../shared/reference/peers.md §2.5, §2.7:
-3 consecutive failures open a cooldown gate, the recall call is bounded by recallTimeoutMs, failed captures go to a
-RetryQueue capped at 100, drop-oldest), talking HTTP through the real fault proxy (a subprocess) to a fake Cortex
-API. The real `cortex` adapter runs through the same drills in tests/test_drills_cortex.py.
+The adapter here is a small fake that follows the plugin's policy (Ubundi/openclaw-cortex,
+src/features/recall/handler.ts and src/internal/retry-queue.ts: 3 consecutive failures open a cooldown gate, the
+recall call is bounded by recallTimeoutMs, failed captures go to a RetryQueue capped at 100, drop-oldest), talking
+HTTP through the real fault proxy (a subprocess) to a fake Cortex API. The real `cortex` adapter runs through the same
+drills in tests/test_drills_cortex.py.
 """
 
 from __future__ import annotations

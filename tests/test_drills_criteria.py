@@ -2,13 +2,13 @@
 in the quick set: the drills run on a simulated clock against a simulated proxy and adapter, so a whole drill
 takes milliseconds and nothing here depends on how fast the machine is.
 
-The simulated adapter follows the Cortex plugin's documented policy (../shared/reference/peers.md §2.5, §2.7, as
-tests/test_drills.py's fake does over real HTTP): a recall budget (`recall_timeout_ms`), a cold-start gate that
-opens after `cold_start_failures` consecutive failures for `cold_start_cooldown_ms`, and a RetryQueue capped at
-`retry_queue_capacity` (0 = no cap). The simulated proxy applies the faults the drills switch on (reset,
-http_error, rate_limit, outage, latency) and counts requests; latency advances the simulated clock. Each case
-changes one thing (a mis-configured knob, a slow gated path, growing RSS, a plugin that lets errors escape) and
-asserts exactly which criteria fail.
+The simulated adapter follows the Cortex plugin's policy (Ubundi/openclaw-cortex, src/features/recall/handler.ts and
+src/internal/retry-queue.ts, as tests/test_drills.py's fake does over real HTTP): a recall budget
+(`recall_timeout_ms`), a cold-start gate that opens after `cold_start_failures` consecutive failures for
+`cold_start_cooldown_ms`, and a RetryQueue capped at `retry_queue_capacity` (0 = no cap). The simulated proxy applies
+the faults the drills switch on (reset, http_error, rate_limit, outage, latency) and counts requests; latency advances
+the simulated clock. Each case changes one thing (a mis-configured knob, a slow gated path, growing RSS, a plugin that
+lets errors escape) and asserts exactly which criteria fail.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import sys
 from pathlib import Path
 
 import grpc
@@ -26,11 +27,40 @@ ROOT = Path(__file__).resolve().parent.parent
 CONTROL_FLOW = {("services.k8s_check.argv", "_Serve"), ("services.fault_proxy.app", "_Done")}
 
 
+# Importing locust (or gevent) monkey-patches the process; loadtests' locustfiles and the modules they pull in are
+# checked from their source instead of imported.
+PATCHING = {"locust", "gevent"}
+
+
+def _imported_modules(tree: ast.AST) -> set[str]:
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            out.update(a.name for a in n.names)
+        elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            out.add(n.module)
+    return out
+
+
+def _patching_modules() -> set[str]:
+    """loadtests modules that import locust or gevent, directly or through another loadtests module."""
+    imports = {".".join(p.relative_to(ROOT).with_suffix("").parts): _imported_modules(ast.parse(p.read_text()))
+               for p in sorted((ROOT / "loadtests").glob("*.py"))}
+    bound = {m for m, imp in imports.items() if any(i.split(".")[0] in PATCHING for i in imp)}
+    while True:
+        more = {m for m, imp in imports.items() if m not in bound and imp & bound}
+        if not more:
+            return bound
+        bound |= more
+
+
 def _defined_exceptions() -> list[type[BaseException]]:
-    """Every exception class defined under services/ and collectors/, found by reading the source (a class whose
-    bases name an error, exception or another class of the module) and importing its module."""
+    """Every exception class defined under services/, collectors/ and loadtests/, found by reading the source (a
+    class whose bases name an error, exception or another class of the module) and importing its module; the
+    locust-bound loadtests modules are left to `test_locust_bound_exceptions_descend_from_memrig_error`."""
     found = []
-    for folder in ("services", "collectors"):
+    patching = _patching_modules()
+    for folder in ("services", "collectors", "loadtests"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             if "node_modules" in path.parts:  # installed npm packages (openclaw ships scripts): not the rig's code
                 continue
@@ -39,6 +69,8 @@ def _defined_exceptions() -> list[type[BaseException]]:
             if not names:
                 continue
             mod_name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            if mod_name in patching:
+                continue
             if not any(w in path.read_text() for w in ("Error", "Exception", "Unavailable", "Invalid")):
                 continue
             mod = importlib.import_module(mod_name)
@@ -55,6 +87,28 @@ def test_every_exception_class_descends_from_memrig_error():
     assert len(classes) >= 30  # the walk found the classes (39 in the issue's count, a few since merged)
     outside = sorted(f"{c.__module__}.{c.__qualname__}" for c in classes if not issubclass(c, MemrigError))
     assert outside == []
+    loadtests = {f"{c.__module__}.{c.__qualname__}" for c in classes if c.__module__.startswith("loadtests.")}
+    assert {"loadtests.open_loop.HttpStatusError", "loadtests.http_client.ServerDisconnected",
+            "loadtests.http_client.BadResponse", "loadtests.fault_timeline.FaultAdminError"} <= loadtests
+    assert not {m.split(".")[0] for m in sys.modules} & PATCHING  # the walk imported no locust-bound module
+
+
+def test_locust_bound_exceptions_descend_from_memrig_error():
+    """A locust-bound module's exception classes (read, not imported) each name a base imported from
+    services/common/errors.py."""
+    patching = _patching_modules()
+    assert "loadtests.cortex_locustfile" in patching and "loadtests.locust_hooks" in patching
+    checked = []
+    for mod_name in sorted(patching):
+        tree = ast.parse((ROOT / (mod_name.replace(".", "/") + ".py")).read_text())
+        rooted = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                  and n.module == "services.common.errors" for a in n.names}
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            bases = {b.id for b in cls.bases if isinstance(b, ast.Name)}
+            if any(b.endswith(("Error", "Exception")) for b in bases) or bases & rooted:
+                checked.append((mod_name, cls.name, bool(bases & rooted)))
+    assert ("loadtests.cortex_locustfile", "JobFailed", True) in checked
+    assert [c for c in checked if not c[2]] == []
 
 
 # (class, constructor arguments, the field it must carry)
@@ -110,7 +164,7 @@ def test_every_bad_input_class_is_an_input_error_carrying_its_field():
     while todo:
         c = todo.pop()
         for sub in c.__subclasses__():
-            if sub.__module__.startswith("services.") and sub not in seen:
+            if sub.__module__.startswith(("services.", "collectors.", "loadtests.")) and sub not in seen:
                 seen.add(sub)
                 todo.append(sub)
     assert seen == {cls for cls, _, _ in cases}

@@ -1,4 +1,5 @@
-"""chunkMarkdown edge cases, expectations worked out by hand from OpenClaw's algorithm (../shared/reference/peers.md §1.2, §1.12b)."""
+"""chunkMarkdown edge cases, expectations worked out by hand from OpenClaw's algorithm (openclaw/openclaw,
+src/memory/internal.ts chunkMarkdown)."""
 
 import hashlib
 

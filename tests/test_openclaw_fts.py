@@ -1,4 +1,5 @@
-"""FTS query building, both BM25 rank mappings on real FTS5 ranks, keyword extraction (../shared/reference/peers.md §1.4, §1.6)."""
+"""FTS query building, both BM25 rank mappings on real FTS5 ranks, keyword extraction (OpenClaw's buildFtsQuery and
+bm25RankToScore: openclaw/openclaw src/memory/hybrid.ts, later extensions/memory-core/src/memory/hybrid.ts)."""
 
 import math
 import sqlite3

@@ -1,5 +1,6 @@
-"""Merge arithmetic, temporal decay, MMR order and the final cut, with hand-computed expectations (../shared/reference/peers.md §1.6-§1.9,
-§1.12b)."""
+"""Merge arithmetic, temporal decay, MMR order and the final cut, with hand-computed expectations (OpenClaw's rules in
+openclaw/openclaw: src/memory/manager.ts search, hybrid.ts mergeHybridResults, temporal-decay.ts, mmr.ts; later
+extensions/memory-core/src/memory/)."""
 
 from datetime import UTC, datetime
 

@@ -16,7 +16,7 @@ DIST = SIDECAR_DIR / "node_modules" / "openclaw" / "dist"
 needs_dist = pytest.mark.skipif(installed_openclaw_version() != OPENCLAW_VERSION or not DIST.is_dir(),
                                 reason=f"[requires:openclaw] openclaw@{OPENCLAW_VERSION} not installed in the sidecar (make setup-openclaw)")
 
-# Shared by every era (openclaw's DEFAULT_* constants, as pinned in ../shared/reference/peers.md §1).
+# Shared by every era (the DEFAULT_* constants of openclaw/openclaw's memory search, src/agents/memory-search.ts).
 COMMON_PINNED = {
     "chunk_tokens": 400, "chunk_overlap_tokens": 80, "chars_per_token": 4, "max_results": 6, "min_score": 0.35,
     "candidate_multiplier": 4, "candidate_cap": 200, "vector_weight": 0.7, "text_weight": 0.3,

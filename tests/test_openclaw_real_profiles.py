@@ -293,14 +293,14 @@ def test_fidelity_run_covers_every_profile_the_port_models(tmp_path):
     # port can read. Port and OpenClaw search the same files, so they agree on every query.
     from services.studies import fidelity
 
-    summaries = asyncio.run(fidelity.run(["cortex-v1"], "openclaw", "hash", tmp_path,
+    summaries = asyncio.run(fidelity.run_study(["cortex-v1"], "openclaw", "hash", tmp_path,
                                          {"cortex-v1": {"limit": 6}}, seed=0))
     assert [s.workspace for s in summaries] == ["cortex-v1 (default)", "cortex-v1 (flush-every-session)"]
     assert all(s.queries == 6 and s.agreement == 1.0 and s.passes for s in summaries)
     md = (tmp_path / "fidelity.md").read_text()
     assert "| cortex-v1 (default) | 6 | 6 | 1.000 |" in md and "top-6" not in md
     with pytest.raises(ValueError, match="sessions"):
-        asyncio.run(fidelity.run(["cortex-v1"], "openclaw", "hash", tmp_path / "x", {}, profiles=("sessions",)))
+        asyncio.run(fidelity.run_study(["cortex-v1"], "openclaw", "hash", tmp_path / "x", {}, profiles=("sessions",)))
 
 
 @pytest.mark.timeout(600)
@@ -309,7 +309,7 @@ def test_sensitivity_run_sets_min_score_on_both_and_the_port_alone_loses_decay(t
     # files with the same minScore, so each cell of OpenClaw and the port agree; the what-if row is the port's alone.
     from services.studies import sensitivity
 
-    cells = asyncio.run(sensitivity.run(["cortex-v1"], ["hash"], [0.35, 0.0], "openclaw", tmp_path,
+    cells = asyncio.run(sensitivity.run_study(["cortex-v1"], ["hash"], [0.35, 0.0], "openclaw", tmp_path,
                                         {"cortex-v1": {"limit": 6}}, seed=0))
     rows = [(c.system, c.min_score, c.top_k, c.queries) for c in cells]
     assert rows == [("openclaw-real", 0.35, 6, 6), ("openclaw-real", 0.0, 6, 6), ("port (openclaw)", 0.35, 6, 6),

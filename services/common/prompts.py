@@ -43,7 +43,8 @@ COMPACTION_SYSTEM = COMPACTION_MARKER + (
     " transcripts."
 )
 
-# OpenClaw's pre-compaction memory flush (../shared/reference/peers.md §1.12), used to write daily notes.
+# OpenClaw's pre-compaction memory flush (openclaw/openclaw, src/auto-reply/reply/memory-flush.ts: its system and user
+# prompts), used to write daily notes.
 FLUSH_SYSTEM = FLUSH_MARKER + (
     " The session is near auto-compaction; capture durable memories to disk. You may reply, but usually"
     " NO_REPLY is correct."
@@ -114,7 +115,8 @@ def continuity_judge_user(established: list[str], transcript: list[tuple[str, st
     return f"Established in earlier sessions:\n{facts}\n\nNew session transcript:\n{lines}"
 
 
-# memory-hook (../shared/reference/peers.md §4.2): memories {trigger (embedded), rule (injected), section}. The upstream
+# memory-hook (as gbasin/memory-hook-bench describes it, SPEC.md): memories {trigger (embedded), rule (injected),
+# section}. The upstream
 # extraction prompt is not public; this one asks for exactly that schema, one JSON object per line.
 MEMORY_HOOK_EXTRACTION_SYSTEM = MEMORY_HOOK_EXTRACTION_MARKER + """
 A memory has a trigger (when it applies: the situation or topic in a few words; it is embedded and searched), a

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from services.common import subcommand
 from services.coordinator import stats
 from services.coordinator.verdict import BM25, VerdictError, _mdd, load_suite_run, mocked, resolve_baseline
 
@@ -108,13 +109,16 @@ def render(tables: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="memrig power", description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """`memrig power`'s flags (services/common/subcommand.py)."""
+    ap.description = __doc__.split("\n\n")[0]
     ap.add_argument("run_dir", help="a bench-all run directory or one suite's")
     ap.add_argument("--delta", type=float, default=None,
                     help="the difference to detect, in the headline's unit (rates as fractions: 0.05 = 5 points)")
     ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if args.delta is not None and not args.delta > 0:
         print(f"error: --delta: must be a positive number, got {args.delta}", file=sys.stderr)
         return 2
@@ -125,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps(tables, indent=2) if args.json else render(tables))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return subcommand.main(sys.modules[__name__], argv, "memrig power")
 
 
 if __name__ == "__main__":

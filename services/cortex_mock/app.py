@@ -1,7 +1,7 @@
 """The cortex-mock HTTP surface (aiohttp): routes, auth, validation errors, timing headers, /metrics.
 
 `make_app(config)` builds a complete application for in-process tests (aiohttp test client) and for
-`__main__`. Shapes follow ../shared/reference/peers.md §2.3.
+`__main__`. Shapes follow the `@ubundi/openclaw-cortex` plugin's client (Ubundi/openclaw-cortex, src/cortex/client.ts).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from services.common.errors import InputError
 from services.common.http_input import deepest_field, nonfinite_path, oversized
 from services.cortex_mock.temporal import parse_datetime
 
-MAX_QUERY_CHARS = 2000  # ../shared/reference/peers.md §2.3: "Query field limited to 2000 chars (422 otherwise)"
+MAX_QUERY_CHARS = 2000  # Cortex rejects a longer query with 422 (Ubundi/openclaw-cortex, docs/CORTEX_API.md)
 MAX_TOP_K = 100
 # The API's text limits, as the plugin states them (Ubundi/openclaw-cortex 2.22.1, commit 6c531b3,
 # src/features/capture/handler.ts): "the Cortex API rejects text > 50,000 chars" (API_MAX_CHARS) and

@@ -1,4 +1,5 @@
-"""The pre-compaction memory flush (OpenClaw's silent turn before compaction; ../shared/reference/peers.md §1.12).
+"""The pre-compaction memory flush (OpenClaw's silent turn before compaction; openclaw/openclaw,
+src/auto-reply/reply/memory-flush.ts).
 
 The conversation to remember is every user/assistant message before the final flush instruction (or, when
 there is none, the paragraphs of the last user message other than the instruction itself). A sentence is

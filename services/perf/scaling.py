@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from services.common import subcommand
+from services.common.errors import InputError
 from services.perf import backends as bk
 from services.perf import synth
 from services.perf.floor import ann_available, ann_measure, best_ann_point, time_floor
@@ -40,9 +42,10 @@ DEFAULT_BACKENDS = "openclaw,openclaw-2026-02,cortex-fast,cortex,full-context,no
 DEFAULT_SIZES = "1000,10000,100000"
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="memrig bench-perf", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """`memrig bench-perf`'s flags (services/common/subcommand.py)."""
+    ap.description = __doc__.split("\n\n")[0]
+    ap.formatter_class = argparse.RawDescriptionHelpFormatter
     ap.add_argument("--out", default=None, help="results directory (default results/<run-id>-perf)")
     ap.add_argument("--sizes", default=DEFAULT_SIZES, help=f"memory counts, ascending (default {DEFAULT_SIZES})")
     ap.add_argument("--million", action="store_true", help="also run 1,000,000 memories (opt-in: long)")
@@ -73,16 +76,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="chunk counts for openclaw-real vs the port through gRPC (default 1000,10000 when --backends "
                          "has the openclaw port, else skipped; '' = skip; skipped with the reason when OpenClaw is "
                          "not installed)")
-    a = ap.parse_args(argv)
+
+
+def check(a: argparse.Namespace) -> None:
+    """The flags' rules, and the lists derived from them (size_list, backend_list, ann_size_list)."""
     a.size_list = sorted({int(s) for s in a.sizes.split(",") if s.strip()} | ({1_000_000} if a.million else set()))
     if not a.size_list or any(n < 10 or n % 10 for n in a.size_list):
-        ap.error("--sizes: positive multiples of 10 (sessions hold 10 messages)")
+        raise InputError("--sizes", "positive multiples of 10 (sessions hold 10 messages)")
     a.backend_list = [b.strip() for b in a.backends.split(",") if b.strip()]
     unknown = [b for b in a.backend_list if b not in bk.LOCAL_KIND and b not in bk.CORTEX_MODE]
     if unknown:
-        ap.error(f"--backends: unknown {unknown}; known: {sorted(list(bk.LOCAL_KIND) + list(bk.CORTEX_MODE))}")
+        raise InputError("--backends", f"unknown {unknown}; known: "
+                                       f"{sorted(list(bk.LOCAL_KIND) + list(bk.CORTEX_MODE))}")
     if a.passes < MIN_PASSES:
-        ap.error(f"--passes: at least {MIN_PASSES} (a figure timed once flips between runs)")
+        raise InputError("--passes", f"at least {MIN_PASSES} (a figure timed once flips between runs)")
     if a.no_ann:
         a.ann_size_list = []  # nothing is generated, embedded or queried for the ANN sizes
     elif a.ann_sizes is None:
@@ -90,7 +97,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         a.ann_size_list = sorted(set(a.size_list) | extra)
     else:
         a.ann_size_list = sorted({int(s) for s in a.ann_sizes.split(",") if s.strip()})
-    return a
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The flags of `argv`, checked (a broken rule exits 2 with the usage line)."""
+    return subcommand.parse(sys.modules[__name__], argv, "memrig bench-perf")
 
 
 def measured_sizes(a: argparse.Namespace) -> list[int]:
@@ -163,7 +174,7 @@ class Bench:
             "benchmark": "bench-perf", "run_id": self.out.name, "command": cmd.strip(), "seed": args.seed,
             "synthetic": True, "embedder": args.embedder, "sizes": args.size_list, "queries": args.queries,
             "load_average_start": [round(x, 2) for x in os.getloadavg()],
-            "args": {k: v for k, v in vars(args).items()}, "backends": [], "overhead": {}, "notes": [],
+            "args": subcommand.flags(args), "backends": [], "overhead": {}, "notes": [],
             **provenance(),
         }
 
@@ -314,10 +325,8 @@ def openclaw_real_step(bench: Bench, args: argparse.Namespace) -> dict:
     return {"status": "ok", "results": results, "markdown": ocr.render(results, meta)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    bench = Bench(args, argv)
+def run(args: argparse.Namespace) -> int:
+    bench = Bench(args, args.argv)
     try:
         asyncio.run(bench.run())
         bench.res["openclaw_real"] = openclaw_real_step(bench, args)
@@ -326,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     print((bench.out / "report.md").read_text())
     print(f"bench-perf: wrote {bench.out}", file=sys.stderr)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return subcommand.main(sys.modules[__name__], argv, "memrig bench-perf")
 
 
 if __name__ == "__main__":

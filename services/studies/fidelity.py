@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.openclaw.lifecycle import PROFILES
+from services.common import subcommand
+from services.common.errors import InputError
 from services.common.types import Memory, RetrieveQuery
 from services.studies.paired import PairedOpenClaw, ingested_suites, overlap, parse_options
 
@@ -186,7 +188,7 @@ def render(summaries: list[WorkspaceSummary], meta: dict[str, Any]) -> str:
 PORT_PROFILES = tuple(p for p, prof in PROFILES.items() if prof.port)  # the profiles whose state the port can read
 
 
-async def run(suites: list[str], preset: str, embedder: str, out: Path, options: dict[str, dict[str, Any]],
+async def run_study(suites: list[str], preset: str, embedder: str, out: Path, options: dict[str, dict[str, Any]],
               seed: int = 0, profiles: tuple[str, ...] = PORT_PROFILES) -> list[WorkspaceSummary]:
     summaries: list[WorkspaceSummary] = []
     skipped: dict[str, str] = {}
@@ -235,8 +237,9 @@ async def _run_profile(suites, preset, embedder, out, options, seed, profile, jf
                 "port_release": pair.port.describe_config().get("release", preset)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="memrig fidelity", description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """`memrig fidelity`'s flags (services/common/subcommand.py)."""
+    ap.description = __doc__.split("\n\n")[0]
     ap.add_argument("system", choices=["openclaw", "quaid", "octybot"],
                     help="which re-implementation to hold to its real system")
     ap.add_argument("--suites", default=",".join(DEFAULT_SUITES), help="workspaces: the corpora of these suites")
@@ -248,11 +251,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profiles", default=",".join(PORT_PROFILES),
                     help=f"memory profiles of a real install to compare on (default: {','.join(PORT_PROFILES)})")
     ap.add_argument("--out", default=None, help="output directory (default results/fidelity-<time>)")
-    args = ap.parse_args(argv)
+
+
+def check(args: argparse.Namespace) -> None:
+    """--option parsed into `args.options`; --profiles each one the port models (OpenClaw's study)."""
     try:
-        options = parse_options(args.option)
+        args.options = parse_options(args.option)
     except ValueError as e:
-        ap.error(str(e))
+        raise InputError("--option", str(e), text=str(e)) from None
+    if args.system == "openclaw":
+        bad = [p.strip() for p in args.profiles.split(",") if p.strip() and not (p.strip() in PROFILES
+                                                                                 and PROFILES[p.strip()].port)]
+        if bad:
+            raise InputError("--profiles", f"{', '.join(bad)}: the port models {', '.join(PORT_PROFILES)}")
+
+
+def run(args: argparse.Namespace) -> int:
+    options = args.options
     out = Path(args.out or f"results/fidelity-{time.strftime('%Y%m%d-%H%M%S')}")
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     if args.system in ("quaid", "octybot"):  # services/studies/fidelity_quaid.py, fidelity_octybot.py
@@ -275,12 +290,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fidelity: openclaw-real unavailable: {a.reason}", file=sys.stderr)
         return 2
     profiles = tuple(p.strip() for p in args.profiles.split(",") if p.strip())
-    bad = [p for p in profiles if p not in PROFILES or not PROFILES[p].port]
-    if bad:
-        ap.error(f"--profiles: {', '.join(bad)}: the port models {', '.join(PORT_PROFILES)}")
-    summaries = asyncio.run(run(suites, args.preset, args.embedder, out, options, args.seed, profiles))
+    summaries = asyncio.run(run_study(suites, args.preset, args.embedder, out, options, args.seed, profiles))
     print((out / "fidelity.md").read_text())
     return 0 if summaries and all(s.passes for s in summaries) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return subcommand.main(sys.modules[__name__], argv, "memrig fidelity")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from services.common import subcommand
+from services.common.errors import InputError
 from services.common.types import Memory, RetrieveQuery
 from services.studies.paired import PairedOpenClaw, ingested_suites, parse_options
 
@@ -86,7 +88,7 @@ def render(cells: list[Cell], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def run(suites: list[str], embedders: list[str], min_scores: list[float], preset: str, out: Path,
+async def run_study(suites: list[str], embedders: list[str], min_scores: list[float], preset: str, out: Path,
               options: dict[str, dict[str, Any]], seed: int = 0, with_real: bool = True) -> list[Cell]:
     from services.adapters.openclaw_real.node import OPENCLAW_VERSION
 
@@ -123,8 +125,9 @@ async def _outcomes(b, name: str, data, k: int) -> list[tuple[bool, bool | None,
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="memrig sensitivity", description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """`memrig sensitivity`'s flags (services/common/subcommand.py)."""
+    ap.description = __doc__.split("\n\n")[0]
     ap.add_argument("system", choices=["openclaw"])
     ap.add_argument("--suites", default=",".join(DEFAULT_SUITES))
     ap.add_argument("--embedders", default=",".join(DEFAULT_EMBEDDERS))
@@ -133,14 +136,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--option", action="append", default=[], help="suite option suite.key=value (repeatable)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="output directory (default results/sensitivity-<time>)")
-    args = ap.parse_args(argv)
+
+
+def check(args: argparse.Namespace) -> None:
+    """--option parsed into `args.options`, --min-scores into `args.min_score_list` (each in [0, 1])."""
     try:
-        options = parse_options(args.option)
-        min_scores = [float(x) for x in args.min_scores.split(",") if x.strip()]
+        args.options = parse_options(args.option)
     except ValueError as e:
-        ap.error(str(e))
-    if any(not 0.0 <= m <= 1.0 for m in min_scores):
-        ap.error("--min-scores: each must be in [0, 1]")
+        raise InputError("--option", str(e), text=str(e)) from None
+    try:
+        args.min_score_list = [float(x) for x in args.min_scores.split(",") if x.strip()]
+    except ValueError as e:
+        raise InputError("--min-scores", str(e), text=str(e)) from None
+    if any(not 0.0 <= m <= 1.0 for m in args.min_score_list):
+        raise InputError("--min-scores", "each must be in [0, 1]")
+
+
+def run(args: argparse.Namespace) -> int:
+    options, min_scores = args.options, args.min_score_list
     from services.adapters.openclaw_real.node import availability
 
     a = availability()
@@ -149,10 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or f"results/sensitivity-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     embedders = [e.strip() for e in args.embedders.split(",") if e.strip()]
-    asyncio.run(run([s.strip() for s in args.suites.split(",") if s.strip()], embedders, min_scores, args.preset,
+    asyncio.run(run_study([s.strip() for s in args.suites.split(",") if s.strip()], embedders, min_scores, args.preset,
                     out, options, args.seed, with_real=a.ok))
     print((out / "sensitivity.md").read_text())
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return subcommand.main(sys.modules[__name__], argv, "memrig sensitivity")
 
 
 if __name__ == "__main__":

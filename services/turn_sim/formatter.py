@@ -1,4 +1,5 @@
-"""The `<cortex_memories>` envelope the plugin prepends to the prompt (../shared/reference/peers.md §2.6, v0.3.x–v1.1).
+"""The `<cortex_memories>` envelope the plugin prepends to the prompt (v0.3.x–v1.1; Ubundi/openclaw-cortex,
+src/features/recall/formatter.ts).
 
 Used for every backend that does not format its own context, so tokens injected compare like for like:
 

@@ -1,6 +1,7 @@
 """The memory plugin as the agent host sees it, driven through the memrig backend API.
 
-OpenClaw calls a memory plugin at two points of a turn (../shared/reference/peers.md §2.5, §2.7):
+OpenClaw calls a memory plugin at two points of a turn (as the Cortex plugin uses them: Ubundi/openclaw-cortex,
+src/features/recall/handler.ts for recall, its `agent_end` capture for the other):
 - `before_agent_start(prompt)` → `{prependContext}`: recall (skipped when autoRecall is off or the prompt is
   shorter than 5 characters), formatted as the `<cortex_memories>` envelope unless the backend formats its own;
   any failure degrades silently to no context.

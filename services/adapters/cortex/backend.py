@@ -2,10 +2,10 @@
 fault proxy) that behaves like the `@ubundi/openclaw-cortex` plugin's client, so the rig measures what an
 agent using the plugin would see, failures included.
 
-Defaults are the plugin's v0.3.x era (commit 22cc320, 2026-02-20; ../shared/reference/peers.md §2.4–§2.7), where the
-recall hook still called `POST /v1/retrieve` with `recallTopK`, `recallMode`, `recallTimeoutMs` 2000 and
-`recallQueryType` "combined". Two later behaviours are knobs: the full → fast retry on 5xx/timeout
-(HEAD, on by default because the issue asks for it) and HEAD's rule that timeouts do not trip the gate
+Defaults are the plugin's v0.3.x era (Ubundi/openclaw-cortex at commit 22cc320, 2026-02-20,
+src/core/config/schema.ts), where the recall hook still called `POST /v1/retrieve` with `recallTopK`, `recallMode`,
+`recallTimeoutMs` 2000 and `recallQueryType` "combined". Two later behaviours are knobs: the full → fast retry on
+5xx/timeout (HEAD, on by default because the issue asks for it) and HEAD's rule that timeouts do not trip the gate
 (`cold_start_count_timeouts=False`).
 
 Recall (Retrieve): skip prompts shorter than 5 characters; skip without any request while the cold-start
@@ -361,7 +361,8 @@ class CortexBackend(MemoryBackend):
                 break
             await asyncio.sleep(poll)
         if not self._queued_items(namespace) and not self.jobs[namespace]:
-            # Jobs report "completed" before every edge is committed (../shared/reference/peers.md §2.3): wait for the
+            # Jobs report "completed" before every edge is committed (the plugin's own v1.1 benchmark waits for
+            # /v1/knowledge for this reason: Ubundi/openclaw-cortex @ 0855305, benchmark/v1.1/run.ts): wait for the
             # knowledge totals to hold still for a few polls.
             last, stable = None, 0
             while time.monotonic() < deadline:

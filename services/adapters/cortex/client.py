@@ -1,7 +1,7 @@
 """An aiohttp client for the Cortex HTTP API, shaped like the plugin's `src/cortex/client.ts`.
 
 Headers `x-api-key` and `Content-Type: application/json`; each call has its own timeout (the plugin's
-per-endpoint budgets, ../shared/reference/peers.md §2.3); a non-2xx answer raises `CortexHTTPError` ("Cortex <label>
+per-endpoint budgets in that file); a non-2xx answer raises `CortexHTTPError` ("Cortex <label>
 failed: <status> — <first 300 chars of body>"), a timeout raises `CortexTimeout` ("Cortex <label> timed out
 after <ms>ms"), a broken connection or unreadable body raises `CortexError`.
 """

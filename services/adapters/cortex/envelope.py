@@ -1,7 +1,7 @@
 """The `<cortex_memories>` block the plugin prepends to the prompt (v0.3.x–v1.1 format), and how memory text
 is escaped inside it.
 
-Facts (../shared/reference/peers.md §2.6; `src/features/recall/formatter.ts` of `@ubundi/openclaw-cortex`, still so in
+Facts (`src/features/recall/formatter.ts` of `@ubundi/openclaw-cortex`, Ubundi/openclaw-cortex, still so in
 2.22.1 `sanitizeMemoryContent`): an opening tag, an untrusted-data preamble line, one `- [score] content` line
 per memory with the score printed by JavaScript's `toFixed(2)` and every `</` in the content escaped to
 `&lt;/`, then the closing tag; lines joined by a newline. No memories → no block at all.

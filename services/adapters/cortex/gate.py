@@ -1,4 +1,4 @@
-"""The recall hook's cold-start gate (../shared/reference/peers.md §2.5, `src/features/recall/handler.ts`).
+"""The recall hook's cold-start gate (Ubundi/openclaw-cortex, `src/features/recall/handler.ts`).
 
 After `window` (3) consecutive failed recalls the plugin stops calling Cortex for `cooldown_ms` (30 s):
 "Cortex recall: 3 consecutive failures, disabling for 30s"; the counter restarts from 0 when it trips, and

@@ -1,4 +1,4 @@
-"""The plugin's capture RetryQueue (../shared/reference/peers.md §2.7; `src/internal/retry-queue.ts`, unchanged since v0.3).
+"""The plugin's capture RetryQueue (Ubundi/openclaw-cortex, `src/internal/retry-queue.ts`, unchanged since v0.3).
 
 Behaviour reproduced: tasks keyed by label, kept in arrival order; enqueueing a label already queued
 replaces its work in place (retries back to 0, due now); enqueueing past `capacity` (100) drops the oldest

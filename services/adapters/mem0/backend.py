@@ -1,4 +1,4 @@
-"""`mem0`: Mem0 OSS v3's `Memory` API as a memrig reference backend (../shared/reference/peers.md §5.1; mem0ai/mem0 @ 8d5b786,
+"""`mem0`: Mem0 OSS v3's `Memory` API as a memrig reference backend (mem0ai/mem0 @ 8d5b786,
 `mem0/memory/main.py`).
 
 - Ingest = `Memory.add(messages, user_id=namespace, infer=True, metadata=...)` once per session with the
@@ -13,10 +13,10 @@
   rerank=False)`: the embedding cosine of query and memory (the default vector store's cosine score), memories
   scoring below `threshold` dropped, the best `top_k` in descending score. No rerank (Mem0's default).
 
-Choices where peers.md is silent (documented in README.md): memory ids are uuid5 of (namespace, session, text)
-rather than uuid4 (reproducible runs); no deduplication of identical facts (ADD-only; a repeat keeps its own
-evidence); `score >= threshold` keeps a memory; ties in score keep insertion order; `formatted_context` lists the
-memories as `- YYYY-MM-DD: memory`, as Mem0's LoCoMo evaluation rendered "timestamp: memory" lines.
+Choices where that API leaves the behaviour open (documented in README.md): memory ids are uuid5 of (namespace,
+session, text) rather than uuid4 (reproducible runs); no deduplication of identical facts (ADD-only; a repeat keeps
+its own evidence); `score >= threshold` keeps a memory; ties in score keep insertion order; `formatted_context` lists
+the memories as `- YYYY-MM-DD: memory`, as Mem0's LoCoMo evaluation rendered "timestamp: memory" lines.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""`memory-hook`: co11y's memory-hook as a memrig reference backend (../shared/reference/peers.md §4.2; the hook itself is not
-public: the facts come from `gbasin/memory-hook-bench`, SPEC.md and `src/bench/configs/memory-hook.ts`).
+"""`memory-hook`: co11y's memory-hook as a memrig reference backend (the hook itself is not public: the facts
+come from `gbasin/memory-hook-bench`, SPEC.md and `src/bench/configs/memory-hook.ts`).
 
 Memories have the upstream schema `{id, trigger (embedded), rule (injected), source, section}` (the optional
 `example` is never produced here). Upstream stores them in LanceDB, embeds triggers with all-MiniLM-L6-v2 and
@@ -15,7 +15,7 @@ reranks with Claude Haiku (`RERANK_PROVIDER=claude`); the bench compares `memory
   cosine order, cut to top_k. Without rerank (`memory-hook-no-rerank`) the best top_k by cosine are injected.
   `formatted_context` = the injected rules, one per line with their section.
 
-Choices where peers.md is silent (README.md): the hook fires on the rig's question (upstream: a PreToolUse hook on
+Choices where those sources are silent (README.md): the hook fires on the rig's question (upstream: a PreToolUse hook on
 Edit|Write|Read whose query is the tool call); the candidate pool is 2 × top_k; no similarity floor; a rerank reply
 that cannot be parsed keeps the cosine top_k and marks the result degraded (fail open); the rerank keeping nothing
 injects nothing.

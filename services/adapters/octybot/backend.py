@@ -1,5 +1,5 @@
 """`octybot`: a reference backend after Octybot's memory system (seed 003; `tbelfort/octybot` @ 9d0d070,
-../shared/reference/peers.md §4.1): a per-namespace graph of entities, facts, events, instructions and opinions with
+docs/memory.md and src/memory/): a per-namespace graph of entities, facts, events, instructions and opinions with
 relationship edges, stored from each conversation and retrieved by Octybot's retrieve tools.
 
 Modelled:

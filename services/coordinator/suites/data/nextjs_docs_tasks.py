@@ -1,6 +1,6 @@
 """Coding tasks for the `nextjs-docs` suite (seed 004), written for memrig in the style of Vercel's Next.js agent
 evals (vercel/next-evals-oss: one PROMPT.md per task, an EVAL.ts checking the code; e.g. agent-037-updatetag-cache
-asserts `updateTag` imported from `next/cache` inside a 'use server' action — ../shared/reference/peers.md §4.3).
+asserts `updateTag` imported from `next/cache` inside a 'use server' action: evals/agent-037-updatetag-cache/EVAL.ts).
 
 Each task: (id, prompt as a developer would type it, the bundled Next.js docs that answer it — paths under
 `next/dist/docs/`, any one of them counts — and the API names the injected context must carry for the agent to

@@ -1,0 +1,156 @@
+"""One CLI style for every subcommand (services/cli.py, services/common/subcommand.py): each `memrig CMD --help`
+exits 0 and lists CMD's flags; a module-backed command parses its flags in memrig's parser, checks them as its own
+`python -m` entry does, and hands its `run` only its own flags; importing the CLI loads neither locust nor gevent."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from services import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    ap = cli.build_parser()
+    action = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    """cli.main in this process: (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def _shown(positional: argparse.Action) -> str:
+    """How help names a positional: its metavar, its choices in braces, or its dest."""
+    if positional.metavar:
+        return str(positional.metavar)
+    return "{" + ",".join(positional.choices) + "}" if positional.choices else positional.dest
+
+
+# flags each module-backed command must show, written out by hand from the modules' add_arguments
+MODULE_FLAGS = {
+    "bench-perf": ["--sizes", "--million", "--backends", "--embedder", "--passes", "--openclaw-real-sizes"],
+    "observe": ["--prometheus-port", "--grafana-port", "--targets", "--no-grafana", "--duration-s"],
+    "load": ["--target", "--workers", "--users", "--shape", "--faults", "--metrics-port", "--out"],
+    "load-bench": ["--out", "--memories", "--slo-p99-ms", "--processes", "--locust-workers", "--blas-threads"],
+    "fidelity": ["{openclaw,quaid,octybot}", "--suites", "--preset", "--option", "--profiles"],
+    "sensitivity": ["{openclaw}", "--embedders", "--min-scores", "--option"],
+    "power": ["run_dir", "--delta", "--json"],
+}
+
+
+def test_every_command_is_covered_and_the_module_ones_are_registered():
+    names = set(_subparsers())
+    assert set(cli.MODULE_COMMANDS) == set(MODULE_FLAGS) <= names
+    assert {"up", "down", "bench", "bench-all", "bench-local", "ingest", "retrieve", "reset", "conformance",
+            "report", "compare", "judge-agreement", "serve", "list"} <= names
+
+
+@pytest.mark.parametrize("cmd", sorted(_subparsers()))
+def test_help_exits_0_and_lists_every_flag(cmd, capsys):
+    code, out, _ = _run_cli([cmd, "--help"], capsys)
+    assert code == 0
+    assert out.startswith(f"usage: memrig {cmd} ")
+    parser = _subparsers()[cmd]
+    parser.load()  # a module-backed command's flags come from its module
+    flags = [s for a in parser._actions if a.help != argparse.SUPPRESS for s in (a.option_strings or [_shown(a)])]
+    assert flags, cmd
+    for flag in flags:
+        assert flag in out, (cmd, flag)
+    for flag in MODULE_FLAGS.get(cmd, []):
+        assert flag in out, (cmd, flag)
+
+
+def test_module_command_parses_into_its_own_flags():
+    args = cli.build_parser().parse_args(["power", "some/run", "--delta", "0.05", "--json"])
+    assert (args.cmd, args.run_dir, args.delta, args.json) == ("power", "some/run", 0.05, True)
+    assert args.argv == ["some/run", "--delta", "0.05", "--json"]
+    # bench-perf's check derives its lists as `python -m services.perf.scaling` does
+    args = cli.build_parser().parse_args(["bench-perf", "--sizes", "1000,100000", "--million", "--backends", "cortex"])
+    assert args.size_list == [1000, 100000, 1000000] and args.backend_list == ["cortex"]
+    assert args.ann_size_list == [1000, 100000, 1000000]
+
+
+def test_run_gets_only_the_commands_flags(monkeypatch, capsys):
+    from services.coordinator import power
+
+    seen = {}
+
+    def fake_run(args):
+        seen.update(vars(args))
+        return 3
+
+    monkeypatch.setattr(power, "run", fake_run)
+    code, _, _ = _run_cli(["power", "r", "--delta", "0.1"], capsys)
+    assert code == 3  # run's return is the exit code
+    assert seen == {"run_dir": "r", "delta": 0.1, "json": False, "argv": ["r", "--delta", "0.1"]}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["bench-perf", "--sizes", "15"], "memrig bench-perf: error: --sizes: positive multiples of 10"),
+    (["bench-perf", "--backends", "nope"], "memrig bench-perf: error: --backends: unknown ['nope']"),
+    (["load", "--workers", "-1"], "memrig load: error: --workers must be >= 0"),
+    (["fidelity", "openclaw", "--option", "x"], "memrig fidelity: error: --option 'x': expected suite.key=value"),
+    (["sensitivity", "openclaw", "--min-scores", "0.2,1.5"], "memrig sensitivity: error: --min-scores: each must be"),
+    (["power", "r", "--bogus"], "memrig: error: unrecognized arguments: --bogus"),
+    (["load-bench"], "memrig load-bench: error: the following arguments are required: --out"),
+])
+def test_bad_flags_exit_2_with_the_usage_line(argv, message, capsys):
+    code, _, err = _run_cli(argv, capsys)
+    assert code == 2
+    assert err.startswith("usage: memrig") and message in err
+
+
+def test_power_exit_codes_through_the_cli(tmp_path, capsys):
+    code, _, err = _run_cli(["power", str(tmp_path / "nothing")], capsys)
+    assert code == 2 and err.startswith("error: ")
+    code, _, err = _run_cli(["power", str(tmp_path), "--delta", "-1"], capsys)
+    assert (code, err) == (2, "error: --delta: must be a positive number, got -1.0\n")
+
+
+def test_python_m_entry_points_keep_their_prog_and_checks(capsys):
+    from loadtests import run as load_run
+    from services.perf import scaling
+
+    with pytest.raises(SystemExit) as e:
+        load_run.main(["--workers", "-1"])
+    assert e.value.code == 2 and "python -m loadtests.run: error: --workers must be >= 0" in capsys.readouterr().err
+    a = scaling.parse_args(["--sizes", "100"])
+    assert a.size_list == [100] and a.argv == ["--sizes", "100"]
+    assert "argv" not in __import__("services.common.subcommand", fromlist=["flags"]).flags(a)
+
+
+_NO_LOCUST = """
+import json, sys
+import services.cli as cli
+after_import = sorted(m for m in sys.modules if m.split(".")[0] in ("locust", "gevent"))
+for argv in (["load", "--help"], ["load-bench", "--help"], ["list"]):
+    try:
+        cli.main(argv)
+    except SystemExit:
+        pass
+after_parse = sorted(m for m in sys.modules if m.split(".")[0] in ("locust", "gevent"))
+print(json.dumps({"import": after_import, "parse": after_parse,
+                  "lazy": [m for m in ("services.perf.scaling", "services.studies.fidelity") if m in sys.modules]}))
+"""
+
+
+@pytest.mark.slow
+def test_importing_the_cli_loads_neither_locust_nor_gevent():
+    r = subprocess.run([sys.executable, "-c", _NO_LOCUST], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    # parsing `load` / `load-bench` imports their modules (loadtests/run.py, capacity.py), which start locust
+    # as processes of their own; the commands not parsed are not imported at all
+    assert got == {"import": [], "parse": [], "lazy": []}
