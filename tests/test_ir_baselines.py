@@ -244,3 +244,24 @@ async def test_bm25_official_indexes_user_turns_with_case_kept_and_ranks_every_o
     assert d["config"]["bm25_implementation"].startswith("rank_bm25 0.2.2 BM25Okapi")
     with pytest.raises(ValueError, match="'bm25_tokens' must be one of"):
         IRBaselineBackend({"method": "bm25", "bm25_tokens": "nltk"})
+
+
+async def test_session_granularity_indexes_one_document_per_session_of_its_user_turns():
+    """LongMemEval's session granularity: a session's user turns joined by one space are one document (id = the
+    session id, evidence = its user turns); the assistant turn is not in it."""
+    b = IRBaselineBackend({**get_spec("bm25-official").config, "granularity": "session"})
+    t1 = T0 + timedelta(days=1)
+    await b.ingest("ns", IngestBatch(sessions=(
+        Session("S1", T0, (Message("D1:1", "user", "my cat"), Message("D1:2", "assistant", "cat cat cat"),
+                           Message("D1:3", "user", "sat down"))),
+        Session("S2", t1, (Message("D2:1", "user", "a dog barked"), Message("D2:2", "assistant", "ok"))))))
+    res = await b.retrieve("ns", RetrieveQuery("cat", top_k=10))
+    assert [m.id for m in res.memories] == ["S1", "S2"]  # every session ranked (rank_all), S2 at score 0
+    assert res.memories[0].text == "my cat sat down" and res.memories[0].evidence_ids == ["D1:1", "D1:3"]
+    assert res.memories[1].evidence_ids == ["D2:1"] and res.memories[1].score == 0.0
+    assert res.memories[0].created_at == T0 and res.memories[0].source == "session:S1"
+    assert (await b.namespace_stats("ns")).items == 2
+    d = await InProcessBackendClient(b).describe()
+    assert d["config"]["documents"].startswith("one per session: its user messages joined by ' '")
+    with pytest.raises(ValueError, match="'granularity' must be one of"):
+        IRBaselineBackend({"method": "dense", "granularity": "turn"})

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from services.adapters.base import BackendContext, SessionStore, StoreBackedBackend
-from services.adapters.ir_baselines.documents import IRDocument, documents_of, render
+from services.adapters.ir_baselines.documents import IRDocument, documents_of, render, session_documents
 from services.adapters.ir_baselines.ranking import (
     STOPWORD_LISTS,
     TOKEN_PATTERN,
@@ -44,6 +44,7 @@ from services.common.types import ChannelDiagnostics, IngestBatch, Memory, Retri
 METHODS = ("bm25", "dense", "hybrid")
 SCORINGS = ("bm25s-lucene", "okapi")
 INDEX_ROLES = ("all", "user")
+GRANULARITIES = ("message", "session")
 
 
 @dataclass
@@ -73,6 +74,10 @@ class IRBaselineBackend(StoreBackedBackend):
         "bm25_epsilon": 0.25,  # okapi only: the idf floor, as a share of the mean idf
         "index_roles": "all",  # "user": messages of other roles are not indexed (LongMemEval's turn corpus)
         "rank_all": False,  # True: documents that share no token with the query are ranked too, after the rest
+        # "session": one document per session, its (indexed) messages joined by session_joiner: LongMemEval's
+        # session granularity (the official code joins a session's user turns with one space)
+        "granularity": "message",
+        "session_joiner": " ",
     }
 
     def __init__(self, config: dict[str, Any] | None = None, context: BackendContext | None = None):
@@ -84,7 +89,8 @@ class IRBaselineBackend(StoreBackedBackend):
             raise ValueError(f"{self.name}: config 'stopwords' must be one of {sorted(STOPWORD_LISTS)}")
         if int(self.config["rrf_k"]) < 1:
             raise ValueError(f"{self.name}: config 'rrf_k' must be >= 1")
-        for key, allowed in (("bm25_tokens", TOKENISERS), ("bm25_scoring", SCORINGS), ("index_roles", INDEX_ROLES)):
+        for key, allowed in (("bm25_tokens", TOKENISERS), ("bm25_scoring", SCORINGS), ("index_roles", INDEX_ROLES),
+                             ("granularity", GRANULARITIES)):
             if self.config[key] not in allowed:
                 raise ValueError(f"{self.name}: config {key!r} must be one of {list(allowed)}, got {self.config[key]!r}")
         self.name = method
@@ -101,9 +107,11 @@ class IRBaselineBackend(StoreBackedBackend):
         cfg["bm25_implementation"] = (
             f"rank_bm25 0.2.2 BM25Okapi restated in numpy (epsilon {self.config['bm25_epsilon']})"
             if self.config["bm25_scoring"] == "okapi" else f"bm25s {version('bm25s')} method=lucene (Okapi ranking)")
-        cfg["documents"] = ("one per message (evidence id = message id)" if self.config["index_roles"] == "all" else
-                            "one per user message (evidence id = message id); other roles not indexed") + \
-            "; ingested documents as given"
+        roles = "" if self.config["index_roles"] == "all" else "user "
+        cfg["documents"] = (f"one per message (evidence id = message id), {roles or 'every role'}"
+                            if self.config["granularity"] == "message" else
+                            f"one per session: its {roles}messages joined by {self.config['session_joiner']!r} "
+                            "(evidence ids = those messages' ids)") + "; ingested documents as given"
         cfg["tie_break"] = "document order: sessions by (start, id), messages in order, then documents by id"
         if self.config["method"] == "hybrid":
             cfg["fusion"] = "RRF: sum 1/(rrf_k + rank) over the bm25 (score > 0) and dense rankings"
@@ -128,6 +136,8 @@ class IRBaselineBackend(StoreBackedBackend):
         cfg = self.config
         if cfg["index_roles"] == "user":
             docs = [d for d in docs if d.role in ("user", "")]
+        if cfg["granularity"] == "session":
+            docs = session_documents(docs, str(cfg["session_joiner"]))
         bm25 = None
         if self._uses_bm25:
             tokens = [tokens_of(render(cfg["bm25_template"], d, cfg["date_format"]), cfg["bm25_tokens"], cfg["stopwords"])

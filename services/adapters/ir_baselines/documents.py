@@ -34,6 +34,21 @@ def documents_of(store: SessionStore, namespace: str) -> list[IRDocument]:
     return out
 
 
+def session_documents(docs: list[IRDocument], joiner: str = " ") -> list[IRDocument]:
+    """One document per session instead of one per message (LongMemEval's session granularity): the session's
+    messages in `docs` (already filtered by role) joined with `joiner`, its id the session id, its time the first
+    message's, its evidence every joined message's id. Ingested documents stay as they are, after the sessions."""
+    out: list[IRDocument] = []
+    by_session: dict[str, list[IRDocument]] = {}
+    for d in docs:
+        if d.source.startswith("session:"):
+            by_session.setdefault(d.source, []).append(d)
+    for source, msgs in by_session.items():  # dict order: the sessions' order in `docs`
+        out.append(IRDocument(source[len("session:"):], joiner.join(m.text for m in msgs), msgs[0].created_at,
+                              source, tuple(e for m in msgs for e in m.evidence_ids)))
+    return out + [d for d in docs if not d.source.startswith("session:")]
+
+
 def render(template: str, doc: IRDocument, date_format: str) -> str:
     """The text a channel indexes: `template` with {text} and {date} (the document's time in `date_format`,
     empty when it has none; a template starting "[{date}] " then drops the empty brackets)."""
