@@ -447,16 +447,8 @@ def sample_key(cond: Condition, probe: Probe) -> str:
 async def ingest_corpora(client, corpora, ns_fn, settle_timeout_s: float, note=lambda m: None) -> dict[str, Any]:
     info: dict[str, Any] = {"namespaces": {}}
     for ns, batch in corpora.items():
-        bns = ns_fn(ns)
-        await client.reset(bns)
-        t0 = time.perf_counter()
-        counts = await client.ingest(bns, batch)
-        t1 = time.perf_counter()
-        settled = await client.settle(bns, settle_timeout_s)
-        t2 = time.perf_counter()
-        info["namespaces"][ns] = {**counts, "ingest_s": t1 - t0, "settle_s": t2 - t1, "settled": settled.settled,
-                                  "items_indexed": settled.items_indexed, "items_pending": settled.items_pending}
-        note(f"{ns}: {counts['messages_accepted']} messages, settled={settled.settled}")
+        rec = info["namespaces"][ns] = await ingest_namespace(client, ns_fn(ns), batch, settle_timeout_s)
+        note(f"{ns}: {rec['messages_accepted']} messages, settled={rec['settled']}")
     return info
 
 
