@@ -784,8 +784,12 @@ def _friendly_error(e: Exception, args) -> str | None:
     from services.common.errors import BackendError, BackendUnavailable
     from services.launcher import LaunchError
 
+    from services.coordinator.suites.base import SuiteUnavailable
+
     if isinstance(e, LaunchError) and str(e).startswith("local-llm cannot start"):
         return str(e)  # the local model is not set up: the message says what to run
+    if isinstance(e, SuiteUnavailable):
+        return str(e)  # its data is not here: the message says where to put it or what fetches it
     if isinstance(e, BackendError):
         where = getattr(args, "target", None) or e.backend
         if isinstance(e, BackendUnavailable):

@@ -58,3 +58,12 @@ def test_unreachable_target(tmp_path):
         port = s.getsockname()[1]
     r = memrig("ingest", "--backend", "full-context", "--namespace", "x", "--target", f"127.0.0.1:{port}", str(p))
     assert_one_line_error(r, f"cannot reach 127.0.0.1:{port}")
+
+
+def test_a_suite_whose_data_is_missing_says_where_to_get_it(tmp_path):
+    r = memrig("bench", "--suite", "longmemeval", "--option", "variant=s", "--option", f"data_dir={tmp_path}",
+               "--backends", "bm25", "--in-process", "--llm", "mock", "--out", str(tmp_path / "run"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    last = r.stderr.strip().splitlines()[-1]  # after the progress lines
+    assert last.startswith("error: ") and "longmemeval/longmemeval_s_cleaned.json not found" in last
+    assert "make data-longmemeval-s" in last
