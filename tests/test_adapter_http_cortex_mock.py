@@ -61,8 +61,12 @@ async def test_same_results_as_the_cortex_adapter(mock_url):
                 rc, rh = await cortex.retrieve("via-cortex", rq), await http.retrieve("via-http", rq)
                 assert not rc.degraded and not rh.degraded
                 assert rc.memories, q
-                assert [(m.text, round(m.score, 9), m.evidence_ids, m.created_at) for m in rh.memories] == \
-                       [(m.text, round(m.score, 9), m.evidence_ids, m.created_at) for m in rc.memories], (q, mode)
+                assert [(m.text, round(m.score, 9), m.evidence_ids) for m in rh.memories] == \
+                       [(m.text, round(m.score, 9), m.evidence_ids) for m in rc.memories], (q, mode)
+                # created_at is when the mock stored the fact (its clock at each ingest, not the message time): the two ingests
+                # may straddle a second on a loaded host, so the same memory's times agree within a few seconds
+                for a, b in zip(rh.memories, rc.memories, strict=True):
+                    assert abs((a.created_at - b.created_at).total_seconds()) < 5, (q, mode, a.created_at, b.created_at)
                 compared += len(rc.memories)
         assert compared >= 8
         # reset forgets the same sessions
