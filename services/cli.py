@@ -782,9 +782,8 @@ def _friendly_error(e: Exception, args) -> str | None:
     import grpc
 
     from services.common.errors import BackendError, BackendUnavailable
-    from services.launcher import LaunchError
-
     from services.coordinator.suites.base import SuiteUnavailable
+    from services.launcher import LaunchError
 
     if isinstance(e, LaunchError) and str(e).startswith("local-llm cannot start"):
         return str(e)  # the local model is not set up: the message says what to run
