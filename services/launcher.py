@@ -304,6 +304,11 @@ class Rig:
         interrupt.forget(self.stop_all)
         for key in self.stop_order():
             self.stop(key)
+        # a child still starting (spawned, not READY yet) when the run was stopped is in no `procs` entry
+        for key, p in list(self._popen.items()):
+            if p.poll() is None:
+                self._kill(p.pid)
+            self._popen.pop(key, None)
 
     # ---------------------------------------------------------------------------------------------
     @property

@@ -192,3 +192,21 @@ def test_backends_sharing_a_service_process_share_a_lane():
     assert lane_groups(names) == [["bm25"], ["cortex", "cortex-fast"], ["openclaw-real"], ["someone-elses-target"]]
     assert lane_groups(["cortex-fast", "dense", "cortex"]) == [["cortex-fast", "cortex"], ["dense"]]
     assert lane_groups([]) == []
+
+
+async def test_stop_all_stops_a_child_that_is_still_starting(tmp_path):
+    """Ctrl-C can land while a process is spawned but not READY yet: stop_all stops it too (by PID)."""
+    import asyncio
+
+    rig = Rig(tmp_path / "procs")
+    # serves forever on loopback and never prints READY: it stays "starting"
+    task = asyncio.ensure_future(rig.start("slow", "http.server", ["0", "--bind", "127.0.0.1"], timeout=60))
+    for _ in range(100):
+        if "slow" in rig._popen:
+            break
+        await asyncio.sleep(0.05)
+    task.cancel()
+    p = rig._popen["slow"]
+    assert p.poll() is None and "slow" not in rig.procs
+    rig.stop_all()
+    assert p.poll() is not None and rig._popen == {}
