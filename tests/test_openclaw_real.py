@@ -4,6 +4,7 @@ OpenClaw npm package is not installed (`make setup-openclaw`)."""
 from __future__ import annotations
 
 import asyncio
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,7 +14,7 @@ from services.adapters.openclaw.backend import OpenClawBackend
 from services.adapters.openclaw.lifecycle import agent_id
 from services.adapters.openclaw.workspace import WFile, Workspace
 from services.adapters.openclaw_real.backend import OpenClawRealBackend, line_evidence, safe_relpath
-from services.adapters.openclaw_real.node import OPENCLAW_VERSION, availability, node_ok
+from services.adapters.openclaw_real.node import OPENCLAW_VERSION, availability, compile_cache_dir, node_ok
 from services.common.types import Document, IngestBatch, RetrieveQuery, ValidationError
 
 AVAIL = availability()
@@ -41,6 +42,22 @@ def test_pure_helpers():
     assert line_evidence(ws, "MEMORY.md", 1, 2) == []
     assert line_evidence(ws, "other.md", 1, 9) == []
     assert node_ok((24, 16, 0)) and node_ok((26, 1, 0)) and not node_ok((24, 15, 9)) and not node_ok((25, 0, 0))
+
+
+def test_compile_cache_dir_follows_openclaws_launcher(tmp_path):
+    pkg = tmp_path / "package.json"
+    pkg.write_text('{"version": "2026.9.6"}')  # 23 bytes
+    os.utime(pkg, ns=(1_700_000_000_123_456_789, 1_700_000_000_123_456_789))
+    assert compile_cache_dir({}, tmp_path) == "/tmp/node-compile-cache/openclaw/2026.9.6/1700000000123-23"
+    assert compile_cache_dir({"TMPDIR": "/var/tmp/"}, tmp_path) == \
+        "/var/tmp/node-compile-cache/openclaw/2026.9.6/1700000000123-23"
+    assert compile_cache_dir({"NODE_COMPILE_CACHE": "/c", "TMPDIR": "/x"}, tmp_path) == \
+        "/c/openclaw/2026.9.6/1700000000123-23"
+    assert compile_cache_dir({"NODE_COMPILE_CACHE": "/c", "NODE_DISABLE_COMPILE_CACHE": ""}, tmp_path) is None
+    pkg.write_text('{"version": "1.0 beta/x"}')  # unsafe characters become one "_"
+    os.utime(pkg, ns=(5_000_000, 5_999_999))
+    assert compile_cache_dir({}, tmp_path).endswith("/openclaw/1.0_beta_x/5-25")
+    assert compile_cache_dir({}, tmp_path / "none").endswith("/openclaw/unknown/no-package-json")
 
 
 def test_search_params_set_openclaws_min_score_option_and_refuse_decay():

@@ -40,7 +40,12 @@ from services.adapters.openclaw.replay import WorkspaceReplayer
 from services.adapters.openclaw.results import citation, context_with_spans, file_hit_spans
 from services.adapters.openclaw.spans import transcript_snippet_spans, with_hidden_evidence
 from services.adapters.openclaw.workspace import Workspace, hook_wfile
-from services.adapters.openclaw_real.node import OPENCLAW_VERSION, SIDECAR_DIR, availability
+from services.adapters.openclaw_real.node import (
+    OPENCLAW_VERSION,
+    SIDECAR_DIR,
+    availability,
+    compile_cache_dir,
+)
 from services.common.embeddings import RemoteEmbedder
 from services.common.errors import DependencyError
 from services.common.types import (
@@ -155,6 +160,8 @@ class OpenClawRealBackend(WorkspaceReplayer):
                                         "stateDir": str(self._root / "state"),
                                         "sessionSearch": self.profile.search_sessions}
         env = dict(os.environ)
+        if cache := compile_cache_dir(env):
+            env["NODE_COMPILE_CACHE"] = cache  # as OpenClaw's launcher runs a gateway (node.compile_cache_dir)
         if not self.fts_only:
             provider = "openai-compatible"
             emb = await asyncio.to_thread(lambda: self.embedder)
@@ -224,6 +231,8 @@ class OpenClawRealBackend(WorkspaceReplayer):
             "embeddings_endpoint": ("" if self.fts_only else self._embed_url if not self._bridge.running
                                     else "in-process /v1/embeddings on 127.0.0.1 (the rig's embedder + cache)"),
             "node": self._health.get("node", ""),
+            "node_compile_cache": ("as OpenClaw's launcher sets it (NODE_COMPILE_CACHE=<base>/openclaw/<version>/"
+                                   "<marker>; off with NODE_DISABLE_COMPILE_CACHE)"),
             "openclaw_version": self._health.get("openclaw", OPENCLAW_VERSION),
             "clock": "reference_time → OpenClaw's Date.now() for each search (wall clock when absent)",
             "latency": ("each namespace's OpenClaw manager answers one throwaway search after its first sync (a new "

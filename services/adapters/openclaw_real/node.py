@@ -10,6 +10,8 @@ bundled plugins the memory search does not need, so they are skipped.
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 from services.adapters.external.availability import Availability
@@ -62,3 +64,33 @@ def install(quiet: bool = False) -> Availability:
         return a
     err = npm_ci(SIDECAR_DIR, quiet)
     return a.unavailable(f"cannot install OpenClaw: {err}") if err else availability()
+
+
+def _cache_segment(value: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", value).strip("_")
+    return s or "unknown"
+
+
+def compile_cache_dir(env: dict[str, str], package_dir: Path = PACKAGE_DIR) -> str | None:
+    """Where OpenClaw's own launcher (`openclaw.mjs`, packaged install) points Node's module compile cache, or None
+    when the user disabled it (NODE_DISABLE_COMPILE_CACHE set). A gateway started with `openclaw` runs with this
+    cache; the sidecar loads OpenClaw's modules directly, so the rig sets it the same way. Every worker thread OpenClaw
+    starts inherits it through the environment (they re-import OpenClaw's modules: on S about a third of the sidecar's
+    CPU before the cache). The rule, as 2026.9.6 writes it: base = $NODE_COMPILE_CACHE or `os.tmpdir()`/
+    node-compile-cache, then `openclaw/<version>/<package.json mtime ms>-<size>`, each segment sanitised."""
+    if "NODE_DISABLE_COMPILE_CACHE" in env:
+        return None
+    pkg = package_dir / "package.json"
+    try:
+        v = json.loads(pkg.read_text()).get("version")
+        version = v if isinstance(v, str) and v.strip() else "unknown"
+    except (OSError, ValueError, AttributeError):
+        version = "unknown"
+    try:
+        st = pkg.stat()
+        marker = f"{int(st.st_mtime_ns // 1_000_000)}-{st.st_size}"
+    except OSError:
+        marker = "no-package-json"
+    tmp = (env.get("TMPDIR") or env.get("TMP") or env.get("TEMP") or "/tmp").rstrip("/") or "/"  # os.tmpdir()
+    base = env.get("NODE_COMPILE_CACHE") or os.path.join(tmp, "node-compile-cache")
+    return os.path.join(base, "openclaw", _cache_segment(version), _cache_segment(marker))
