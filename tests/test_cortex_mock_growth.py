@@ -147,3 +147,24 @@ async def test_an_older_snapshot_is_unchanged_by_later_ingests(tmp_path):
     assert old.facts[0].superseded_by is None
     assert isinstance(new.writer_aux, RuleIndex) and new.writer_aux.n == len(new.facts)
     await e.close()
+
+
+async def test_forget_lets_go_of_the_snapshot_and_the_next_read_rebuilds_without_the_facts(tmp_path):
+    """A forgotten tenant must not keep its snapshot (facts, matrices) in memory: a LongMemEval S run releases
+    each namespace with forget-session, and the mock's RSS grew by every released namespace's index."""
+    e = CortexEngine(MockConfig(data_dir=str(tmp_path), embedder="hash"))
+    day = datetime(2026, 1, 1, tzinfo=UTC)
+    await e.ingest_text("t", {"text": "We use Redis for sessions.", "session_id": "s0", "reference_date": day})
+    await e.ingest_text("t", {"text": "The cache TTL is 300s.", "session_id": "s1", "reference_date": day})
+    st = e.store("t")
+    before = st.index(e.embedder)
+    assert st.warm and sorted(f.session_id for f in before.facts) == ["s0", "s1"]
+    assert await e.forget_session("t", "nothing-here") == {"memories_removed": 0}
+    assert st.warm  # nothing removed: nothing dropped
+    assert (await e.forget_session("t", "s0"))["memories_removed"] == 1
+    assert not st.warm  # dropped at once, not at the next read
+    after = st.index(e.embedder)
+    assert [f.session_id for f in after.facts] == ["s1"] and after.emb.shape[0] == 1
+    assert (await e.forget_session("t", "s1"))["memories_removed"] == 1
+    assert not st.warm and st.index(e.embedder).facts == [] and (await e.knowledge("t"))["total_memories"] == 0
+    await e.close()

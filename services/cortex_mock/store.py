@@ -130,6 +130,14 @@ class TenantStore:
     def warm(self) -> bool:
         return self._index is not None
 
+    def drop_snapshot(self) -> None:
+        """Let go of the in-memory snapshot (the next read rebuilds it from SQLite). After a forget, the snapshot
+        describes memories that no longer exist and nothing extends it: kept, it pinned a forgotten tenant's facts
+        and matrices in RAM until the tenant was evicted (up to `max_open_tenants` of them: cortex-mock's RSS grew
+        1:1 with the namespaces a LongMemEval S run had already released)."""
+        with self.lock:
+            self._index = None
+
     def install(self, base: TenantIndex, delta: IndexDelta) -> TenantIndex | None:
         """After a commit of our own on top of `base` (rev base.rev + 1): extend instead of rebuilding. Returns
         the new snapshot, or None when the next read rebuilds from SQLite (another writer came between, or the
@@ -367,4 +375,6 @@ def forget_facts(store: TenantStore, where: str, params: tuple) -> dict[str, int
         ents = c.execute("DELETE FROM nodes WHERE type='ENTITY' AND id NOT IN "
                          "(SELECT dst FROM edges WHERE type='MENTIONS')").rowcount
         c.execute("DELETE FROM doomed")
+    if n or ents:
+        store.drop_snapshot()
     return {"facts": int(n), "edges": int(edges), "entities": int(ents)}
