@@ -33,7 +33,13 @@ def test_window_figures():
     rows = [ns(400, 1.0, 0.2, lat=(10, 30), rss=100 * 2**20), ns(600, 2.0, 0.0, lat=(20,), rss=150 * 2**20)]
     c = costs.window_costs(rows)
     assert c["messages"] == 1_000 and c["namespaces"] == 2 and c["queries"] == 3
-    assert c["ingest_ms_per_message"] == pytest.approx(1000 * 3.2 / 1000)  # (1.0 + 0.2 + 2.0) s over 1,000
+    # per namespace 1.2 s / 400 = 3.0 ms and 2.0 s / 600 = 3.333 ms: median 3.1667; in all 3.2 s over 1,000
+    assert c["ingest_ms_per_message"] == pytest.approx((3.0 + 2000 / 600) / 2)
+    assert c["ingest_ms_per_message_total"] == pytest.approx(3.2)
+    # one namespace waiting 30 s (a refused capture's retries) moves the median by nothing, the total 7x
+    stall = [ns(500, 1.0), ns(500, 1.0), ns(500, 31.0)]
+    assert costs.window_costs(stall)["ingest_ms_per_message"] == pytest.approx(2.0)
+    assert costs.window_costs(stall)["ingest_ms_per_message_total"] == pytest.approx(1000 * 33.0 / 1500)
     assert c["query_ms"] == 20.0 and c["rss_mb"] == 150.0
     empty = costs.window_costs([ns(10, 0.0)])
     assert empty["query_ms"] is None and empty["rss_mb"] is None
