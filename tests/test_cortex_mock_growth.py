@@ -165,6 +165,11 @@ async def test_forget_lets_go_of_the_snapshot_and_the_next_read_rebuilds_without
     assert not st.warm  # dropped at once, not at the next read
     after = st.index(e.embedder)
     assert [f.session_id for f in after.facts] == ["s1"] and after.emb.shape[0] == 1
+    assert "t" in e.open_tenants() and e.tenants_released == 0  # s1 is still stored: the tenant stays open
     assert (await e.forget_session("t", "s1"))["memories_removed"] == 1
-    assert not st.warm and st.index(e.embedder).facts == [] and (await e.knowledge("t"))["total_memories"] == 0
+    # nothing left (entities go with their last mention): the tenant is closed, and reopens empty on demand
+    assert "t" not in e.open_tenants() and e.tenants_released == 1 and not st.warm
+    assert (await e.knowledge("t"))["total_memories"] == 0 and e.store("t").index(e.embedder).facts == []
+    await e.ingest_text("t", {"text": "Deploys go out on Thursdays.", "session_id": "s2", "reference_date": day})
+    assert [f.session_id for f in e.store("t").index(e.embedder).facts] == ["s2"]
     await e.close()

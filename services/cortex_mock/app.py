@@ -427,6 +427,7 @@ def _metrics_handler(app: web.Application):
             m.nodes.labels(typ).set(n)
         m.open_tenants.set(len(tenants))
         m.evicted_tenants.set(engine.tenants_evicted)
+        m.released_tenants.set(engine.tenants_released)
         return await inner(request)
 
     return handler

@@ -74,6 +74,7 @@ class CortexEngine:
         self._last_used: dict[str, float] = {}
         self._stores_lock = threading.Lock()
         self.tenants_evicted = 0
+        self.tenants_released = 0  # closed because a forget left them empty
         self.search_pool = ThreadPoolExecutor(max_workers=max(1, config.search_threads),
                                               thread_name_prefix="cortex-search", initializer=name_os_thread)
         self._qcache: OrderedDict[str, QueryCodes] = OrderedDict()
@@ -276,20 +277,42 @@ class CortexEngine:
 
         return await asyncio.to_thread(run)
 
+    def _close_if_empty(self, tenant_id: str, st: TenantStore) -> None:
+        """After a forget: a tenant left holding no node at all is closed (its connection, page cache and snapshot
+        freed; the next request reopens it from its file, as after an eviction). A client that releases what it
+        stored, as the rig does after each LongMemEval haystack, otherwise kept up to `max_open_tenants` empty
+        tenants open, and cortex-mock's RSS grew with every one."""
+        if not st.is_empty():
+            return
+        with self._stores_lock:
+            if self._stores.get(tenant_id) is not st:
+                return
+            del self._stores[tenant_id]
+            self._last_used.pop(tenant_id, None)
+            self.tenants_released += 1
+        st.close()
+
+    def _forget(self, tenant_id: str, fn, default):
+        def run(st: TenantStore):
+            out = fn(st)
+            self._close_if_empty(tenant_id, st)
+            return out
+
+        return self._on_existing(tenant_id, run, default)
+
     async def forget_session(self, tenant_id: str, session_id: str) -> dict[str, Any]:
-        n = await self._on_existing(tenant_id, lambda st: forget_session(st, session_id), 0)
+        n = await self._forget(tenant_id, lambda st: forget_session(st, session_id), 0)
         return {"memories_removed": n}
 
     async def forget_entity(self, tenant_id: str, name: str) -> dict[str, Any]:
-        n = await self._on_existing(tenant_id, lambda st: forget_entity(st, name), 0)
+        n = await self._forget(tenant_id, lambda st: forget_entity(st, name), 0)
         return {"memories_removed": n}
 
     async def forget_user(self, tenant_id: str, user_id: str) -> dict[str, Any]:
         """The plugin's ForgetUserResponse (client.ts 2.22.1): `deleted` counts engraved memories (the mock's
         FACT nodes), resonated memories (emotions/values/beliefs: the mock extracts none, so 0), all nodes
         removed (facts + entities left unreferenced) and codex suggestions/suppressions (not modelled: 0)."""
-        d = await self._on_existing(tenant_id, lambda st: forget_user(st, user_id),
-                                    {"facts": 0, "edges": 0, "entities": 0})
+        d = await self._forget(tenant_id, lambda st: forget_user(st, user_id), {"facts": 0, "edges": 0, "entities": 0})
         return {"user_id": user_id, "deleted": {
             "engraved_memories": d["facts"], "resonated_memories": 0, "nodes": d["facts"] + d["entities"],
             "codex_suggestions": 0, "codex_suggestion_suppressions": 0}}

@@ -7,6 +7,7 @@ memrig_cortex_mock_jobs_total{status}                   jobs entering each statu
 memrig_cortex_mock_nodes{type}                          nodes by type, summed over the tenants open here
 memrig_cortex_mock_open_tenants                         tenants open in this process (no tenant ids: privacy)
 memrig_cortex_mock_evicted_tenants                      tenants closed for idleness or the open-tenant cap
+memrig_cortex_mock_released_tenants                     tenants closed because a forget left them empty
 """
 
 from __future__ import annotations
@@ -48,4 +49,6 @@ class MockMetrics:
                                   registry=self.registry)
         self.evicted_tenants = Gauge("memrig_cortex_mock_evicted_tenants", "Tenants closed (idle or over the cap)",
                                      registry=self.registry)
+        self.released_tenants = Gauge("memrig_cortex_mock_released_tenants",
+                                      "Tenants closed because a forget left them empty", registry=self.registry)
         self.registry.register(_JobsCollector(jobs_counts_ref))

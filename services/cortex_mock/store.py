@@ -130,6 +130,11 @@ class TenantStore:
     def warm(self) -> bool:
         return self._index is not None
 
+    def is_empty(self) -> bool:
+        """No node of any kind (facts, entities) left."""
+        with self.lock:
+            return self.conn.execute("SELECT 1 FROM nodes LIMIT 1").fetchone() is None
+
     def drop_snapshot(self) -> None:
         """Let go of the in-memory snapshot (the next read rebuilds it from SQLite). After a forget, the snapshot
         describes memories that no longer exist and nothing extends it: kept, it pinned a forgotten tenant's facts
