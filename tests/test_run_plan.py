@@ -16,7 +16,15 @@ from services.adapters.registry import get_spec
 from services.cli import bench_all_plan, bench_local_plan, build_parser
 from services.common.types import ValidationError
 from services.coordinator import bench_all, bench_local
-from services.coordinator.plan import RunPlan, SuitePlan, parse_csv, parse_options, parse_targets, run_plan
+from services.coordinator.plan import (
+    RunPlan,
+    SuitePlan,
+    parse_csv,
+    parse_options,
+    parse_targets,
+    run_plan,
+    run_settings,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,12 +73,28 @@ def test_bench_all_plan_leaves_out_unavailable_backends_but_not_targets(tmp_path
     assert bench_all_plan(args).backends == ["cortex"]  # a target's own host decides what it needs
 
 
+def test_run_settings_have_one_home_and_reach_every_suite(tmp_path):
+    """Every RunConfig setting (settle_timeout_s included, which the plan once had no copy of) goes through a plan
+    unchanged; the suite's own fields are put in; an unknown setting names itself."""
+    p = RunPlan("bench-all", tmp_path, [SuitePlan("a", ["x", "y"], {"k": 1}, {"judge": "mock"})],
+                run=run_settings(seed=3, lanes=1, settle_timeout_s=5.0, targets={"x": "127.0.0.1:1"}))
+    cfg = p.run_config(p.suites[0])
+    assert (cfg.suite, cfg.backends, cfg.out_dir, cfg.options, cfg.llm_roles) == (
+        "a", ["x", "y"], str(tmp_path / "a"), {"k": 1}, {"judge": "mock"})
+    assert (cfg.seed, cfg.lanes, cfg.settle_timeout_s, cfg.targets) == (3, 1, 5.0, {"x": "127.0.0.1:1"})
+    cfg.targets["y"] = "z"
+    assert p.run.targets == {"x": "127.0.0.1:1"}  # a suite's config is its own copy
+    assert RunPlan("k", tmp_path, []).run == run_settings()  # RunConfig's defaults, from RunConfig alone
+    with pytest.raises(TypeError, match="no_such_setting"):
+        run_settings(no_such_setting=1)
+
+
 def test_bench_local_plan_from_cli_args(tmp_path, monkeypatch):
     monkeypatch.setattr(bench_local, "get_spec", lambda n: replace(get_spec(n), available=None))
     args = build_parser().parse_args(["bench-local", "--out", str(tmp_path / "o"), "--suites", "locomo",
                                       "--compare-with", str(tmp_path / "prev"), "--fresh", "--seed", "3"])
     p = bench_local_plan(args)
-    assert p.kind == "bench-local" and p.compare_with == tmp_path / "prev" and p.concurrency == 2
+    assert p.kind == "bench-local" and p.compare_with == tmp_path / "prev" and p.run.concurrency == 2
     (s,) = p.suites
     assert s.suite == "locomo" and s.backends == bench_local.PROFILE["locomo"]["backends"]
     assert s.options == {"conversations": 4, "questions": 6, "judge": True} and s.llm_roles == bench_local.LOCAL_ROLES

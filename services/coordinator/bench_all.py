@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.registry import default_backends, get_spec
-from services.coordinator.plan import RunPlan, SuitePlan, run_plan, suite_options
+from services.coordinator.plan import RunPlan, SuitePlan, run_plan, run_settings, suite_options
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
 from services.coordinator.run_report import write_reports
 from services.coordinator.runner import TerminalProgress, run_suite
@@ -72,7 +72,8 @@ def plan(out: str | Path | None = None, suites: list[str] | None = None, backend
         kind="bench-all", out=Path(out) if out else RESULTS_ROOT / new_run_id("bench-all"),
         suites=[SuitePlan(n, backends, {**BENCH_ALL_OPTIONS.get(n, {}), **suite_options(options, n)},
                           dict(llm_roles or {})) for n in names],
-        targets=targets, backends=backends, skipped_backends=unavailable, costs=costs, target_wait_s=target_wait_s, **run)
+        run=run_settings(targets=targets, **run), backends=backends, skipped_backends=unavailable, costs=costs,
+        target_wait_s=target_wait_s)
 
 
 async def run_bench_all(p: BenchAllPlan) -> int:
@@ -80,11 +81,11 @@ async def run_bench_all(p: BenchAllPlan) -> int:
     index: dict[str, Any] = {"run_id": top.run_id, "backends": p.backends, "skipped_backends": p.skipped_backends,
                              "local_llm": _local_llm_note(),
                              "suites": {}, **provenance()}
-    await _wait_for_targets(p.targets, p.target_wait_s)
+    await _wait_for_targets(p.run.targets, p.target_wait_s)
     rig = Rig(p.out / "procs")
     t0 = time.monotonic()
     try:
-        index["suites"] = await run_plan(p, run_suite, TerminalProgress(), None if p.in_process else rig)
+        index["suites"] = await run_plan(p, run_suite, TerminalProgress(), None if p.run.in_process else rig)
         if p.costs:
             index["costs"] = await _run_costs(p.out / "costs")
     finally:

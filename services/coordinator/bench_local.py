@@ -34,7 +34,7 @@ from services.common import llm_cache
 from services.common.llm_roles import ROLES
 from services.common.types import ValidationError
 from services.coordinator.determinism import compare_runs
-from services.coordinator.plan import RunPlan, SuitePlan, run_plan
+from services.coordinator.plan import RunPlan, SuitePlan, run_plan, run_settings
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
 from services.coordinator.run_report import strip_suite_verdict
 from services.coordinator.runner import TerminalProgress, run_suite
@@ -105,7 +105,8 @@ def plan(out: str | Path | None = None, suites: list[str] | None = None, compare
         plans.append(SuitePlan(name, backends, dict(PROFILE[name]["options"]), dict(LOCAL_ROLES),
                                entry={"backends": backends, "backend_notes": notes, "dir": name}))
     return BenchLocalPlan(kind="bench-local", out=Path(out) if out else RESULTS_ROOT / new_run_id("bench-local"),
-                          suites=plans, compare_with=Path(compare_with) if compare_with else None, **run)
+                          suites=plans, compare_with=Path(compare_with) if compare_with else None,
+                          run=run_settings(**run))
 
 
 async def run_bench_local(p: BenchLocalPlan) -> int:

@@ -22,6 +22,7 @@ which a failed suite keeps so its partial run is read; a skipped one drops it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import traceback
@@ -81,30 +82,29 @@ class SuitePlan:
     entry: dict[str, Any] = field(default_factory=dict)
 
 
+def run_settings(**settings: Any):
+    """The run settings every suite of a plan shares (seed, resume, concurrency, lanes, judge_passes, embedder,
+    targets, in_process, settle_timeout_s): a RunConfig (services/coordinator/runner.py) with no suite yet, so the
+    settings and their defaults have one home. An unknown setting is a TypeError naming it."""
+    from services.coordinator.runner import RunConfig
+
+    return RunConfig(suite="", backends=[], **settings)
+
+
 @dataclass
 class RunPlan:
-    """A multi-suite run. `kind` names it in messages and run ids ("bench-all", "bench-local"); the run settings
-    (seed, resume, concurrency, ...) are RunConfig's (services/coordinator/runner.py), the same for every suite."""
+    """A multi-suite run. `kind` names it in messages and run ids ("bench-all", "bench-local"); `run` holds the run
+    settings (`run_settings`), the same for every suite: each suite's RunConfig is `run` with the suite's name,
+    backends, options, LLM roles and directory put in."""
 
     kind: str
     out: Path
     suites: list[SuitePlan]
-    seed: int = 0
-    resume: bool = True
-    concurrency: int = 4
-    lanes: int = 2
-    judge_passes: int = 1
-    embedder: str | None = None
-    targets: dict[str, str] = field(default_factory=dict)  # backend -> HOST:PORT already running
-    in_process: bool = False
+    run: Any = field(default_factory=run_settings)  # RunConfig
 
     def run_config(self, s: SuitePlan):
-        from services.coordinator.runner import RunConfig
-
-        return RunConfig(suite=s.suite, backends=list(s.backends), out_dir=str(self.out / s.suite), seed=self.seed,
-                         options=dict(s.options), resume=self.resume, concurrency=self.concurrency,
-                         lanes=self.lanes, judge_passes=self.judge_passes, embedder=self.embedder, targets=dict(self.targets),
-                         in_process=self.in_process, llm_roles=dict(s.llm_roles))
+        return dataclasses.replace(self.run, suite=s.suite, backends=list(s.backends), out_dir=str(self.out / s.suite),
+                                   options=dict(s.options), targets=dict(self.run.targets), llm_roles=dict(s.llm_roles))
 
 
 SuiteRunner = Callable[..., Awaitable[Any]]  # run_suite(cfg, progress, rig=...) -> RunOutcome
