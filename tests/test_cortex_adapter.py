@@ -156,6 +156,21 @@ async def test_queue_backoff_schedule_and_give_up(caplog):
     assert "failed after 5 retries, dropping" in caplog.text
 
 
+async def test_queue_due_now_skips_only_the_chosen_waits_and_keeps_the_count():
+    clk = Clock(0.0)
+    q = RetryQueue(clock=clk)
+    a, b = Task(fail_times=99), Task(fail_times=99)
+    q.enqueue(a, "a", which="a")
+    q.enqueue(b, "b", which="b")
+    await q.flush()  # both fail once: due again at 2 s
+    assert a.calls == b.calls == 1 and isinstance(q.tasks()[0].last_error, RuntimeError)
+    assert q.due_now(lambda t: t.meta["which"] == "a") == 1 and q.stats["fast_forwarded"] == 1
+    await q.flush()  # at 0 s: only a runs
+    assert (a.calls, b.calls) == (2, 1) and [t.retries for t in q.tasks()] == [2, 1]
+    assert q.next_due_in() == pytest.approx(2.0)  # b still waits for its 2 s; a now for 4 s
+    assert q.due_now(lambda t: False) == 0
+
+
 async def test_queue_success_removes():
     q = RetryQueue(clock=Clock(0))
     t = Task(fail_times=1)

@@ -110,6 +110,32 @@ async def test_captures_during_outage_land_after_it(chain):
     assert st.settled and st.items_indexed == 4 and st.items_pending == 0
 
 
+async def test_a_refused_capture_is_dropped_after_its_five_attempts_without_the_backoff_wait(chain):
+    """A session holding a message over the API's 10,000 characters is refused (422) on every attempt. The plugin
+    queues it, tries it five times and drops it; settle sends those attempts at once instead of waiting 2+4+8+16 s.
+    The other session is stored, and what was lost is counted."""
+    p, admin, make = chain
+    b = make(mode="full")
+    long = Session("long", T0, (Message("long:1", "user", "x" * 10_001, T0),
+                                Message("long:2", "assistant", "That is a long paste.", T0)))
+    await b.ingest("ns", IngestBatch((long, sessions()[1])))
+    st = await b.settle("ns", 60)
+    assert st.settled and st.items_indexed == 2 and st.items_pending == 0
+    assert st.counts["queue_dropped_items"] == 2 and b.queue.stats["dropped_retries"] == 1
+    # the capture's own attempt, then the queue's five (due at once, then after 2, 4, 8 and 16 s: all four waits skipped)
+    assert b.stats["ingest_submit_failures"] == 1 and b.queue.stats["failed_attempts"] == 5
+    assert b.queue.stats["fast_forwarded"] == 4
+
+
+def test_only_a_refusal_is_retried_without_waiting():
+    from services.adapters.cortex.backend import refused
+    from services.adapters.cortex.client import CortexHTTPError, CortexTimeout
+
+    assert [refused(CortexHTTPError("ingest", s, "")) for s in (400, 404, 413, 422, 408, 429, 500, 503)] == [
+        True, True, True, True, False, False, False, False]
+    assert not refused(CortexTimeout("ingest", 10)) and not refused(None) and not refused(ValueError("x"))
+
+
 async def test_launcher_starts_mock_proxy_and_backend(tmp_path):
     """`Rig.start_backend("cortex")`: cortex-mock, then the fault proxy in front of it, then the backend."""
     from services.adapters.client import GrpcBackendClient

@@ -7,7 +7,10 @@ so two flushes never overlap; a failure bumps `retries` and waits `min(base · 2
 8 s, 16 s with the defaults); after `max_retries` (5) failures the task is dropped with a warning.
 
 Additions for the rig (not in the plugin): drops are counted (with the number of items they carried) so a
-report can say what was lost, `discard` removes tasks of a namespace being reset, and the clock is injectable.
+report can say what was lost, `discard` removes tasks of a namespace being reset, the clock is injectable, each task
+keeps its last error, and `due_now` makes chosen tasks due at once: the adapter's settle uses it for a capture the
+API refused as invalid, whose every retry fails the same way (see CortexBackend.settle), so the rig does not sit
+out 2 + 4 + 8 + 16 s of backoff to learn what the plugin ends up doing: dropping it after its five attempts.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class RetryTask:
     next_attempt_at: float = 0.0
     items: int = 1  # how many ingested items the task carries (for items_pending)
     meta: dict[str, Any] = field(default_factory=dict)
+    last_error: BaseException | None = None  # the failure of its latest attempt
 
 
 class RetryQueue:
@@ -50,7 +54,7 @@ class RetryQueue:
         self._timer: asyncio.Task | None = None
         self._counter = 0
         self.stats = {"enqueued": 0, "replaced": 0, "succeeded": 0, "failed_attempts": 0,
-                      "dropped_capacity": 0, "dropped_retries": 0, "dropped_items": 0}
+                      "dropped_capacity": 0, "dropped_retries": 0, "dropped_items": 0, "fast_forwarded": 0}
 
     # -- queue ------------------------------------------------------------------------------------
     @property
@@ -93,6 +97,15 @@ class RetryQueue:
             del self._tasks[k]
         return len(gone)
 
+    def due_now(self, predicate: Callable[[RetryTask], bool]) -> int:
+        """Make the tasks matching `predicate` due at once (their retry count unchanged); returns how many."""
+        now, n = self.clock(), 0
+        for t in self._tasks.values():
+            if t.next_attempt_at > now and predicate(t):
+                t.next_attempt_at, n = now, n + 1
+        self.stats["fast_forwarded"] += n
+        return n
+
     def next_due_in(self) -> float | None:
         if not self._tasks:
             return None
@@ -115,6 +128,7 @@ class RetryQueue:
                 except Exception as e:  # any failure is a retry
                     self.stats["failed_attempts"] += 1
                     task.retries += 1
+                    task.last_error = e
                     if task.retries >= self.max_retries:
                         self._remove(task)
                         self.stats["dropped_retries"] += 1
