@@ -96,6 +96,34 @@ def test_ctrl_c_waits_for_a_critical_section_and_not_for_worker_threads(tmp_path
     assert lines[-1].startswith("end ") and len(lines) % 2 == 0, lines  # the write in progress finished, no new one
 
 
+@pytest.mark.slow
+def test_sigterm_stops_like_ctrl_c_and_stops_what_the_command_started(tmp_path):
+    """`kill PID` (SIGTERM) runs the same cleanups as Ctrl-C and exits 143; before, the command died at once and
+    the processes it had started ran on (a background command of a non-interactive shell ignores SIGINT)."""
+    script = textwrap.dedent("""
+        import asyncio, subprocess, sys
+        from services.common import interrupt
+
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        interrupt.on_exit(lambda: (child.terminate(), child.wait(5)))
+        async def main():
+            await asyncio.to_thread(__import__("time").sleep, 60)
+        print(child.pid, flush=True)
+        interrupt.run(main(), lambda: "interrupted: stopped")
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env_for(tmp_path), cwd=ROOT)
+    child = int(p.stdout.readline())
+    time.sleep(0.5)  # inside interrupt.run
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 143 and err == "interrupted: stopped\n", err
+    assert survivors(tmp_path) == []
+    import psutil
+
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
 def sessions_file(path: Path, n_sessions: int, per_session: int) -> Path:
     words = "deploy cache redis postgres migration index latency vector token plugin memory session agent".split()
     with path.open("w") as f:

@@ -10,6 +10,11 @@ waits, so SIGINT always lands at once. On SIGINT the main thread takes the commi
 section in progress to finish: a journal or run.json write is never cut), keeps it so no other section starts,
 runs the registered cleanups (stopping child processes by their PIDs) and `on_interrupt` (which returns the line
 to print), prints that line to stderr and exits with status 130 (128 + SIGINT) without waiting for the worker.
+
+SIGTERM (`kill PID`, `timeout`, a CI runner or an orchestrator stopping the command) takes the same path and exits
+with 143 (128 + SIGTERM). Before, it ended the process at once and left every service the command had started
+running; and a command started in the background of a non-interactive shell ignores SIGINT, so SIGTERM is the
+signal that reaches it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator
@@ -66,6 +72,15 @@ def run(main: Coroutine[Any, Any, T], on_interrupt: Callable[[], str] | None = N
         except BaseException as e:
             box["error"] = e
 
+    got: list[int] = []
+
+    def on_term(signum: int, _frame: Any) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, on_term)
     t = threading.Thread(target=work, name="memrig-main", daemon=True)
     t.start()
     try:
@@ -85,8 +100,12 @@ def run(main: Coroutine[Any, Any, T], on_interrupt: Callable[[], str] | None = N
                 line = f"interrupted ({type(e).__name__}: {e})"
         print(line, file=sys.stderr, flush=True)
         sys.stdout.flush()
-        exit(EXIT_STATUS)
-        raise SystemExit(EXIT_STATUS) from None
+        status = 128 + got[0] if got else EXIT_STATUS
+        exit(status)
+        raise SystemExit(status) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     if "error" in box:
         raise box["error"]
     return box["result"]
