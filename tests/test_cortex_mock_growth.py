@@ -173,3 +173,24 @@ async def test_forget_lets_go_of_the_snapshot_and_the_next_read_rebuilds_without
     await e.ingest_text("t", {"text": "Deploys go out on Thursdays.", "session_id": "s2", "reference_date": day})
     assert [f.session_id for f in e.store("t").index(e.embedder).facts] == ["s2"]
     await e.close()
+
+
+async def test_a_tenant_emptied_by_forget_gives_its_pages_back_to_the_disk(tmp_path):
+    e = CortexEngine(MockConfig(data_dir=str(tmp_path), embedder="hash"))
+    day = datetime(2026, 1, 1, tzinfo=UTC)
+    for i in range(60):  # enough rows that deleting them frees whole pages
+        await e.ingest_text("t", {"text": f"Service number {i} runs on port {8000 + i} in region eu-west-{i}.",
+                                  "session_id": f"s{i}", "reference_date": day})
+
+    def free_pages() -> int:
+        import sqlite3
+
+        with sqlite3.connect(e.tenant_path("t")) as c:
+            return c.execute("PRAGMA freelist_count").fetchone()[0]
+
+    for i in range(59):
+        await e.forget_session("t", f"s{i}")
+    assert free_pages() > 0 and "t" in e.open_tenants()  # one fact left: open, nothing compacted
+    await e.forget_session("t", "s59")
+    assert "t" not in e.open_tenants() and free_pages() == 0
+    await e.close()

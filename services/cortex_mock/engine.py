@@ -278,12 +278,14 @@ class CortexEngine:
         return await asyncio.to_thread(run)
 
     def _close_if_empty(self, tenant_id: str, st: TenantStore) -> None:
-        """After a forget: a tenant left holding no node at all is closed (its connection, page cache and snapshot
-        freed; the next request reopens it from its file, as after an eviction). A client that releases what it
-        stored, as the rig does after each LongMemEval haystack, otherwise kept up to `max_open_tenants` empty
-        tenants open, and cortex-mock's RSS grew with every one."""
+        """After a forget: a tenant left holding no node at all is compacted and closed (its file shrunk to its
+        tables, its connection, page cache and snapshot freed; the next request reopens it, as after an eviction).
+        A client that releases what it stored, as the rig does after each LongMemEval haystack, otherwise kept up to
+        `max_open_tenants` empty tenants open, cortex-mock's RSS grew with every one, and each left ~20 MB of free
+        pages on disk (8 GB over LongMemEval S's 398 haystacks)."""
         if not st.is_empty():
             return
+        st.compact()
         with self._stores_lock:
             if self._stores.get(tenant_id) is not st:
                 return

@@ -135,6 +135,16 @@ class TenantStore:
         with self.lock:
             return self.conn.execute("SELECT 1 FROM nodes LIMIT 1").fetchone() is None
 
+    def compact(self) -> bool:
+        """VACUUM the tenant's file (its freed pages back to the disk). False when another connection is using
+        it (a sibling server process): it is left as it is, still correct."""
+        with self.lock:
+            try:
+                self.conn.execute("VACUUM")
+            except sqlite3.OperationalError:
+                return False
+        return True
+
     def drop_snapshot(self) -> None:
         """Let go of the in-memory snapshot (the next read rebuilds it from SQLite). After a forget, the snapshot
         describes memories that no longer exist and nothing extends it: kept, it pinned a forgotten tenant's facts
