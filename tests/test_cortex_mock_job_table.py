@@ -45,3 +45,25 @@ async def test_queued_jobs_survive_a_full_table_and_finished_ones_are_evicted_ol
         assert list(q.jobs) == [ids[3], ids[4], new]
     finally:
         await q.stop()
+
+
+async def test_finished_results_are_kept_within_a_byte_budget(monkeypatch):
+    """An ingest's result lists what it made: count alone let the table hold GBs. Past the byte budget the oldest
+    finished records go, whatever their number."""
+    class BigResults(GatedEngine):
+        async def run_job(self, rec):
+            return {"facts": ["x" * 90]}  # JSON {"facts": ["x...x"]}: 12 + 90 + 3 = 105 bytes
+
+    monkeypatch.setattr(jobs_mod, "MAX_INPROCESS_JOB_BYTES", 250)  # two such results fit, three do not
+    q = InProcessJobs(BigResults(), workers=1)
+    await q.start()
+    try:
+        ids = [(await q.submit("t", "ingest", f"p{i}"))["job_id"] for i in range(4)]
+        for _ in range(200):
+            if q.counts.counts["completed"] == 4:
+                break
+            await asyncio.sleep(0.01)
+        assert list(q.jobs) == ids[2:] and q.finished_bytes == 2 * 105
+        assert await q.get(ids[1]) is None and (await q.get(ids[3]))["result"] == {"facts": ["x" * 90]}
+    finally:
+        await q.stop()

@@ -32,9 +32,13 @@ log = logging.getLogger("cortex_mock.jobs")
 
 STATUSES = ("pending", "running", "completed", "failed")
 JOB_TTL_S = 7 * 86400
-# Finished job records kept for GET /v1/jobs/{id} (about 1 KB each: status and result); enough for a 100k-memory
-# bench-perf step submitted before its first poll. Unfinished jobs are never evicted.
+# Finished job records kept for GET /v1/jobs/{id}; enough for a 100k-memory bench-perf step submitted before its
+# first poll. A record keeps its status and result, and an ingest's result lists every fact and entity it made: a
+# LongMemEval S session's is ~10 KB, so the count alone let the table grow by ~5 MB a haystack (RSS 344 -> 836 MB
+# over 92 of them). Past either limit the oldest finished records go (their GET is a 404, as when a job's record has
+# expired: the adapter counts those, items_job_unknown). Unfinished jobs are never evicted.
 MAX_INPROCESS_JOBS = 200_000
+MAX_INPROCESS_JOB_BYTES = 64 * 2**20  # the finished records' results, measured as JSON
 
 
 def new_job_id() -> str:
@@ -114,6 +118,8 @@ class InProcessJobs:
         # finished job ids, oldest first: only these records are ever evicted (a pending job's record is its
         # only copy: evicting it made the worker skip the job, and the ingest was lost)
         self._finished: deque[str] = deque()
+        self._sizes: dict[str, int] = {}  # finished job id -> its result's JSON size
+        self.finished_bytes = 0
         self.counts = JobCounts()
         self._tasks: list[asyncio.Task] = []
         self.shared = shared
@@ -145,12 +151,19 @@ class InProcessJobs:
         return rec
 
     def _evict(self) -> None:
-        """Past MAX_INPROCESS_JOBS records, forget the oldest finished jobs (never a pending or running one)."""
-        while len(self.jobs) > MAX_INPROCESS_JOBS and self._finished:
-            self.jobs.pop(self._finished.popleft(), None)
+        """Past MAX_INPROCESS_JOBS records or MAX_INPROCESS_JOB_BYTES of finished results, forget the oldest
+        finished jobs (never a pending or running one)."""
+        while self._finished and (len(self.jobs) > MAX_INPROCESS_JOBS
+                                  or self.finished_bytes > MAX_INPROCESS_JOB_BYTES):
+            job_id = self._finished.popleft()
+            self.jobs.pop(job_id, None)
+            self.finished_bytes -= self._sizes.pop(job_id, 0)
 
     def _finish(self, rec: dict[str, Any]) -> None:
         rec.pop("payload", None)  # done: its status and result are what is asked for
+        size = len(json.dumps(rec.get("result"), default=str)) + len(str(rec.get("error") or ""))
+        self._sizes[rec["job_id"]] = size
+        self.finished_bytes += size
         self._finished.append(rec["job_id"])
         self._evict()
 
