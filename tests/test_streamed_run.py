@@ -113,6 +113,47 @@ async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tm
 
 
 @pytest.mark.slow
+async def test_an_interrupt_writes_every_finished_namespaces_cost_record(tmp_path, monkeypatch):
+    """No periodic checkpoint falls due (CHECKPOINT_S huge): what an interrupt runs (the hook run_streamed
+    registers with services/common/interrupt.py) still puts every namespace finished so far into run.json."""
+    from services.common import interrupt
+    from services.coordinator import runner
+
+    monkeypatch.setattr(runner, "CHECKPOINT_S", 1e9)
+    (tmp_path / "lme.json").write_text(json.dumps(ORACLE))
+    backend = Recorder()
+    host = BackendHost(backend)
+    await host.start()
+    server, health, port = await start_server(
+        lambda s: pb_grpc.add_MemoryBackendServiceServicer_to_server(MemoryBackendServicer(host), s), [SERVICE_NAME])
+    seen = []
+    before = list(interrupt._cleanups)
+
+    def progress(ev):
+        if ev.get("phase") == "namespaces" and ev["done"] == 2:
+            seen.append(json.loads((tmp_path / "run" / "run.json").read_text()).get("ingest", {}))
+            hooks = [fn for fn in interrupt._cleanups
+                     if fn not in before and "run_streamed" in getattr(fn, "__qualname__", "")]
+            assert len(hooks) == 1
+            hooks[0]()  # as Ctrl-C or SIGTERM would, before the exit
+            seen.append(json.loads((tmp_path / "run" / "run.json").read_text())["ingest"])
+
+    try:
+        out = await run_suite(RunConfig(
+            suite="longmemeval", backends=["rec"], out_dir=str(tmp_path / "run"), embedder="hash",
+            options={"data_dir": str(tmp_path), "file": "lme.json", "full": True, "answer": False},
+            targets={"rec": f"127.0.0.1:{port}"}, llm_roles=MOCK_ROLES), progress, rig=None)
+    finally:
+        await graceful_stop(server, health, 0.5)
+        await host.close()
+    assert out.state == "succeeded", out.failures
+    ids = sorted(q["question_id"] for q in ORACLE)
+    assert "rec" not in seen[0]  # nothing checkpointed yet
+    assert list(seen[1]["rec"]["namespaces"]) == ids[:2] and seen[1]["rec"]["namespaces"][ids[1]]["settled"]
+    assert not [fn for fn in interrupt._cleanups if "run_streamed" in getattr(fn, "__qualname__", "")]  # gone
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("lanes", [1, 2])
 async def test_lanes_run_backends_one_after_another_or_side_by_side(tmp_path, lanes):
     """lanes=1: every call of the first backend before any of the second; lanes=2: their calls interleave."""

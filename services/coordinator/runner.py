@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.client import GrpcBackendClient, InProcessBackendClient
-from services.common import llm_cache, llm_roles, prompts
+from services.common import interrupt, llm_cache, llm_roles, prompts
 from services.common.embeddings import cache_rows, default_cache_path
 from services.common.errors import BackendError, BackendFailed, BackendUnavailable, MemrigError
 from services.common.llm_client import LLMClient, LLMConfig
@@ -347,7 +347,10 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
     plus `release_s`, `rss_bytes` (the backend's processes right after settle; services/launcher.Rig.backend_rss)
     and `retrieve_ms` (each probe's timed retrieve), the raw material of services/coordinator/costs.py. Progress:
     namespaces done of all, with an ETA from the messages still to ingest at the rate so far. What is done so far
-    goes to `checkpoint` at most every CHECKPOINT_S seconds, so an interrupted run keeps its cost records."""
+    goes to `checkpoint` at most every CHECKPOINT_S seconds, and once more when the command is interrupted
+    (services/common/interrupt.py runs it before the exit), so an interrupted run keeps every finished namespace's
+    cost record. Before, the records of the last CHECKPOINT_S seconds were lost while their samples were kept, so a
+    resumed run skipped those namespaces and the cost table placed every later one at the wrong message count."""
     run_id = run_dir.run_id
     lanes: dict[str, dict[str, list[tuple[Probe, Condition]]]] = {}
     for p, c in work:
@@ -400,6 +403,8 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
                     rec["release_error"] = f"{type(e).__name__}: {e}"[:300]
             ctx.forget(name, [p.id for p, _ in items])
             lane["namespaces"][ns] = rec
+            # what an interrupt writes: copies, taken here on the run's thread, never read while they change
+            latest["info"] = {n: {**info[n], "namespaces": dict(info[n]["namespaces"])} for n in sorted(info)}
             done_ns += 1
             done_msgs += rec["messages"]
             elapsed = time.monotonic() - t_start
@@ -411,7 +416,12 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
                 checkpoint({n: info[n] for n in sorted(info)})
         lane["duration_s"] = time.perf_counter() - t_lane
 
-    await asyncio.gather(*(group_run(g) for g in lane_groups(sorted(lanes))))
+    latest: dict[str, Any] = {}
+    hook = interrupt.on_exit(lambda: checkpoint(latest["info"]) if latest else None)
+    try:
+        await asyncio.gather(*(group_run(g) for g in lane_groups(sorted(lanes))))
+    finally:
+        interrupt.forget(hook)
     return {n: info[n] for n in sorted(info)}
 
 
