@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from services.cortex_mock.__main__ import build_parser, config_from_args, exposure_warning
 from services.cortex_mock.app import ENGINE_KEY, authenticate, make_app
 from services.cortex_mock.config import MockConfig
+from services.cortex_mock.jobs import public_view
 from services.cortex_mock.supervisor import WorkerSupervisor
 from services.cortex_mock.validation import RequestInvalid, parse_recall
 
@@ -285,7 +286,7 @@ async def test_job_marked_failed_after_its_commit_reports_completed(make_client)
         if rec["status"] == "completed":
             break
         await asyncio.sleep(0.01)
-    committed = rec["result"]["nodes_created"]
+    committed = public_view(rec)["result"]["nodes_created"]
     rec.update(status="failed", error="worker w1 lost mid-job (lease expired) (attempt 1 of 1)", result=None)
     body = await (await c.get(f"/v1/jobs/{j['job_id']}", headers=A)).json()
     assert body["status"] == "completed" and body["nodes_created"] == committed >= 1 and "error" not in body

@@ -38,7 +38,7 @@ JOB_TTL_S = 7 * 86400
 # over 92 of them). Past either limit the oldest finished records go (their GET is a 404, as when a job's record has
 # expired: the adapter counts those, items_job_unknown). Unfinished jobs are never evicted.
 MAX_INPROCESS_JOBS = 200_000
-MAX_INPROCESS_JOB_BYTES = 64 * 2**20  # the finished records' results, measured as JSON
+MAX_INPROCESS_JOB_BYTES = 64 * 2**20  # the finished records' results, kept as JSON text
 
 
 def new_job_id() -> str:
@@ -161,7 +161,11 @@ class InProcessJobs:
 
     def _finish(self, rec: dict[str, Any]) -> None:
         rec.pop("payload", None)  # done: its status and result are what is asked for
-        size = len(json.dumps(rec.get("result"), default=str)) + len(str(rec.get("error") or ""))
+        if rec.get("result") is not None and not isinstance(rec["result"], str):
+            # kept as its JSON text (public_view reads either, as it does Redis's): the same result as Python
+            # objects took ~10x the memory, so the budget below would not have bounded RSS
+            rec["result"] = json.dumps(rec["result"], default=str)
+        size = len(rec.get("result") or "") + len(str(rec.get("error") or ""))
         self._sizes[rec["job_id"]] = size
         self.finished_bytes += size
         self._finished.append(rec["job_id"])
