@@ -72,4 +72,7 @@ def test_one_mark_reached_judges_nothing_and_failed_namespaces_are_left_out():
     assert costs.render({}) == ""
     assert "backends at a time" not in costs.render(t)
     two = costs.cost_table({"b": {**lane(rows), "lanes": 2}}, marks=(1_000,))
-    assert two["b"]["lanes"] == 2 and "Measured with 2 backends at a time (--lanes 2)" in costs.render(two)
+    assert two["b"]["lanes"] == 2 and "Measured with 2 backends at a time (--lanes 2): each" in costs.render(two)
+    # a resumed run can mix lane counts: the note names the backends that shared the host
+    mixed = costs.cost_table({"b": {**lane(rows), "lanes": 2}, "c": lane(rows)}, marks=(1_000,))
+    assert "Measured with 2 backends at a time (--lanes 2) for b: each" in costs.render(mixed)

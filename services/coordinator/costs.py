@@ -98,9 +98,14 @@ def _mark(m: int) -> str:
 
 
 def _lanes_note(table: dict[str, Any]) -> str:
-    lanes = max(e.get("lanes", 1) for e in table.values())
-    return (f" Measured with {lanes} backends at a time (--lanes {lanes}): each figure includes its neighbour's "
-            "contention for the cores; --lanes 1 gives each backend the host alone.") if lanes > 1 else ""
+    """Which backends shared the host, by their own lane count (a resumed run can mix them)."""
+    shared = sorted(b for b, e in table.items() if e.get("lanes", 1) > 1)
+    if not shared:
+        return ""
+    lanes = max(table[b]["lanes"] for b in shared)
+    who = "" if len(shared) == len(table) else f" for {', '.join(shared)}"
+    return (f" Measured with {lanes} backends at a time (--lanes {lanes}){who}: each such figure includes its "
+            "neighbour's contention for the cores; --lanes 1 gives each backend the host alone.")
 
 
 def render(table: dict[str, Any], marks: tuple[int, ...] = MARKS) -> str:
