@@ -49,11 +49,12 @@ def test_compile_cache_dir_follows_openclaws_launcher(tmp_path):
     pkg.write_text('{"version": "2026.9.6"}')  # 23 bytes
     os.utime(pkg, ns=(1_700_000_000_123_456_789, 1_700_000_000_123_456_789))
     assert compile_cache_dir({}, tmp_path) == "/tmp/node-compile-cache/openclaw/2026.9.6/1700000000123-23"
-    assert compile_cache_dir({"TMPDIR": "/var/tmp/"}, tmp_path) == \
-        "/var/tmp/node-compile-cache/openclaw/2026.9.6/1700000000123-23"
-    assert compile_cache_dir({"NODE_COMPILE_CACHE": "/c", "TMPDIR": "/x"}, tmp_path) == \
-        "/c/openclaw/2026.9.6/1700000000123-23"
-    assert compile_cache_dir({"NODE_COMPILE_CACHE": "/c", "NODE_DISABLE_COMPILE_CACHE": ""}, tmp_path) is None
+    tmp, cache = str(tmp_path / "tmp"), str(tmp_path / "cache")
+    assert compile_cache_dir({"TMPDIR": tmp + "/"}, tmp_path) == \
+        f"{tmp}/node-compile-cache/openclaw/2026.9.6/1700000000123-23"  # os.tmpdir() drops the trailing "/"
+    assert compile_cache_dir({"NODE_COMPILE_CACHE": cache, "TMPDIR": tmp}, tmp_path) == \
+        f"{cache}/openclaw/2026.9.6/1700000000123-23"
+    assert compile_cache_dir({"NODE_COMPILE_CACHE": cache, "NODE_DISABLE_COMPILE_CACHE": ""}, tmp_path) is None
     pkg.write_text('{"version": "1.0 beta/x"}')  # unsafe characters become one "_"
     os.utime(pkg, ns=(5_000_000, 5_999_999))
     assert compile_cache_dir({}, tmp_path).endswith("/openclaw/1.0_beta_x/5-25")

@@ -4,6 +4,7 @@ haystacks; run.json records each namespace's costs in the order ingested, the ra
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -53,17 +54,33 @@ class Recorder(StoreBackedBackend):
         return RetrieveResult(memories=mems)
 
 
-@pytest.mark.slow
-async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tmp_path, monkeypatch):
-    from services.coordinator import runner
-
-    monkeypatch.setattr(runner, "CHECKPOINT_S", 0.0)  # run.json after every namespace
+@contextlib.asynccontextmanager
+async def recorder_target(tmp_path):
+    """The ORACLE file in tmp_path and a Recorder served over gRPC on 127.0.0.1: yields (backend, port)."""
     (tmp_path / "lme.json").write_text(json.dumps(ORACLE))
     backend = Recorder()
     host = BackendHost(backend)
     await host.start()
     server, health, port = await start_server(
         lambda s: pb_grpc.add_MemoryBackendServiceServicer_to_server(MemoryBackendServicer(host), s), [SERVICE_NAME])
+    try:
+        yield backend, port
+    finally:
+        await graceful_stop(server, health, 0.5)
+        await host.close()
+
+
+def lme_config(tmp_path, port) -> RunConfig:
+    return RunConfig(suite="longmemeval", backends=["rec"], out_dir=str(tmp_path / "run"), embedder="hash",
+                     options={"data_dir": str(tmp_path), "file": "lme.json", "full": True, "answer": False},
+                     targets={"rec": f"127.0.0.1:{port}"}, llm_roles=MOCK_ROLES)
+
+
+@pytest.mark.slow
+async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tmp_path, monkeypatch):
+    from services.coordinator import runner
+
+    monkeypatch.setattr(runner, "CHECKPOINT_S", 0.0)  # run.json after every namespace
     rig = Rig(tmp_path / "procs")
     events, seen = [], []
 
@@ -73,13 +90,9 @@ async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tm
             seen.append(json.loads((tmp_path / "run" / "run.json").read_text()).get("ingest"))
 
     try:
-        out = await run_suite(RunConfig(
-            suite="longmemeval", backends=["rec"], out_dir=str(tmp_path / "run"), embedder="hash",
-            options={"data_dir": str(tmp_path), "file": "lme.json", "full": True, "answer": False},
-            targets={"rec": f"127.0.0.1:{port}"}, llm_roles=MOCK_ROLES), progress, rig=rig)
+        async with recorder_target(tmp_path) as (backend, port):
+            out = await run_suite(lme_config(tmp_path, port), progress, rig=rig)
     finally:
-        await graceful_stop(server, health, 0.5)
-        await host.close()
         rig.stop_all()
     assert out.state == "succeeded", out.failures
     assert rig.env["MEMRIG_EMBEDDER"] == "hash"  # the run's embedder reaches every process the rig starts
@@ -120,12 +133,6 @@ async def test_an_interrupt_writes_every_finished_namespaces_cost_record(tmp_pat
     from services.coordinator import runner
 
     monkeypatch.setattr(runner, "CHECKPOINT_S", 1e9)
-    (tmp_path / "lme.json").write_text(json.dumps(ORACLE))
-    backend = Recorder()
-    host = BackendHost(backend)
-    await host.start()
-    server, health, port = await start_server(
-        lambda s: pb_grpc.add_MemoryBackendServiceServicer_to_server(MemoryBackendServicer(host), s), [SERVICE_NAME])
     seen = []
     before = list(interrupt._cleanups)
 
@@ -138,14 +145,8 @@ async def test_an_interrupt_writes_every_finished_namespaces_cost_record(tmp_pat
             hooks[0]()  # as Ctrl-C or SIGTERM would, before the exit
             seen.append(json.loads((tmp_path / "run" / "run.json").read_text())["ingest"])
 
-    try:
-        out = await run_suite(RunConfig(
-            suite="longmemeval", backends=["rec"], out_dir=str(tmp_path / "run"), embedder="hash",
-            options={"data_dir": str(tmp_path), "file": "lme.json", "full": True, "answer": False},
-            targets={"rec": f"127.0.0.1:{port}"}, llm_roles=MOCK_ROLES), progress, rig=None)
-    finally:
-        await graceful_stop(server, health, 0.5)
-        await host.close()
+    async with recorder_target(tmp_path) as (_, port):
+        out = await run_suite(lme_config(tmp_path, port), progress, rig=None)
     assert out.state == "succeeded", out.failures
     ids = sorted(q["question_id"] for q in ORACLE)
     assert "rec" not in seen[0]  # nothing checkpointed yet
