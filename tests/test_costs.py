@@ -60,8 +60,11 @@ def test_growth_and_flat_verdict_per_backend():
     assert g["ingest_growth"] == pytest.approx(1.8) and g["query_growth"] == pytest.approx(1.2)
     assert g["flat"] is False  # 1.8 > 1.5
     md = costs.render(table, marks=(1_000, 10_000))
-    assert "| flat | 15,000 | 2.00 | 2.00 | 10.0 | 10.0 | – | – | 1.00 | 1.00 | yes |" in md
-    assert "| grows | 15,000 | 2.00 | 3.60 | 10.0 | 12.0 | – | – | 1.80 | 1.20 | **no** |" in md
+    # every namespace of a window costs the same: zero-width intervals, both verdicts settled
+    assert f["ingest_growth_ci"] == (1.0, 1.0) and f["settled"] is True and g["settled"] is True
+    assert g["ingest_growth_ci"] == pytest.approx((1.8, 1.8)) and g["query_growth_ci"] == pytest.approx((1.2, 1.2))
+    assert "| flat | 15,000 | 2.00 | 2.00 | 10.0 | 10.0 | – | – | 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] | yes |" in md
+    assert "| grows | 15,000 | 2.00 | 3.60 | 10.0 | 12.0 | – | – | 1.80 [1.80, 1.80] | 1.20 [1.20, 1.20] | **no** |" in md
 
 
 def test_one_mark_reached_judges_nothing_and_failed_namespaces_are_left_out():
@@ -69,6 +72,7 @@ def test_one_mark_reached_judges_nothing_and_failed_namespaces_are_left_out():
     t = costs.cost_table({"b": lane(rows)}, marks=(1_000, 10_000))
     assert t["b"]["messages"] == 1_500 and list(t["b"]["marks"]) == [1_000]
     assert t["b"]["flat"] is None and t["b"]["ingest_growth"] is None
+    assert t["b"]["settled"] is None and t["b"]["ingest_growth_ci"] is None
     assert costs.render({}) == ""
     assert "backends at a time" not in costs.render(t)
     two = costs.cost_table({"b": {**lane(rows), "lanes": 2}}, marks=(1_000,))
@@ -76,3 +80,86 @@ def test_one_mark_reached_judges_nothing_and_failed_namespaces_are_left_out():
     # a resumed run can mix lane counts: the note names the backends that shared the host
     mixed = costs.cost_table({"b": {**lane(rows), "lanes": 2}, "c": lane(rows)}, marks=(1_000,))
     assert "Measured with 2 backends at a time (--lanes 2) for b: each" in costs.render(mixed)
+
+
+def test_growth_interval_resamples_each_window_on_its_own():
+    from services.coordinator.stats import median_ratio_ci
+
+    assert median_ratio_ci([1.0, 1.0], [2.0, 2.0, 2.0]) == (2.0, 2.0)
+    # before = [1, 3]: a resample's median is 1, 2 or 3 with chances 1/4, 1/2, 1/4; after is always 2, so the
+    # ratio is 2, 1 or 2/3 and the 2.5% and 97.5% quantiles are the two ends
+    lo, hi = median_ratio_ci([1.0, 3.0], [2.0, 2.0, 2.0])
+    assert lo == pytest.approx(2 / 3) and hi == pytest.approx(2.0)
+    assert median_ratio_ci([1.0], [2.0, 2.0]) is None  # one value: no spread to resample
+    assert median_ratio_ci([1.0, 1.0], [2.0]) is None
+    assert median_ratio_ci([0.0, 0.0], [2.0, 2.0]) is None  # no ratio to a zero cost
+
+
+def test_a_growth_from_two_noisy_namespaces_is_unsettled():
+    # The full S run at 786b379: the 1k window held two namespaces that ran fast (0.18 and 0.23 ms a message), the
+    # rest of the run 0.34. Growth 0.34 / 0.205 = 1.66 reads "not flat"; but a resampled 1k median is 0.18, 0.205
+    # or 0.23, so the interval is [0.34 / 0.23, 0.34 / 0.18] = [1.48, 1.89], which crosses 1.5: unsettled.
+    rows = [ns(500, 0.2, lat=(8,))] + [ns(500, 0.09, lat=(8,)), ns(500, 0.115, lat=(8,))]
+    rows += [ns(500, 0.17, lat=(8,)) for _ in range(27)]
+    e = costs.cost_table({"hybrid": lane(rows)}, marks=(1_000, 10_000))["hybrid"]
+    assert e["ingest_growth"] == pytest.approx(0.34 / 0.205)
+    assert e["ingest_growth_ci"] == pytest.approx((0.34 / 0.23, 0.34 / 0.18))
+    assert e["flat"] is False and e["settled"] is False
+    md = costs.render({"hybrid": e}, marks=(1_000, 10_000))
+    assert "| 1.66 [1.48, 1.89] | 1.00 [1.00, 1.00] | **no** (unsettled) |" in md
+    # the same two namespaces both at 0.18: the interval is [1.89, 1.89], wholly above 1.5, and "no" is settled
+    rows[2] = ns(500, 0.09, lat=(8,))
+    e = costs.cost_table({"hybrid": lane(rows)}, marks=(1_000, 10_000))["hybrid"]
+    assert e["flat"] is False and e["settled"] is True
+    assert "| **no** |" in costs.render({"hybrid": e}, marks=(1_000, 10_000))
+
+
+def test_a_flat_verdict_is_settled_only_when_every_interval_stays_under_the_limit():
+    # 1k window with one namespace of 1,000 messages (midpoint 1,250 after a first of 500): no interval
+    one = [ns(500, 1.0, lat=(10,)), ns(1_000, 2.0, lat=(10,))] + [ns(500, 1.0, lat=(10,)) for _ in range(28)]
+    e = costs.cost_table({"b": lane(one)}, marks=(1_000, 10_000))["b"]
+    assert e["marks"][1_000]["namespaces"] == 1 and e["ingest_growth_ci"] is None and e["query_growth_ci"] is None
+    assert e["flat"] is True and e["settled"] is False
+    assert "| 1.00 | 1.00 | yes (unsettled) |" in costs.render({"b": e}, marks=(1_000, 10_000))
+    # query times 10 and 16 at 1k, 12 at 10k: growth 12 / 13 = 0.92 (flat), but a resampled 1k median of 10 gives 1.2,
+    # still under 1.5: settled
+    rows = [ns(500, 1.0, lat=(10,)), ns(500, 1.0, lat=(10,)), ns(500, 1.0, lat=(16,))]
+    rows += [ns(500, 1.0, lat=(12,)) for _ in range(27)]
+    e = costs.cost_table({"b": lane(rows)}, marks=(1_000, 10_000))["b"]
+    assert e["query_growth"] == pytest.approx(12 / 13) and e["query_growth_ci"] == pytest.approx((12 / 16, 12 / 10))
+    assert e["flat"] is True and e["settled"] is True
+    # 1k times 10 and 6: the interval reaches 12 / 6 = 2.0 > 1.5, so "flat" (growth 12 / 8 = 1.5) is unsettled
+    rows[2] = ns(500, 1.0, lat=(6,))
+    e = costs.cost_table({"b": lane(rows)}, marks=(1_000, 10_000))["b"]
+    assert e["query_growth"] == pytest.approx(1.5) and e["flat"] is True and e["settled"] is False
+
+
+def test_a_resumed_pass_counts_its_messages_from_its_own_start():
+    # pass 0 ingested 3 namespaces (midpoints 250, 750, 1250), then the run was resumed: pass 1's processes start
+    # empty, so its namespaces sit at 250, 750, 1250, ... again; its first (250) pays warm-up like pass 0's
+    rows = [{**ns(500, 1.0), "pass": 0} for _ in range(3)] + [{**ns(500, 2.0), "pass": 1} for _ in range(3)]
+    w = costs.windows(rows, marks=(1_000, 2_000))
+    assert w[1_000] == [rows[1], rows[2], rows[4], rows[5]]
+    assert 2_000 not in w  # no pass reached 2,000 messages, though the run ingested 3,000
+    # records without a pass (written before passes were kept) are one pass, as before
+    legacy = [ns(500, i) for i in range(4)]  # midpoints 250, 750, 1250, 1750 counted through
+    assert costs.windows(legacy, marks=(1_000, 2_000)) == {1_000: legacy[1:3], 2_000: legacy[2:4]}
+
+
+def test_each_records_lanes_and_passes_label_the_table():
+    rows = [{**ns(500, 1.0), "pass": 0, "lanes": 2} for _ in range(3)] + [{**ns(500, 1.0), "pass": 1, "lanes": 1}]
+    t = costs.cost_table({"b": {**lane(rows), "lanes": 1}, "c": lane([ns(500, 1.0)] * 3)}, marks=(1_000,))
+    assert t["b"]["lanes"] == 2 and t["b"]["passes"] == 2  # the last pass's lanes (1) would have hidden pass 0's
+    assert t["c"]["lanes"] == 1 and t["c"]["passes"] == 1
+    md = costs.render(t, marks=(1_000,))
+    assert "(--lanes 2) for b: each" in md
+    assert "more than one pass of a resumed run: b (2); each pass started new processes" in md
+
+
+def test_the_pass_of_a_resumed_run():
+    from services.coordinator.runner import next_pass
+
+    assert next_pass({}) == 0
+    assert next_pass({"a": {"namespaces": {}}}) == 0
+    assert next_pass({"a": {"namespaces": {"q": {"messages": 3}}}}) == 1  # a record from before passes: pass 0
+    assert next_pass({"a": {"namespaces": {"q": {"pass": 2}}}, "b": {"namespaces": {"r": {"pass": 0}}}}) == 3

@@ -5,6 +5,7 @@ haystacks; run.json records each namespace's costs in the order ingested, the ra
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 
 import pytest
@@ -252,3 +253,28 @@ async def test_stop_all_stops_a_child_that_is_still_starting(tmp_path):
     assert p.poll() is None and "slow" not in rig.procs
     rig.stop_all()
     assert p.poll() is not None and rig._popen == {}
+
+
+@pytest.mark.slow
+async def test_a_resumed_run_numbers_its_pass_on_every_new_cost_record(tmp_path):
+    """A rerun with the same --out ingests only what is not done, in a new pass (fresh processes): its records say
+    pass 1 and the rerun's lanes (1; the first ran with the default 2), the first pass's keep pass 0, so the cost table counts each pass from its start."""
+    async with recorder_target(tmp_path) as (_, port):
+        first = await run_suite(lme_config(tmp_path, port), rig=None)
+        assert first.state == "succeeded", first.failures
+        ids = sorted(q["question_id"] for q in ORACLE)
+        rd = first.run_dir
+        # as if interrupted after two namespaces: their samples and records kept, the rest gone
+        kept = [ln for ln in (rd / "samples.jsonl").read_text().splitlines()
+                if json.loads(ln)["probe_id"] in ids[:2]]
+        assert len(kept) == 2
+        (rd / "samples.jsonl").write_text("\n".join(kept) + "\n")
+        run = json.loads((rd / "run.json").read_text())
+        recs = run["ingest"]["rec"]["namespaces"]
+        run["ingest"]["rec"]["namespaces"] = {k: recs[k] for k in ids[:2]}
+        (rd / "run.json").write_text(json.dumps(run))
+        again = await run_suite(dataclasses.replace(lme_config(tmp_path, port), lanes=1), rig=None)
+    assert again.state == "succeeded", again.failures
+    lane = json.loads((rd / "run.json").read_text())["ingest"]["rec"]
+    assert list(lane["namespaces"]) == ids
+    assert [(lane["namespaces"][i]["pass"], lane["namespaces"][i]["lanes"]) for i in ids] == [(0, 2)] * 2 + [(1, 1)] * 2

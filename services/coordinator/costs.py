@@ -5,11 +5,15 @@ namespaces in the order they were ingested, each with `messages`, `ingest_s`, `s
 processes right after settle) and `retrieve_ms` (every probe's timed retrieve on it).
 
 The rules:
-- A namespace sits at its **midpoint** m = (messages ingested on that backend before it) + messages / 2.
+- A namespace sits at its **midpoint** m = (messages ingested on that backend before it in the same pass) +
+  messages / 2. A pass is one invocation of the run: a resumed run (the same --out again) starts new backend
+  processes whose memory starts empty, so each record carries its pass and its lanes (runner.run_streamed) and a
+  pass counts from 0. Before, a resumed run's namespaces were placed after the earlier passes' and its figures
+  were labelled with the last pass's lanes.
 - The window of a mark N (1k, 10k, 100k, 250k) holds the namespaces with N/2 <= m < 3N/2. A mark is **reached**
-  when the backend ingested at least N messages and the window is not empty. The first namespace of a lane (its
-  midpoint below 500 messages) is in no window: it pays the process's warm-up (model load, first index), which is
-  no cost per message.
+  when one pass ingested at least N messages on the backend and the window is not empty. The first namespace of a
+  pass (its midpoint below 500 messages) is in no window: it pays the process's warm-up (model load, first index),
+  which is no cost per message.
 - In a window: ingest ms per message = the median over its namespaces of 1000 x (ingest_s + settle_s) / messages
   (settle is part of the price: a backend that indexes after Ingest returns pays there). The median, because one
   namespace's wait that is no cost per message would otherwise decide the verdict: the Cortex plugin retries a
@@ -19,6 +23,12 @@ The rules:
   the median of the retrieve times; RSS = the largest reading.
 - Growth = the value at the largest reached mark / the value at the smallest. **Flat** = growth <= FLAT_LIMIT (1.5)
   for both ingest and query; with one mark reached there is no growth to judge (None).
+- How sure: each growth has a 95% interval (stats.median_ratio_ci: the two windows' namespaces, or retrieve times,
+  resampled on their own, 2,000 times, seed 0). The verdict is **settled** when the intervals agree with it: flat
+  with every interval at or below FLAT_LIMIT, or not flat with an interval wholly above it. An S haystack holds
+  ~490 messages, so the 1k window holds two namespaces: a verdict resting on two values says so. The interval is
+  the spread between namespaces only; a host that runs faster or slower for the few seconds of a window moves
+  every namespace in it together, which no resampling sees (a rerun does: README, "Cost per message").
 """
 
 from __future__ import annotations
@@ -27,32 +37,54 @@ from typing import Any
 
 import numpy as np
 
+from services.coordinator.stats import median_ratio_ci
+
 MARKS = (1_000, 10_000, 100_000, 250_000)
 FLAT_LIMIT = 1.5
 
 
 def windows(namespaces: list[dict[str, Any]], marks: tuple[int, ...] = MARKS) -> dict[int, list[dict[str, Any]]]:
-    """{mark: the namespace records in its window} for the reached marks, in the order given (ingestion order)."""
-    total = sum(int(r.get("messages") or 0) for r in namespaces)
-    mids, before = [], 0
+    """{mark: the namespace records in its window} for the reached marks, in the order given (ingestion order).
+    Messages are counted from the start of each record's pass (its "pass"; none = pass 0): a resumed run's backend
+    processes start empty, so its first namespace is at the start of their memory, not after the earlier passes'."""
+    mids: list[float] = []
+    before: dict[int, int] = {}
     for r in namespaces:
-        n = int(r.get("messages") or 0)
-        mids.append(before + n / 2)
-        before += n
+        n, p = int(r.get("messages") or 0), int(r.get("pass") or 0)
+        mids.append(before.get(p, 0) + n / 2)
+        before[p] = before.get(p, 0) + n
+    longest = max(before.values(), default=0)
     out: dict[int, list[dict[str, Any]]] = {}
     for mark in marks:
         rows = [r for r, m in zip(namespaces, mids, strict=True) if mark / 2 <= m < 3 * mark / 2]
-        if total >= mark and rows:
+        if longest >= mark and rows:
             out[mark] = rows
     return out
+
+
+def passes(namespaces: list[dict[str, Any]]) -> int:
+    return len({int(r.get("pass") or 0) for r in namespaces})
+
+
+def _spent(r: dict[str, Any]) -> float:
+    return float(r.get("ingest_s") or 0.0) + float(r.get("settle_s") or 0.0)
+
+
+def ingest_per_message(rows: list[dict[str, Any]]) -> list[float]:
+    """1000 x (ingest_s + settle_s) / messages of each namespace with messages: the values a window's median is of."""
+    return [1000.0 * _spent(r) / int(r["messages"]) for r in rows if int(r.get("messages") or 0)]
+
+
+def retrieve_times(rows: list[dict[str, Any]]) -> list[float]:
+    return [float(x) for r in rows for x in (r.get("retrieve_ms") or [])]
 
 
 def window_costs(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The figures of one window (see the module docstring); a figure without data is None."""
     msgs = sum(int(r.get("messages") or 0) for r in rows)
-    spent = [float(r.get("ingest_s") or 0.0) + float(r.get("settle_s") or 0.0) for r in rows]
-    per_ns = [1000.0 * t / int(r["messages"]) for t, r in zip(spent, rows, strict=True) if int(r.get("messages") or 0)]
-    lat = [float(x) for r in rows for x in (r.get("retrieve_ms") or [])]
+    spent = [_spent(r) for r in rows]
+    per_ns = ingest_per_message(rows)
+    lat = retrieve_times(rows)
     rss = [int(r["rss_bytes"]) for r in rows if r.get("rss_bytes")]
     return {"namespaces": len(rows), "messages": msgs,
             "ingest_ms_per_message": float(np.median(per_ns)) if per_ns else None,
@@ -73,24 +105,56 @@ def cost_table(ingest: dict[str, Any], marks: tuple[int, ...] = MARKS) -> dict[s
         if not isinstance(lane, dict) or lane.get("mode") != "streamed":
             continue
         rows = [r for r in (lane.get("namespaces") or {}).values() if "error" not in r]
-        per = {m: window_costs(w) for m, w in windows(rows, marks).items()}
+        wins = windows(rows, marks)
+        per = {m: window_costs(w) for m, w in wins.items()}
+        # each record's own lanes; a record written before they were kept has its lane's (the last pass's)
+        lanes = max((int(r.get("lanes") or lane.get("lanes") or 1) for r in rows),
+                    default=int(lane.get("lanes") or 1))
         entry: dict[str, Any] = {"marks": per, "messages": sum(int(r.get("messages") or 0) for r in rows),
-                                 "lanes": int(lane.get("lanes") or 1),
-                                 "ingest_growth": None, "query_growth": None, "rss_growth": None, "flat": None}
+                                 "lanes": lanes, "passes": passes(rows),
+                                 "ingest_growth": None, "query_growth": None, "rss_growth": None,
+                                 "ingest_growth_ci": None, "query_growth_ci": None, "flat": None, "settled": None}
         if len(per) >= 2:
-            lo, hi = per[min(per)], per[max(per)]
+            first, last = min(per), max(per)
+            lo, hi = per[first], per[last]
             entry["ingest_growth"] = growth(lo["ingest_ms_per_message"], hi["ingest_ms_per_message"])
             entry["query_growth"] = growth(lo["query_ms"], hi["query_ms"])
             entry["rss_growth"] = growth(lo["rss_mb"], hi["rss_mb"])
+            entry["ingest_growth_ci"] = median_ratio_ci(ingest_per_message(wins[first]), ingest_per_message(wins[last]))
+            entry["query_growth_ci"] = median_ratio_ci(retrieve_times(wins[first]), retrieve_times(wins[last]))
             gs = [entry["ingest_growth"], entry["query_growth"]]
-            entry["flat"] = all(g is not None and g <= FLAT_LIMIT for g in gs) if any(g is not None for g in gs) \
-                else None
+            if any(g is not None for g in gs):
+                entry["flat"] = all(g is not None and g <= FLAT_LIMIT for g in gs)
+                entry["settled"] = settled(entry)
         out[backend] = entry
     return out
 
 
+def settled(entry: dict[str, Any]) -> bool:
+    """Whether the growth intervals agree with the flat verdict (module docstring): flat, and every measured growth's
+    interval at or below FLAT_LIMIT; or not flat, and some growth's interval wholly above it. A growth without an
+    interval (a window of one namespace or one retrieve) leaves a flat verdict unsettled."""
+    pairs = [(entry[f"{k}_growth"], entry[f"{k}_growth_ci"]) for k in ("ingest", "query")]
+    if entry["flat"]:
+        return all(ci is not None and ci[1] <= FLAT_LIMIT for g, ci in pairs if g is not None)
+    return any(ci is not None and ci[0] > FLAT_LIMIT for g, ci in pairs if g is not None)
+
+
 def _fmt(x: float | None, spec: str) -> str:
     return "–" if x is None else format(x, spec)
+
+
+def _growth(g: float | None, ci: list[float] | tuple[float, float] | None) -> str:
+    if g is None:
+        return "–"
+    return f"{g:.2f}" if ci is None else f"{g:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _verdict(e: dict[str, Any]) -> str:
+    if e["flat"] is None:
+        return "–"
+    word = "yes" if e["flat"] else "**no**"
+    return word if e.get("settled") else f"{word} (unsettled)"
 
 
 def _mark(m: int) -> str:
@@ -108,6 +172,15 @@ def _lanes_note(table: dict[str, Any]) -> str:
             "neighbour's contention for the cores; --lanes 1 gives each backend the host alone.")
 
 
+def _passes_note(table: dict[str, Any]) -> str:
+    """Which backends a resumed run measured over more than one pass."""
+    many = [f"{b} ({e['passes']})" for b, e in table.items() if e.get("passes", 1) > 1]
+    if not many:
+        return ""
+    return (f" Measured over more than one pass of a resumed run: {', '.join(many)}; each pass started new "
+            "processes, so its messages are counted from its own start.")
+
+
 def render(table: dict[str, Any], marks: tuple[int, ...] = MARKS) -> str:
     """The markdown section; empty when no backend streamed."""
     if not table:
@@ -120,15 +193,17 @@ def render(table: dict[str, Any], marks: tuple[int, ...] = MARKS) -> str:
            "Each backend took one namespace at a time (ingest, its questions, release). The window of a mark N is the "
            "namespaces ingested around the N-th message (midpoint within N/2 to 3N/2); ingest = the median over those "
            "namespaces of (ingest + settle time) per message (the run's total per message is in metrics.json), query = median timed retrieve, RSS = the backend's processes after settle. Growth = "
-           f"largest reached mark ÷ smallest; flat = growth ≤ {FLAT_LIMIT} for ingest and query "
-           "(services/coordinator/costs.py)." + _lanes_note(table), "",
+           f"largest reached mark ÷ smallest [95% bootstrap interval over the two windows]; flat = growth ≤ {FLAT_LIMIT} "
+           "for ingest and query; \"unsettled\": an interval crosses the limit, so this run alone cannot tell "
+           "(a window of few namespaces; services/coordinator/costs.py)." + _lanes_note(table) + _passes_note(table),
+           "",
            f"| backend | messages | {head} | {qhead} | {rhead} | ingest growth | query growth | flat |",
            "|---|---:|" + "---:|" * (3 * len(shown)) + "---:|---:|---|"]
     for backend, e in table.items():
         cells = [_fmt(e["marks"].get(m, {}).get("ingest_ms_per_message"), ".2f") for m in shown]
         cells += [_fmt(e["marks"].get(m, {}).get("query_ms"), ".1f") for m in shown]
         cells += [_fmt(e["marks"].get(m, {}).get("rss_mb"), ",.0f") for m in shown]
-        flat = "–" if e["flat"] is None else ("yes" if e["flat"] else "**no**")
         out.append(f"| {backend} | {e['messages']:,} | " + " | ".join(cells)
-                   + f" | {_fmt(e['ingest_growth'], '.2f')} | {_fmt(e['query_growth'], '.2f')} | {flat} |")
+                   + f" | {_growth(e['ingest_growth'], e.get('ingest_growth_ci'))}"
+                   + f" | {_growth(e['query_growth'], e.get('query_growth_ci'))} | {_verdict(e)} |")
     return "\n".join(out) + "\n"

@@ -361,6 +361,7 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
     t_start = last_checkpoint = time.monotonic()
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
     info: dict[str, Any] = {}
+    this_pass = next_pass(prev_ingest)
 
     async def one(probe: Probe, cond: Condition) -> dict[str, Any]:
         async with sem:
@@ -383,7 +384,10 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
         t_lane = time.perf_counter()
         for ns, items in lanes[name].items():
             bns = ctx.backend_namespace(ns)
-            rec: dict[str, Any] = {"messages": data.corpora[ns].message_count}
+            # the pass (0, then 1 per resume) and its lanes: a resumed pass starts fresh backend processes, and the
+            # cost table counts a namespace's messages from the start of its own pass (services/coordinator/costs.py)
+            rec: dict[str, Any] = {"messages": data.corpora[ns].message_count, "pass": this_pass,
+                                   "lanes": max(1, cfg.lanes)}
             if client is not None and name not in failures:
                 try:
                     rec.update(await ingest_namespace(client, bns, data.corpora[ns], cfg.settle_timeout_s))
@@ -423,6 +427,14 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
     finally:
         interrupt.forget(hook)
     return {n: info[n] for n in sorted(info)}
+
+
+def next_pass(prev_ingest: dict[str, Any]) -> int:
+    """The pass number of a run that resumes after `prev_ingest` (run.json's "ingest" so far): 0 for a fresh run,
+    else one more than any earlier record's (a record written before passes were numbered counts as pass 0)."""
+    seen = [int(r.get("pass") or 0) for lane in (prev_ingest or {}).values() if isinstance(lane, dict)
+            for r in (lane.get("namespaces") or {}).values() if isinstance(r, dict)]
+    return max(seen) + 1 if seen else 0
 
 
 def _cache_reading(roles: dict[str, LLMConfig]) -> dict[str, Any] | None:

@@ -1,6 +1,8 @@
 """Statistics for comparing systems on the same probes (seed 001 §8, §9.1), numpy-vectorised and seeded.
 
 - `bootstrap_ci`: percentile bootstrap of the mean (1000 resamples) -> 95% CI.
+- `median_ratio_ci`: percentile bootstrap of median(after) / median(before) over two independent samples (2000
+  resamples): how sure a growth ratio is (the cost table, services/coordinator/costs.py).
 - `interval`: the interval a report prints, by the independent unit. Without clusters (LongMemEval: each
   question is its own haystack) a percentile bootstrap over questions. With clusters (LoCoMo: questions of one
   conversation share it) a cluster-robust t interval for the question-weighted mean with G - 1 degrees of
@@ -69,6 +71,24 @@ def bootstrap_ci(values: Sequence[float | None], n_resamples: int = N_BOOTSTRAP,
     a = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(means, [a, 1.0 - a])
     return m, float(lo), float(hi)
+
+
+def median_ratio_ci(before: Sequence[float], after: Sequence[float], n_resamples: int = 2 * N_BOOTSTRAP,
+                    confidence: float = 0.95, seed: int = 0) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of median(after) / median(before), each sample resampled on its own (two
+    independent samples: the namespaces of two windows of a run). None when either sample has fewer than 2 values
+    (a single value has no spread to resample) or a resampled median of `before` is 0."""
+    x, y = _clean(before), _clean(after)
+    if x.size < 2 or y.size < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    mx = np.median(x[rng.integers(0, x.size, size=(n_resamples, x.size))], axis=1)
+    my = np.median(y[rng.integers(0, y.size, size=(n_resamples, y.size))], axis=1)
+    if np.any(mx <= 0):
+        return None
+    a = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(my / mx, [a, 1.0 - a])
+    return float(lo), float(hi)
 
 
 def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
