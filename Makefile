@@ -10,6 +10,12 @@ BACKENDS ?=
 OUT ?=
 WORKERS ?= 2
 PYTEST_FLAGS ?=
+# Compiled bytecode is cached under .memrig/pycache (ignored by git), even where the environment sets
+# PYTHONDONTWRITEBYTECODE: without a cache every pytest run rewrote and compiled all test modules again (~30 s of
+# collection here) and every process a test or a run starts compiled memrig's modules again. The mutation tools
+# turn writing off for their own processes (tests/mutation), so a mutant is never shadowed by a cached original.
+export PYTHONDONTWRITEBYTECODE :=
+export PYTHONPYCACHEPREFIX ?= $(CURDIR)/.memrig/pycache
 
 .PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-lme-s data-longmemeval-s bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image wheelhouse clean mutation mutation-listed k8s-check
 

@@ -22,7 +22,8 @@ def describe(name: str, **config: Any) -> dict[str, Any]:
 
 def write_suite_run(path: Path, suite: str, samples: list[dict[str, Any]], backends: dict[str, dict[str, Any]],
                     llm: dict[str, Any] | None = None, judge: dict[str, Any] | None = None, seed: int = 0,
-                    git_sha: str = "aaaa", extra: dict[str, Any] | None = None) -> Path:
+                    git_sha: str = "aaaa", extra: dict[str, Any] | None = None, html: bool = False) -> Path:
+    """html: also report.html, whose plots (matplotlib) cost ~3 s a run; only the tests that read it ask."""
     rd = RunDir(path)
     run = {"run_id": path.name, "suite": suite, "options": {}, "seed": seed, "llm": llm or MOCK,
            "judge": {**(judge or MOCK), "passes": 1}, "embedder": "minilm", "tokenizer": "cl100k_base",
@@ -33,7 +34,7 @@ def write_suite_run(path: Path, suite: str, samples: list[dict[str, Any]], backe
            "failures": {}, **(extra or {})}
     rd.write_run(run)
     rd.samples_path.write_text("".join(json.dumps(s) + "\n" for s in samples))
-    finalize(rd)
+    finalize(rd, html=html)
     return path
 
 

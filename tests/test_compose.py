@@ -98,6 +98,7 @@ def test_build_context_and_dockerfile_exist():
     assert (REPO / "deploy" / build["context"] / build["dockerfile"]).resolve() == REPO / "deploy/Dockerfile"
 
 
+@pytest.mark.slow  # starts a server process
 @pytest.mark.parametrize("name", [n for n in SVC if SVC[n].get("command", [""])[0] == "python"])
 def test_every_flag_in_compose_is_accepted_by_the_service(name):
     cmd = SVC[name]["command"]

@@ -64,6 +64,7 @@ async def test_broken_backend_fails_with_a_readable_list():
     assert text.strip().splitlines()[-1].startswith("Result: FAIL")
 
 
+@pytest.mark.slow  # starts a server process
 def test_cli_conformance_against_an_adapter_process(tmp_path):
     """End to end as a user runs it: an adapter process, then `memrig conformance`, exit code 0."""
     async def start():

@@ -136,6 +136,7 @@ def test_only_a_refusal_is_retried_without_waiting():
     assert not refused(CortexTimeout("ingest", 10)) and not refused(None) and not refused(ValueError("x"))
 
 
+@pytest.mark.slow  # starts a server process
 async def test_launcher_starts_mock_proxy_and_backend(tmp_path):
     """`Rig.start_backend("cortex")`: cortex-mock, then the fault proxy in front of it, then the backend."""
     from services.adapters.client import GrpcBackendClient

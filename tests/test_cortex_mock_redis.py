@@ -98,6 +98,7 @@ async def poll_job(session, base, job_id, until=("completed", "failed"), timeout
     raise AssertionError(f"job {job_id} never reached {until}: {body}")
 
 
+@pytest.mark.slow  # starts a server process
 async def test_cli_ready_line_and_sigterm(tmp_path, procs):
     p, ports = start("services.cortex_mock", ["--port", "0", "--embedder", "hash", "--data-dir", str(tmp_path)])
     procs.append(p)
@@ -109,6 +110,7 @@ async def test_cli_ready_line_and_sigterm(tmp_path, procs):
     assert p.wait(timeout=15) == 0
 
 
+@pytest.mark.slow  # starts a server process
 async def test_worker_killed_mid_job_is_retried(tmp_path, redis_url, procs):
     common = ["--redis-url", redis_url, "--embedder", "hash", "--data-dir", str(tmp_path / "data"),
               "--lease-ms", "600", "--job-delay-ms", "1500", "--max-attempts", "3"]
@@ -145,6 +147,7 @@ async def test_worker_killed_mid_job_is_retried(tmp_path, redis_url, procs):
         assert "memrig_cortex_mock_job_queue_depth 0.0" in text
 
 
+@pytest.mark.slow  # starts a server process
 async def test_job_fails_after_max_attempts(tmp_path, redis_url, procs):
     common = ["--redis-url", redis_url, "--embedder", "hash", "--data-dir", str(tmp_path / "data"),
               "--lease-ms", "600", "--job-delay-ms", "3000", "--max-attempts", "1"]
@@ -165,6 +168,7 @@ async def test_job_fails_after_max_attempts(tmp_path, redis_url, procs):
         assert "lease expired" in done["error"] and "attempt 1 of 1" in done["error"]
 
 
+@pytest.mark.slow  # starts a server process
 async def test_server_spawns_and_stops_its_workers(tmp_path, redis_url, procs):
     server, ports = start("services.cortex_mock", ["--port", "0", "--workers", "1", "--redis-url", redis_url,
                                                    "--embedder", "hash", "--data-dir", str(tmp_path / "data")])

@@ -123,6 +123,7 @@ async def test_two_services_in_one_process_share_the_collectors():
         await r.cleanup()
 
 
+@pytest.mark.slow  # starts a server process
 def test_service_starts_as_a_process_and_stops_on_sigterm(tmp_path):
     import signal
     import subprocess

@@ -394,6 +394,7 @@ def _start_cli(args, env=None):
     return p
 
 
+@pytest.mark.slow  # starts a server process
 async def test_cli_ready_line_and_sigterm(upstream):
     p = _start_cli(["--upstream", upstream.url, "--port", "0", "--seed", "5"])
     try:
@@ -410,6 +411,7 @@ async def test_cli_ready_line_and_sigterm(upstream):
         assert await asyncio.to_thread(p.wait, 10) == 0
 
 
+@pytest.mark.slow  # starts a server process
 async def test_cli_separate_admin_port(upstream):
     p = _start_cli(["--upstream", upstream.url, "--port", "0", "--admin-port", "0"])
     try:

@@ -599,6 +599,7 @@ async def test_llm_client_end_to_end_and_retries():
         await runner.cleanup()
 
 
+@pytest.mark.slow  # starts a server process
 async def test_process_prints_ready_and_stops_on_sigterm(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "services.llm_mock", "--port", "0", "--latency-ms", "1"],
                          cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

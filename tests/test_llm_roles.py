@@ -88,6 +88,7 @@ async def test_the_compacted_backend_summarises_with_the_compaction_role():
     assert comp.tasks() == ["compaction"] and flush.tasks() == []
 
 
+@pytest.mark.slow  # starts a server process
 async def test_rig_points_roles_at_llm_mock(tmp_path, monkeypatch):
     monkeypatch.delenv("MEMRIG_LLM_BASE_URL", raising=False)
     async with Rig(tmp_path / "procs") as rig:

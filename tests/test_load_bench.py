@@ -4,6 +4,8 @@ them. Pure functions, hand-computed expectations; the run itself is `make load-b
 
 from __future__ import annotations
 
+import pytest
+
 from loadtests.capacity import stop_rule
 from loadtests.capacity_report import headline, render_markdown
 
@@ -70,6 +72,7 @@ def test_cpu_per_request_arithmetic():
     assert cores_needed(None, 1.0, 1.0) is None and cores_needed(10.0, None, 1.0) is None
 
 
+@pytest.mark.slow  # starts a server process
 def test_step_cpu_reads_the_server_tree_and_this_process():
     import os
     import subprocess

@@ -90,6 +90,7 @@ def test_import_time_and_unreached_lines_run_the_whole_command_only(tmp_path):
     assert [c[-1] for c in _calls(tmp_path)] == ["tests/test_all.py"]
 
 
+@pytest.mark.slow  # starts a server process
 def test_coverage_map_names_the_tests_that_ran_each_line(tmp_path):
     (tmp_path / "cmod.py").write_text(textwrap.dedent("""\
         LIMIT = 3
@@ -137,6 +138,7 @@ def test_forkserver_preloads_only_what_lies_outside_the_repository(tmp_path):
     assert third_party(mods, tmp_path, own) == ["numpy"]
 
 
+@pytest.mark.slow  # starts a server process
 def test_forkserver_runs_each_request_in_a_fresh_child_that_sees_the_file_on_disk(tmp_path):
     from tests.mutation.forkserver import request
 
@@ -161,6 +163,7 @@ def test_forkserver_runs_each_request_in_a_fresh_child_that_sees_the_file_on_dis
     assert request(str(sock), args) is None  # no server: the caller runs the command itself
 
 
+@pytest.mark.slow  # starts a server process
 def test_forkserver_kills_the_run_when_the_client_goes_away(tmp_path):
     import socket
     import time

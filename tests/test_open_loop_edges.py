@@ -98,6 +98,7 @@ def test_exact_percentiles_in_milliseconds():
 
 async def test_in_flight_bound_above_the_small_integer_cache():
     release = asyncio.Event()
+    entered = 0
 
     class Held:
         name = "held"
@@ -107,16 +108,18 @@ async def test_in_flight_bound_above_the_small_integer_cache():
         async def close(self): ...
 
         async def call(self, i):
+            # Every call is held until the 300th has started. A task runs only once the dispatch loop yields, and
+            # none can finish before the release, so by then all 302 arrivals are dispatched: no clock decides it
+            # (a 0.3 s timer did, and a slow host let the release come first: no drop).
+            nonlocal entered
+            entered += 1
+            if entered == 300:
+                release.set()
             await release.wait()
 
-    async def open_gate():
-        await asyncio.sleep(0.3)
-        release.set()
-
-    gate = asyncio.create_task(open_gate())
     # 302 arrivals at once, 300 may be pending: the last two are dropped, the rest finish when released
     rec = await drive(Held(), np.zeros(302), None, DriverConfig(concurrency=400, max_pending=300, start_delay_s=0.0))
-    await gate
+    assert entered == 300
     assert int(rec.dropped.sum()) == 2 and rec.dropped[-2:].all() and int(rec.ok.sum()) == 300
 
 

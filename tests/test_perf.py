@@ -228,6 +228,7 @@ def test_openclaw_real_step_runs_by_default_only_beside_the_port():
         "status": "skipped", "reason": "--openclaw-real-sizes ''"}
 
 
+@pytest.mark.slow  # starts OpenClaw's Node sidecar (~25 s)
 def test_openclaw_real_step_beside_the_port(tmp_path):
     from services.adapters.openclaw_real.node import availability
     from services.perf.scaling import main

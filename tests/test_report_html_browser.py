@@ -50,7 +50,7 @@ def test_images_are_inlined_and_cells_carry_their_column():
 def eight_suite_run(tmp_path):
     out = tmp_path / "run"
     for name in SUITES:
-        madial_run(out / name, HITS)
+        madial_run(out / name, HITS, html=True)
     (out / "costs").mkdir()
     for p, (w, h) in {"turn_latency.png": (640, 300), "rss.png": (500, 260)}.items():
         (out / "costs" / p).write_bytes(png(w, h))
