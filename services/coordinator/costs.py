@@ -191,11 +191,13 @@ def render(table: dict[str, Any], marks: tuple[int, ...] = MARKS) -> str:
     rhead = " | ".join(f"RSS MB @{_mark(m)}" for m in shown)
     out = ["## Cost per message as memory grows", "",
            "Each backend took one namespace at a time (ingest, its questions, release). The window of a mark N is the "
-           "namespaces ingested around the N-th message (midpoint within N/2 to 3N/2); ingest = the median over those "
+           "namespaces ingested around the N-th message of the backend's processes (midpoint within N/2 to 3N/2; "
+           "a resumed run's pass counts from its own start); ingest = the median over those "
            "namespaces of (ingest + settle time) per message (the run's total per message is in metrics.json), query = median timed retrieve, RSS = the backend's processes after settle. Growth = "
            f"largest reached mark ÷ smallest [95% bootstrap interval over the two windows]; flat = growth ≤ {FLAT_LIMIT} "
            "for ingest and query; \"unsettled\": an interval crosses the limit, so this run alone cannot tell "
-           "(a window of few namespaces; services/coordinator/costs.py)." + _lanes_note(table) + _passes_note(table),
+           "(a window of few namespaces). The interval does not see a host that ran faster or slower for a whole "
+           "window: a rerun does (services/coordinator/costs.py)." + _lanes_note(table) + _passes_note(table),
            "",
            f"| backend | messages | {head} | {qhead} | {rhead} | ingest growth | query growth | flat |",
            "|---|---:|" + "---:|" * (3 * len(shown)) + "---:|---:|---|"]
