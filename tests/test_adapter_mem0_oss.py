@@ -58,6 +58,7 @@ def direct_memory(tmp_path):
     ))
 
 
+@pytest.mark.slow  # takes seconds (plots, a real library's model, or 1,000 rounds)
 async def test_results_equal_mem0_memory_search_called_directly(tmp_path):
     b = Mem0OssBackend()
     await b.start()

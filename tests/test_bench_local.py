@@ -113,6 +113,7 @@ def test_bench_all_says_why_the_local_profile_is_not_in_it(tmp_path):
     assert f"> Local-model profile (answers, judgements, flush notes by a real model) skipped: {note}" in md
 
 
+@pytest.mark.slow  # takes seconds (plots, a real library's model, or 1,000 rounds)
 def test_the_report_opens_with_the_verdict_on_the_models_answers(tmp_path: Path):
     from tests.run_fixtures import madial_run
     from tests.test_verdict import cortex_run

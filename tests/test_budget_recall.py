@@ -139,6 +139,7 @@ def test_locomo_scores_the_budget_headline_from_the_samples():
     assert LocomoSuite.retrieval_headline == "budget_recall@1000"
 
 
+@pytest.mark.slow  # takes seconds (plots, a real library's model, or 1,000 rounds)
 def test_report_html_draws_the_recall_budget_curve():
     from services.coordinator.report_html import recall_curves
 

@@ -331,6 +331,7 @@ async def test_failed_captures_queue_caps_at_100_then_drains(rig, cortex, caplog
     assert st.counts["queue_dropped_items"] == 100  # what the plugin's queue lost, reported
 
 
+@pytest.mark.slow  # takes seconds (plots, a real library's model, or 1,000 rounds)
 async def test_rss_flat_over_1000_failed_captures(cortex):
     """1000 failed captures (the upstream answers 503): queue capped, memory does not grow with the count."""
     cortex.fail_ingest = 1

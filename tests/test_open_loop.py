@@ -166,6 +166,7 @@ class _StallServer:
         await self.runner.cleanup()
 
 
+@pytest.mark.slow  # takes seconds (plots, a real library's model, or 1,000 rounds)
 async def test_injected_stall_corrected_p99_exceeds_uncorrected():
     """One 500 ms stall 1 s into a 3 s, 100/s schedule on one connection: about 50 arrivals queue behind it.
 

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from services.adapters.client import InProcessBackendClient
 from services.coordinator.report_html import markdown_to_html, render_html
 from services.coordinator.results import RunDir
@@ -17,6 +19,7 @@ def test_markdown_subset():
     assert "<blockquote>warn</blockquote>" in h and "---" not in h
 
 
+@pytest.mark.slow  # takes seconds (plots, a real library's model, or 1,000 rounds)
 async def test_render_html_from_run_dir(tmp_path):
     suite = QuaidWeeksSuite({"weeks": 4}, seed=0)
     clients = {"full-context": InProcessBackendClient.from_spec("full-context"),

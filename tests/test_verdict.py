@@ -397,6 +397,7 @@ def test_differing_configs_are_listed_per_suite(tmp_path):
     assert "**bm25**: bm25 0.1.0 (every suite)" in md
 
 
+@pytest.mark.slow  # takes seconds (plots, a real library's model, or 1,000 rounds)
 def test_rerender_rescores_and_names_a_bad_index(tmp_path):
     out, index = two_suite_run(tmp_path)
     (out / "madial" / "metrics.json").unlink()
