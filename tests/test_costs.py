@@ -80,6 +80,9 @@ def test_one_mark_reached_judges_nothing_and_failed_namespaces_are_left_out():
     # a resumed run can mix lane counts: the note names the backends that shared the host
     mixed = costs.cost_table({"b": {**lane(rows), "lanes": 2}, "c": lane(rows)}, marks=(1_000,))
     assert "Measured with 2 backends at a time (--lanes 2) for b: each" in costs.render(mixed)
+    # every backend with 2 lanes on every record: no list of names
+    both = costs.cost_table({"b": {**lane(rows), "lanes": 2}, "c": {**lane(rows), "lanes": 2}}, marks=(1_000,))
+    assert "Measured with 2 backends at a time (--lanes 2): each" in costs.render(both)
 
 
 def test_growth_interval_resamples_each_window_on_its_own():
@@ -151,8 +154,9 @@ def test_each_records_lanes_and_passes_label_the_table():
     t = costs.cost_table({"b": {**lane(rows), "lanes": 1}, "c": lane([ns(500, 1.0)] * 3)}, marks=(1_000,))
     assert t["b"]["lanes"] == 2 and t["b"]["passes"] == 2  # the last pass's lanes (1) would have hidden pass 0's
     assert t["c"]["lanes"] == 1 and t["c"]["passes"] == 1
+    assert t["b"]["lanes_mixed"] is True and t["c"]["lanes_mixed"] is False
     md = costs.render(t, marks=(1_000,))
-    assert "(--lanes 2) for b: each" in md
+    assert "(--lanes 2) for b (part of its namespaces): each" in md  # pass 1 ran alone
     assert "more than one pass of a resumed run: b (2); each pass started new processes" in md
 
 

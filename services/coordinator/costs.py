@@ -108,10 +108,10 @@ def cost_table(ingest: dict[str, Any], marks: tuple[int, ...] = MARKS) -> dict[s
         wins = windows(rows, marks)
         per = {m: window_costs(w) for m, w in wins.items()}
         # each record's own lanes; a record written before they were kept has its lane's (the last pass's)
-        lanes = max((int(r.get("lanes") or lane.get("lanes") or 1) for r in rows),
-                    default=int(lane.get("lanes") or 1))
+        per_record = {int(r.get("lanes") or lane.get("lanes") or 1) for r in rows}
+        lanes = max(per_record, default=int(lane.get("lanes") or 1))
         entry: dict[str, Any] = {"marks": per, "messages": sum(int(r.get("messages") or 0) for r in rows),
-                                 "lanes": lanes, "passes": passes(rows),
+                                 "lanes": lanes, "lanes_mixed": len(per_record) > 1, "passes": passes(rows),
                                  "ingest_growth": None, "query_growth": None, "rss_growth": None,
                                  "ingest_growth_ci": None, "query_growth_ci": None, "flat": None, "settled": None}
         if len(per) >= 2:
@@ -167,7 +167,9 @@ def _lanes_note(table: dict[str, Any]) -> str:
     if not shared:
         return ""
     lanes = max(table[b]["lanes"] for b in shared)
-    who = "" if len(shared) == len(table) else f" for {', '.join(shared)}"
+    named = [f"{b} (part of its namespaces)" if table[b].get("lanes_mixed") else b for b in shared]
+    who = "" if len(shared) == len(table) and not any(table[b].get("lanes_mixed") for b in shared) \
+        else f" for {', '.join(named)}"
     return (f" Measured with {lanes} backends at a time (--lanes {lanes}){who}: each such figure includes its "
             "neighbour's contention for the cores; --lanes 1 gives each backend the host alone.")
 
