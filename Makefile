@@ -114,14 +114,15 @@ data-longmemeval-s: | $(BIN)/python
 # recall figures, the cost-per-message table and the embedding vectors the run added (a rerun adds none).
 # LME_S=PATH: the S file (default: longmemeval/longmemeval_s_cleaned.json in DATA_DIR, `make data-longmemeval-s`);
 # QUESTIONS=N: a stratified sample of N instead of all; EMBEDDER: minilm (the default everywhere), or wordllama
-# (a faster real model; its recall cost on S is in the README); LME_BACKENDS overrides the list.
+# (a faster real model; its recall cost on S is in the README); LME_BACKENDS overrides the list; LANES=1 gives each
+# backend the host alone (the default, 2, runs two side by side: faster, and each cost figure includes a neighbour).
 LME_BACKENDS ?= bm25,bm25-official,dense,hybrid,cortex,openclaw-real,openclaw-real[profile=sessions]
 EMBEDDER ?= minilm
 bench-lme-s: setup openclaw-optional
 	$(BIN)/memrig bench --suite longmemeval --option variant=s --option answer=false \
 		$(if $(LME_S),--option file=$(abspath $(LME_S)),--option data_dir=$(DATA_DIR)) \
 		$(if $(QUESTIONS),--option questions=$(QUESTIONS),--option full=true) \
-		--backends '$(LME_BACKENDS)' --embedder $(EMBEDDER) --llm mock \
+		--backends '$(LME_BACKENDS)' --embedder $(EMBEDDER) --llm mock $(if $(LANES),--lanes $(LANES),) \
 		--out $(or $(OUT),results/bench-lme-s$(if $(QUESTIONS),-q$(QUESTIONS))-$(EMBEDDER))
 
 # Order-only on the venv's python: an existing venv (VENV=/abs/path) is used as it is.
