@@ -258,7 +258,8 @@ async def test_stop_all_stops_a_child_that_is_still_starting(tmp_path):
 @pytest.mark.slow
 async def test_a_resumed_run_numbers_its_pass_on_every_new_cost_record(tmp_path):
     """A rerun with the same --out ingests only what is not done, in a new pass (fresh processes): its records say
-    pass 1 and the rerun's lanes (1; the first ran with the default 2), the first pass's keep pass 0, so the cost table counts each pass from its start."""
+    pass 1 and the rerun's lanes (1; the first ran with the default 2), the first pass's keep pass 0, so the cost
+    table counts each pass from its start."""
     async with recorder_target(tmp_path) as (_, port):
         first = await run_suite(lme_config(tmp_path, port), rig=None)
         assert first.state == "succeeded", first.failures
