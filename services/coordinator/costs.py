@@ -50,7 +50,7 @@ def windows(namespaces: list[dict[str, Any]], marks: tuple[int, ...] = MARKS) ->
     mids: list[float] = []
     before: dict[int, int] = {}
     for r in namespaces:
-        n, p = int(r.get("messages") or 0), int(r.get("pass") or 0)
+        n, p = int(r.get("messages") or 0), pass_of(r)
         mids.append(before.get(p, 0) + n / 2)
         before[p] = before.get(p, 0) + n
     longest = max(before.values(), default=0)
@@ -62,8 +62,14 @@ def windows(namespaces: list[dict[str, Any]], marks: tuple[int, ...] = MARKS) ->
     return out
 
 
+def pass_of(record: dict[str, Any]) -> int:
+    """The pass a cost record was measured in (runner.run_streamed writes it; a record from before passes were
+    kept is pass 0)."""
+    return int(record.get("pass") or 0)
+
+
 def passes(namespaces: list[dict[str, Any]]) -> int:
-    return len({int(r.get("pass") or 0) for r in namespaces})
+    return len({pass_of(r) for r in namespaces})
 
 
 def _spent(r: dict[str, Any]) -> float:

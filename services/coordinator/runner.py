@@ -432,7 +432,7 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
 def next_pass(prev_ingest: dict[str, Any]) -> int:
     """The pass number of a run that resumes after `prev_ingest` (run.json's "ingest" so far): 0 for a fresh run,
     else one more than any earlier record's (a record written before passes were numbered counts as pass 0)."""
-    seen = [int(r.get("pass") or 0) for lane in (prev_ingest or {}).values() if isinstance(lane, dict)
+    seen = [costs.pass_of(r) for lane in (prev_ingest or {}).values() if isinstance(lane, dict)
             for r in (lane.get("namespaces") or {}).values() if isinstance(r, dict)]
     return max(seen) + 1 if seen else 0
 
