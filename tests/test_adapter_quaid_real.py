@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from services.adapters.base import BackendContext
-from services.adapters.external.availability import THIRD_PARTY
+from services.adapters.external.availability import THIRD_PARTY, tree_digest
 from services.adapters.quaid_real import source
 from services.adapters.quaid_real.backend import (
     QuaidRealBackend,
@@ -126,6 +127,41 @@ def test_a_source_at_another_commit_is_refused_by_name(tmp_path, monkeypatch):
 def test_the_shared_snapshot_is_the_pinned_commit(monkeypatch):
     monkeypatch.delenv("MEMRIG_QUAID_SOURCE", raising=False)
     assert source.SOURCE.check() == ""
+
+
+QUAID_SYMLINKS = {"modules/quaid/clawdbot.plugin.json": "adaptors/openclaw/clawdbot.plugin.json",
+                  "modules/quaid/openclaw.plugin.json": "adaptors/openclaw/clawdbot.plugin.json",
+                  "modules/quaid/adaptors/openclaw/openclaw.plugin.json": "clawdbot.plugin.json"}  # git ls-tree: 120000
+
+
+@pytest.mark.skipif(not (THIRD_PARTY / "quaid").is_dir(), reason="../shared/third_party/quaid is absent")
+def test_a_checkout_with_real_symlinks_is_the_pinned_commit_and_a_changed_file_is_refused(tmp_path, monkeypatch):
+    # a git clone of 9262e69 has modules/quaid's three symlinks as symlinks (the shared snapshot may hold them as
+    # plain files of their target path): a copy with real ones must still be the pinned commit
+    shared = THIRD_PARTY / "quaid"
+    for f in (shared / "modules" / "quaid").rglob("*"):
+        rel = f.relative_to(shared).as_posix()
+        dst = tmp_path / rel
+        if f.is_dir() and not f.is_symlink():
+            dst.mkdir(parents=True, exist_ok=True)
+        elif rel in QUAID_SYMLINKS:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(QUAID_SYMLINKS[rel], dst)
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(f.read_bytes())
+    assert all((tmp_path / rel).is_symlink() and (tmp_path / rel).is_file() for rel in QUAID_SYMLINKS)
+    monkeypatch.setenv("MEMRIG_QUAID_SOURCE", str(tmp_path))
+    assert source.SOURCE.check() == ""
+    assert "not commit" not in source.availability().reason
+    # another commit's tree: one file changed
+    cfg = tmp_path / "modules/quaid/config.py"
+    cfg.write_bytes(cfg.read_bytes() + b"# changed\n")
+    got = tree_digest(tmp_path, source.SOURCE.patterns)
+    a = source.availability()
+    assert not a.ok and a.reason == (f"Quaid's modules/quaid at {tmp_path} is not commit 9262e69 of Quaid-Labs/quaid "
+                                     f"(digest {got[:12]}, pinned 882cd3923fce)")
+    assert get_spec("quaid-real").available() == (False, a.reason)
 
 
 # ------------------------------------------------------------------------------------------ Quaid itself

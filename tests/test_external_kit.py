@@ -147,6 +147,31 @@ def test_tree_digest_is_sha256_of_sorted_sha256sum_lines_without_pycache(tmp_pat
     assert tree_digest(tmp_path, ("src/**/*.ts",)) == want
 
 
+def test_tree_digest_hashes_a_symlink_by_its_target_path_as_git_stores_it(tmp_path):
+    # a real symlink, one to a directory and a dangling one: each hashed by its target path (no trailing newline),
+    # never by what it points to, so a tree holding them as plain files of that path has the same digest
+    linked = tmp_path / "linked"
+    _tree(linked, {"src/a.ts": b"export const a = 1;\n", "src/sub/b.ts": b"b"})
+    os.symlink("a.ts", linked / "src/link.ts")
+    os.symlink("sub", linked / "src/dir.ts")
+    os.symlink("../nowhere.ts", linked / "src/gone.ts")
+    def digest(a_ts: bytes) -> str:
+        lines = [(a_ts, "src/a.ts"), (b"sub", "src/dir.ts"), (b"../nowhere.ts", "src/gone.ts"), (b"a.ts", "src/link.ts"),
+                 (b"b", "src/sub/b.ts")]
+        return hashlib.sha256("".join(f"{hashlib.sha256(d).hexdigest()}  {rel}\n" for d, rel in lines).encode()
+                              ).hexdigest()
+
+    want = digest(b"export const a = 1;\n")
+    assert tree_digest(linked, ("src/**/*.ts",)) == want
+    plain = tmp_path / "plain"  # git's core.symlinks=false checkout of the same tree
+    _tree(plain, {"src/a.ts": b"export const a = 1;\n", "src/sub/b.ts": b"b", "src/link.ts": b"a.ts",
+                  "src/dir.ts": b"sub", "src/gone.ts": b"../nowhere.ts"})
+    assert tree_digest(plain, ("src/**/*.ts",)) == want
+    # the target's content is in the target's line alone: a changed a.ts changes that line, the link's stays
+    (linked / "src/a.ts").write_bytes(b"export const a = 2;\n")
+    assert tree_digest(linked, ("src/**/*.ts",)) == digest(b"export const a = 2;\n") != want
+
+
 def _pinned(tmp_path: Path, digest: str) -> PinnedSource:
     return PinnedSource("Demo", "demo-labs/demo", "abcdef0123456789abcdef0123456789abcdef01", "demo",
                         "MEMRIG_DEMO_SOURCE", required=("lib/main.py",), patterns=("lib/**/*.py",), digest=digest,

@@ -7,8 +7,11 @@ is usable when its required files exist and its code hashes to the digest of the
 checkout is named rather than benchmarked under the pinned name.
 
 The digest (`tree_digest`): sha256 over the lines `"<sha256 of the file>  <path>\\n"`, one per file matched by the
-source's patterns (paths relative to the source directory, `/`-separated, sorted; `__pycache__` files excluded), the
-same figure as `find <dirs> -type f ... | sort | xargs sha256sum | sha256sum` run in the source directory.
+source's patterns (paths relative to the source directory, `/`-separated, sorted; `__pycache__` files excluded). A
+symlink is hashed as git stores it, by its target path (the bytes `readlink` prints, no newline), never by the file it
+points to: a clone with real symlinks and one where git wrote them as plain files holding that path
+(`core.symlinks=false`, or a copy that materialised them so) give the same digest. On the latter it is the same figure
+as `find <dirs> -type f ... | sort | xargs sha256sum | sha256sum` run in the source directory.
 """
 
 from __future__ import annotations
@@ -55,13 +58,19 @@ class Availability:
         return " ".join(parts) + "".join(f"; {n}" for n in self.notes)
 
 
+def blob_bytes(path: Path) -> bytes:
+    """A file's content as git stores it: a symlink's target path (not followed, whatever it points to, even
+    nothing), else the file's bytes."""
+    return os.fsencode(os.readlink(path)) if path.is_symlink() else path.read_bytes()
+
+
 def tree_digest(root: Path, patterns: tuple[str, ...]) -> str:
-    """sha256 of the `"<sha256>  <relative path>\\n"` lines of every file under `root` matched by a glob pattern
-    (relative to `root`), sorted by path; files under a `__pycache__` directory are left out (Python writes them
-    beside imported code)."""
+    """sha256 of the `"<sha256>  <relative path>\\n"` lines of every file or symlink under `root` matched by a glob
+    pattern (relative to `root`), sorted by path, each hashed by `blob_bytes` (a symlink by its target path); files
+    under a `__pycache__` directory are left out (Python writes them beside imported code)."""
     rels = sorted({p.relative_to(root).as_posix() for pat in patterns for p in root.glob(pat)
-                   if p.is_file() and "__pycache__" not in p.relative_to(root).parts})
-    lines = "".join(f"{hashlib.sha256((root / r).read_bytes()).hexdigest()}  {r}\n" for r in rels)
+                   if (p.is_symlink() or p.is_file()) and "__pycache__" not in p.relative_to(root).parts})
+    lines = "".join(f"{hashlib.sha256(blob_bytes(root / r)).hexdigest()}  {r}\n" for r in rels)
     return hashlib.sha256(lines.encode()).hexdigest()
 
 

@@ -3,9 +3,11 @@
 Quaid's code is read, unmodified, from `../shared/third_party/quaid/` relative to the project root (Quaid-Labs/quaid at
 commit 9262e690a25b14345445c03ad822c7535e043138, Apache-2.0; see that directory's README), or from
 `$MEMRIG_QUAID_SOURCE`. Nothing of it is copied into this repository. Its `modules/quaid` tree must hash to
-`MODULES_DIGEST`, that commit's files (services/adapters/external/availability.py, `tree_digest`: what
-`find modules/quaid -type f | sort | xargs sha256sum | sha256sum` prints in the source directory), so a changed
-checkout is named rather than benchmarked under the pinned name.
+`MODULES_DIGEST`, that commit's files (services/adapters/external/availability.py, `tree_digest`; the tree's three
+symlinks, `clawdbot.plugin.json`, `openclaw.plugin.json` and `adaptors/openclaw/openclaw.plugin.json`, hashed by their
+target paths as git stores them, so a clone with real symlinks and a copy holding them as plain files give the same
+figure: on the latter what `find modules/quaid -type f | sort | xargs sha256sum | sha256sum` prints in the source
+directory), so a changed checkout is named rather than benchmarked under the pinned name.
 
 Its Python dependencies beyond the standard library and numpy (an import scan of `modules/quaid`, tests excluded):
 `sqlite-vec` (the vector index Quaid loads into SQLite; without it Quaid falls back to a brute-force scan of the 200
