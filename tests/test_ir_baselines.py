@@ -265,3 +265,26 @@ async def test_session_granularity_indexes_one_document_per_session_of_its_user_
     assert d["config"]["documents"].startswith("one per session: its user messages joined by ' '")
     with pytest.raises(ValueError, match="'granularity' must be one of"):
         IRBaselineBackend({"method": "dense", "granularity": "turn"})
+
+
+async def test_session_granularity_indexes_a_session_without_user_turns_as_an_empty_document():
+    """LongMemEval's session corpus joins a session's user turns with one space, so a session with none is the
+    empty document "" (`"".split(" ")` = one empty token): it counts in N and the average length, and is ranked."""
+    b = IRBaselineBackend({**get_spec("bm25-official").config, "granularity": "session"})
+    await b.ingest("ns", IngestBatch(sessions=(
+        Session("S1", T0, (Message("D1:1", "user", "my cat"), Message("D1:2", "assistant", "cat cat cat"),
+                           Message("D1:3", "user", "sat down"))),
+        Session("S2", T0 + timedelta(days=1), (Message("D2:1", "assistant", "cat"),)),  # no user turn
+        Session("S3", T0 + timedelta(days=2), (Message("D3:1", "user", "a dog barked"),)))))
+    res = await b.retrieve("ns", RetrieveQuery("cat", top_k=10))
+    assert [m.id for m in res.memories] == ["S1", "S2", "S3"] and (await b.namespace_stats("ns")).items == 3
+    assert res.memories[1].text == "" and res.memories[1].evidence_ids == [] and res.memories[1].score == 0.0
+    # N = 3, lengths 4, 1, 3 (avgdl 8/3): idf(cat) = ln(3 - 1 + 0.5) - ln(1 + 0.5) = ln(5/3);
+    # S1: idf * 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 4 / (8/3))) = 0.417001. Without the empty document N = 2
+    # and idf(cat) = ln(1.5) - ln(1.5) = 0: every session would score 0.
+    assert res.memories[0].score == pytest.approx(math.log(5 / 3) * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 4 / (8 / 3))))
+    # the rig's BM25 (regex tokens: the empty document has none) indexes and ranks it too
+    b = IRBaselineBackend({"method": "bm25", "index_roles": "user", "granularity": "session", "rank_all": True})
+    await b.ingest("ns", IngestBatch(sessions=(Session("S2", T0, (Message("D2:1", "assistant", "cat"),)),
+                                               Session("S3", T0, (Message("D3:1", "user", "cat"),)))))
+    assert [m.id for m in (await b.retrieve("ns", RetrieveQuery("cat", top_k=10))).memories] == ["S3", "S2"]

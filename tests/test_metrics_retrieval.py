@@ -213,25 +213,28 @@ def test_lme_turn2session_grows_the_cutoff_to_k_sessions():
     # Z:9 is outside the corpus and the second A:1 a repeat: sessions ranked A, A, B, C, D
     ranking = ["A:1", "A:2", "Z:9", "A:1", "B:1", "C:1", "D:1"]
     # k = 2: the cut-off grows to 3 turns (sessions A, B): no gold session
-    assert r.lme_turn2session_at_k(ranking, ["C:2"], corpus, 2, _session) == (0.0, 0.0, 0.0)
-    # k = 3: 4 turns (A, A, B, C); rel [0, 0, 0, 1] -> DCG 1/log2(4) = 0.5; C has 2 corpus turns: ideal [1, 1] = 2
-    assert r.lme_turn2session_at_k(ranking, ["C:2"], corpus, 3, _session) == pytest.approx((1.0, 1.0, 0.25))
-    # gold sessions C and D: D is not in the top 4; ideal 3 ones = 2 + 1/log2(3)
-    got = r.lme_turn2session_at_k(ranking, ["C:2", "D:1"], corpus, 3, _session)
-    assert got == pytest.approx((1.0, 0.0, 0.5 / (2 + 1 / math.log2(3))))
+    assert r.lme_turn2session_at_k(ranking, ["C:1"], corpus, 2, _session) == (0.0, 0.0, 0.0)
+    # k = 3: 4 turns (A, A, B, C); rel [0, 0, 0, 1] -> DCG 1/log2(4) = 0.5; one gold turn in the corpus: ideal 1
+    assert r.lme_turn2session_at_k(ranking, ["C:1"], corpus, 3, _session) == pytest.approx((1.0, 1.0, 0.5))
+    # gold C:2 instead: the ranked C:1 lacks has_answer, so it maps to a `noans` session, not to gold session C
+    # (the official renaming); the old rule (every turn of C maps to C) gave (1, 1, 0.25) here
+    assert r.lme_turn2session_at_k(ranking, ["C:2"], corpus, 3, _session) == (0.0, 0.0, 0.0)
+    # gold turns C:1 and D:1: D is not in the top 4; ideal 2 ones = 1 + 1/log2(2) = 2
+    got = r.lme_turn2session_at_k(ranking, ["C:1", "D:1"], corpus, 3, _session)
+    assert got == pytest.approx((1.0, 0.0, 0.5 / 2))
     # k = 10 past the ranking: every session is in, rel [0, 0, 0, 1, 1] -> 0.5 + 1/log2(5)
-    got = r.lme_turn2session_at_k(ranking, ["C:2", "D:1"], corpus, 10, _session)
-    assert got == pytest.approx((1.0, 1.0, (0.5 + 1 / math.log2(5)) / (2 + 1 / math.log2(3))))
+    got = r.lme_turn2session_at_k(ranking, ["C:1", "D:1"], corpus, 10, _session)
+    assert got == pytest.approx((1.0, 1.0, (0.5 + 1 / math.log2(5)) / 2))
     assert r.lme_turn2session_at_k(ranking, [], corpus, 3, _session) is None
-    # k = 1, the top session is the gold one: all = 1 (the top equals the gold set); ideal min(2, 1) ones = 1
-    assert r.lme_turn2session_at_k(["C:1", "A:1"], ["C:2"], corpus, 1, _session) == (1.0, 1.0, 1.0)
+    # k = 1, the top session is the gold one: all = 1 (the top equals the gold set); ideal min(1, 1) ones = 1
+    assert r.lme_turn2session_at_k(["C:1", "A:1"], ["C:1"], corpus, 1, _session) == (1.0, 1.0, 1.0)
 
 
 def test_lme_turn2session_stops_growing_at_the_end_of_the_ranking():
     # sessions A, A, B with k = 3: the ranking ends before 3 sessions, so the cut-off stays 3 and the ideal
-    # (4 corpus turns in gold session B) is cut to 3 ones: 1 + 1 + 1/log2(3); DCG = 1/log2(3) at rank 3
+    # (4 gold turns in the corpus, all of session B) is cut to 3 ones: 1 + 1 + 1/log2(3); DCG = 1/log2(3) at rank 3
     corpus = ["A:1", "A:2", "B:1", "B:2", "B:3", "B:4"]
-    got = r.lme_turn2session_at_k(["A:1", "A:2", "B:1"], ["B:1"], corpus, 3, _session)
+    got = r.lme_turn2session_at_k(["A:1", "A:2", "B:1"], ["B:1", "B:2", "B:3", "B:4"], corpus, 3, _session)
     assert got == pytest.approx((1.0, 1.0, (1 / math.log2(3)) / (2 + 1 / math.log2(3))))
 
 

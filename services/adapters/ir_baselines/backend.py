@@ -111,7 +111,9 @@ class IRBaselineBackend(StoreBackedBackend):
         cfg["documents"] = (f"one per message (evidence id = message id), {roles or 'every role'}"
                             if self.config["granularity"] == "message" else
                             f"one per session: its {roles}messages joined by {self.config['session_joiner']!r} "
-                            "(evidence ids = those messages' ids)") + "; ingested documents as given"
+                            f"(evidence ids = those messages' ids; a session without {roles or 'any '}messages is "
+                            "an empty document citing nothing, as LongMemEval's session corpus)"
+                            ) + "; ingested documents as given"
         cfg["tie_break"] = "document order: sessions by (start, id), messages in order, then documents by id"
         if self.config["method"] == "hybrid":
             cfg["fusion"] = "RRF: sum 1/(rrf_k + rank) over the bm25 (score > 0) and dense rankings"
@@ -134,10 +136,11 @@ class IRBaselineBackend(StoreBackedBackend):
 
     async def _build(self, docs: list[IRDocument], old: NamespaceIndex | None) -> NamespaceIndex:
         cfg = self.config
-        if cfg["index_roles"] == "user":
-            docs = [d for d in docs if d.role in ("user", "")]
-        if cfg["granularity"] == "session":
-            docs = session_documents(docs, str(cfg["session_joiner"]))
+        roles = ("user", "") if cfg["index_roles"] == "user" else None
+        if cfg["granularity"] == "session":  # a session without a message of those roles: an empty document
+            docs = session_documents(docs, str(cfg["session_joiner"]), roles)
+        elif roles is not None:
+            docs = [d for d in docs if d.role in roles]
         bm25 = None
         if self._uses_bm25:
             tokens = [tokens_of(render(cfg["bm25_template"], d, cfg["date_format"]), cfg["bm25_tokens"], cfg["stopwords"])

@@ -34,19 +34,24 @@ def documents_of(store: SessionStore, namespace: str) -> list[IRDocument]:
     return out
 
 
-def session_documents(docs: list[IRDocument], joiner: str = " ") -> list[IRDocument]:
+def session_documents(docs: list[IRDocument], joiner: str = " ",
+                      roles: tuple[str, ...] | None = None) -> list[IRDocument]:
     """One document per session instead of one per message (LongMemEval's session granularity): the session's
-    messages in `docs` (already filtered by role) joined with `joiner`, its id the session id, its time the first
-    message's, its evidence every joined message's id. Ingested documents stay as they are, after the sessions."""
+    messages in `docs` of one of `roles` (None: every role) joined with `joiner`, its id the session id, its time
+    the first message's, its evidence every joined message's id. A session with no message of those roles is an
+    empty document citing nothing, as the official session corpus has it (`" ".join` of no user turn is ""): it
+    is indexed (it counts in N and the average length, and `text.split(" ")` gives it one empty token) and ranked
+    like any other. Ingested documents (role "") stay as they are, after the sessions, when `roles` admits ""."""
     out: list[IRDocument] = []
     by_session: dict[str, list[IRDocument]] = {}
     for d in docs:
         if d.source.startswith("session:"):
             by_session.setdefault(d.source, []).append(d)
     for source, msgs in by_session.items():  # dict order: the sessions' order in `docs`
-        out.append(IRDocument(source[len("session:"):], joiner.join(m.text for m in msgs), msgs[0].created_at,
-                              source, tuple(e for m in msgs for e in m.evidence_ids)))
-    return out + [d for d in docs if not d.source.startswith("session:")]
+        kept = [m for m in msgs if roles is None or m.role in roles]
+        out.append(IRDocument(source[len("session:"):], joiner.join(m.text for m in kept), msgs[0].created_at,
+                              source, tuple(e for m in kept for e in m.evidence_ids)))
+    return out + [d for d in docs if not d.source.startswith("session:") and (roles is None or d.role in roles)]
 
 
 def render(template: str, doc: IRDocument, date_format: str) -> str:

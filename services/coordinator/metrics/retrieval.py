@@ -200,18 +200,28 @@ def ndcg_any_at_k(ranked: Sequence[str], gold: Iterable[str], k: int, n_gold_in_
 
 def lme_turn2session_at_k(turn_ranking: Sequence[str], gold_turns: Iterable[str], corpus_turns: Sequence[str],
                           k: int, session_of: Callable[[str], str]) -> tuple[float, float, float] | None:
-    """LongMemEval's official turn->session figures (`evaluate_retrieval_turn2session`, restated): map the turn
-    ranking and the corpus to session ids (with repeats), grow the cut-off k' from k until the top k' turns
-    span k distinct sessions (or the ranking ends), then recall_any / recall_all over the sessions in the top k'
-    and ndcg_any over the top k' session ids WITH repeats (every turn of a gold session counts), its ideal from
-    the corpus (one 1 per corpus turn in a gold session). Turns outside the corpus or repeated are dropped from
-    the ranking first (upstream ranks each corpus turn once). None without gold."""
+    """LongMemEval's official turn->session figures (`evaluate_retrieval_turn2session` on the turn corpus ids
+    `run_retrieval.py` builds, restated). Those ids rename every user turn of an answer session that lacks
+    has_answer (answer_x_3 -> noans_x_3), so once turn ids are cut to session ids only the gold turns (has_answer)
+    map to their gold session; the other turns of that session map to a `noans` session of their own, which is
+    never gold and counts as one more distinct session. Turns of other sessions keep their session. Then: grow the
+    cut-off k' from k until the top k' turns span k distinct (renamed) sessions or the ranking ends;
+    recall_any / recall_all over the gold sessions in the top k'; ndcg_any over the top k' turns, relevance 1
+    for a gold turn only, against an ideal of one 1 per gold turn in the corpus, cut to k'. Turns outside the
+    corpus or repeated are dropped from the ranking first (upstream ranks each corpus turn once). None without
+    gold."""
     corpus = list(corpus_turns)
     in_corpus = set(corpus)
-    gold_s = {session_of(t) for t in gold_turns}
+    gold_t = set(gold_turns)
+    gold_s = {session_of(t) for t in gold_t}
     if not gold_s:
         return None
-    ranking = [session_of(t) for t in ranked_unique(t for t in turn_ranking if t in in_corpus)]
+
+    def renamed(t: str) -> str | tuple[str, str]:
+        s = session_of(t)
+        return ("noans", s) if s in gold_s and t not in gold_t else s
+
+    ranking = [renamed(t) for t in ranked_unique(t for t in turn_ranking if t in in_corpus)]
     eff = k
     while eff < len(ranking) and len(set(ranking[:eff])) < k:
         eff += 1
@@ -219,7 +229,7 @@ def lme_turn2session_at_k(turn_ranking: Sequence[str], gold_turns: Iterable[str]
     any_ = 1.0 if gold_s & top else 0.0
     all_ = 1.0 if gold_s <= top else 0.0
     rel = [1.0 if s in gold_s else 0.0 for s in ranking[:eff]]
-    n_ideal = sum(1 for t in corpus if session_of(t) in gold_s)
+    n_ideal = sum(1 for t in corpus if renamed(t) in gold_s)
     ideal = _lme_dcg([1.0] * min(n_ideal, eff), eff)
     return any_, all_, (_lme_dcg(rel, eff) / ideal if ideal > 0 else 0.0)
 

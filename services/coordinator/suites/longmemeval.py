@@ -19,7 +19,8 @@ turns). Abstention questions (`_abs`) and questions without a user-side gold tur
 counted. The metrics retrieval asks for top 50; the answer uses the backend's usual top_k (option answer_top_k).
 NDCG's ideal comes from the corpus (gold ids present in it) and a repeated id counts once, so it never exceeds
 1. Beside memrig's session figures (distinct sessions of all returned evidence) the official turn->session ones
-(`t2s_*@k`: grow the cut-off until k distinct sessions), and recall_all at memory rank K beside evidence rank.
+(`t2s_*@k`: user turns of an answer session without has_answer renamed `noans` as upstream, so only gold turns map
+to a gold session; grow the cut-off until k distinct sessions), and recall_all at memory rank K beside evidence rank.
 Headline: recall at a context budget (metrics/budget.py): the share of gold turns (user turns with has_answer)
 the agent is shown in the first 1,000 tokens of what the backend injects for the top-50 retrieval, the ladder 250 ...
 4,000 beside it; answers get the same 1,000 tokens.
@@ -275,7 +276,7 @@ class LongMemEvalSuite(Suite):
                         vals.setdefault(f"{level}_memory_recall_all@{k}", {})[pid] = None if skip else \
                             memory_recall_at_k(mems, gold, k, "all")
                 if not skip:
-                    C.budget_values(vals, pid, rec, gold_t)
+                    C.budget_values(vals, pid, rec, gold_t, answerable=not meta.get("abstention"))
                 if (ok := C.judged_correct(r)) is not None:
                     vals.setdefault("qa_accuracy", {})[pid] = 1.0 if ok else 0.0
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
@@ -353,9 +354,10 @@ class LongMemEvalSuite(Suite):
         out += ["", "### Session level: memrig's figure beside the official turn→session one", "",
                 "memrig (labelled `memrig`) ranks the distinct sessions cited by all returned evidence (user and "
                 "assistant turns, session ids) and cuts at k sessions. The official figure (`official t2s`, "
-                "LongMemEval `evaluate_retrieval_turn2session`) keeps the user-turn ranking, grows the cut-off "
-                "until it spans k distinct sessions, and its NDCG counts every turn of a gold session against an "
-                "ideal taken from the corpus.", ""]
+                "LongMemEval `evaluate_retrieval_turn2session` on the official turn ids) keeps the user-turn ranking, "
+                "renames the user turns of an answer session that lack has_answer (`noans`, a session of their "
+                "own, never gold), grows the cut-off until it spans k distinct sessions, and its NDCG counts the "
+                "has_answer turns against an ideal of the corpus's has_answer turns.", ""]
         rows = []
         for c in conds:
             o = m[c]["overall"]
