@@ -596,6 +596,8 @@ MODULE_COMMANDS = {
     "fidelity": ("services.studies.fidelity", "port vs real OpenClaw, query by query"),
     "sensitivity": ("services.studies.sensitivity", "native baseline by embedder × minScore"),
     "power": ("services.coordinator.power", "what a run could detect, and the units a difference needs"),
+    "credit-agreement": ("services.coordinator.credit_agreement",
+                         "which rule of what the agent was shown agrees with blind labels (weighted kappa)"),
 }
 
 

@@ -49,7 +49,7 @@ def madial_sample(backend: str, i: int, hit: bool, tokens: float = 100.0, latenc
                                      "latency_ms": latency, "server_ms": latency / 2, "degraded": False,
                                      "context_tokens": tokens,
                                      # the one memory shown whole at every budget (metrics/budget.account)
-                                     "budget": {"tokens": int(tokens), "unlocated": 0,
+                                     "budget": {"tokens": int(tokens), "unlocated": 0, "grader": 2,
                                                 "shown": {str(b): [ev] for b in (250, 500, 1000, 2000, 4000)}}}},
             "context_tokens": tokens, "status": "ok"}
 

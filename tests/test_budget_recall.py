@@ -31,7 +31,7 @@ def test_one_message_document_wholly_inside_credits_its_message():
     rec = _rec("Relevant memories:\n- hello world", [{"text": "hello world", "evidence_ids": ["D1:1"]}])
     acc = B.account(rec, (2, 1000))
     # "Relevant memories:\n- " is more than 2 tokens: at 2 nothing of the memory is shown
-    assert acc["shown"] == {"2": [], "1000": ["D1:1"]}
+    assert acc["claimed"] == {"2": [], "1000": ["D1:1"]}
     assert acc["unlocated"] == 0 and acc["tokens"] == count_tokens(rec["formatted_context"])
     assert acc["shown_tokens"] == {"2": 2, "1000": acc["tokens"]}
 
@@ -39,7 +39,7 @@ def test_one_message_document_wholly_inside_credits_its_message():
 def test_a_memory_cut_by_the_budget_credits_only_when_half_of_it_is_shown():
     text = " a" * 10  # 10 tokens, 20 characters
     rec = _rec(text, [{"text": text, "evidence_ids": ["m"]}])
-    assert B.account(rec, (4, 5, 6))["shown"] == {"4": [], "5": ["m"], "6": ["m"]}  # 8/20 < half; 10/20 = half
+    assert B.account(rec, (4, 5, 6))["claimed"] == {"4": [], "5": ["m"], "6": ["m"]}  # 8/20 < half; 10/20 = half
 
 
 def test_a_truncated_snippet_credits_only_the_messages_it_shows_enough_of():
@@ -50,9 +50,9 @@ def test_a_truncated_snippet_credits_only_the_messages_it_shows_enough_of():
              {"evidence_id": "D1:3", "start": 23, "end": 27}]  # "epsi" of a 30-char message: 4/30 shown
     rec = _rec(snippet, [{"text": snippet, "evidence_ids": ["D1:1", "D1:2", "D1:3"], "evidence_spans": spans}])
     chars = {"D1:1": 10, "D1:2": 11, "D1:3": 30}
-    assert B.account(rec, (1000,), chars)["shown"] == {"1000": ["D1:1", "D1:2"]}
+    assert B.account(rec, (1000,), chars)["claimed"] == {"1000": ["D1:1", "D1:2"]}
     # without the corpus lengths a span is measured against itself: the cut message would count
-    assert B.account(rec, (1000,))["shown"] == {"1000": ["D1:1", "D1:2", "D1:3"]}
+    assert B.account(rec, (1000,))["claimed"] == {"1000": ["D1:1", "D1:2", "D1:3"]}
     # rank-based recall would credit all three: evidence_ids are unchanged
     assert rec["memories"][0]["evidence_ids"] == ["D1:1", "D1:2", "D1:3"]
 
@@ -73,16 +73,16 @@ def test_context_spans_when_given_are_authoritative_and_unfound_memories_are_cou
     rec = _rec(ctx, [{"text": "not in the context", "evidence_ids": ["x"]}],
                [{"evidence_id": "n1", "start": 7, "end": 18}])
     acc = B.account(rec, (1000,))
-    assert acc["shown"] == {"1000": ["n1"]} and acc["unlocated"] == 0
+    assert acc["claimed"] == {"1000": ["n1"]} and acc["unlocated"] == 0
     rec["context_spans"] = []
     acc = B.account(rec, (1000,))
-    assert acc["shown"] == {"1000": []} and acc["unlocated"] == 1
+    assert acc["claimed"] == {"1000": []} and acc["unlocated"] == 1
 
 
 def test_a_zero_length_span_cites_a_message_the_snippet_does_not_show():
     m = {"text": "hello world", "evidence_ids": ["a", "b"],
          "evidence_spans": [{"evidence_id": "a", "start": 0, "end": 11}, {"evidence_id": "b", "start": 0, "end": 0}]}
-    assert B.account(_rec("hello world", [m]), (1000,))["shown"] == {"1000": ["a"]}
+    assert B.account(_rec("hello world", [m]), (1000,))["claimed"] == {"1000": ["a"]}
 
 
 def test_repeated_texts_are_found_in_rank_order():
@@ -114,8 +114,11 @@ def test_recall_area_and_probe_values():
     # log2 ladder 250..4000 is 4 doublings: trapezoids (0+.5)/2 + (.5+1)/2 + 1 + 1 = 3, over 4
     assert B.budget_auc([0.0, 0.5, 1.0, 1.0, 1.0]) == pytest.approx(0.75)
     assert B.budget_auc([0.0, None, 1.0, 1.0, 1.0]) is None
-    acc = {"tokens": 1800, "shown": {"250": [], "500": ["a"], "1000": ["a"], "2000": ["a", "b"], "4000": ["a", "b"]}}
+    acc = {"tokens": 1800, "grader": 2,
+           "shown": {"250": [], "500": ["a"], "1000": ["a"], "2000": ["a", "b"], "4000": ["a", "b"]},
+           "claimed": {str(b): ["a", "b"] for b in B.BUDGETS}}
     v = B.probe_values(acc, ["a", "b"])
+    assert v["claimed_recall@250"] == 1.0  # the backend's word, beside: never the credit
     assert [v[f"budget_recall@{b}"] for b in B.BUDGETS] == [0.0, 0.5, 0.5, 1.0, 1.0]
     assert v["budget_recall_auc"] == pytest.approx((0.25 + 0.5 + 0.75 + 1.0) / 4)
     assert v["budget_tokens"] == 1000.0  # min(headline budget, 1,800 injected)
@@ -129,8 +132,8 @@ def _sample(cond, pid, acc, gold):
 
 
 def test_locomo_scores_the_budget_headline_from_the_samples():
-    full = {"tokens": 900, "shown": {str(b): ["D1:1", "D1:2"] for b in B.BUDGETS}}
-    half = {"tokens": 300, "shown": {str(b): (["D1:1"] if b >= 500 else []) for b in B.BUDGETS}}
+    full = {"tokens": 900, "grader": 2, "shown": {str(b): ["D1:1", "D1:2"] for b in B.BUDGETS}}
+    half = {"tokens": 300, "grader": 2, "shown": {str(b): (["D1:1"] if b >= 500 else []) for b in B.BUDGETS}}
     rows = [_sample("bm25", "conv-1:q1", full, ["D1:1", "D1:2"]), _sample("cortex", "conv-1:q1", half, ["D1:1", "D1:2"])]
     pv = LocomoSuite({}, seed=0).per_probe(rows)
     assert pv.values["bm25"]["budget_recall@1000"] == {"conv-1:q1": 1.0}

@@ -47,6 +47,7 @@ MODULE_FLAGS = {
     "fidelity": ["{openclaw,quaid,octybot}", "--suites", "--preset", "--option", "--profiles"],
     "sensitivity": ["{openclaw}", "--embedders", "--min-scores", "--option"],
     "power": ["run_dir", "--delta", "--json"],
+    "credit-agreement": ["--run", "--labels", "--record", "--draw", "--backends", "--per-suite"],
 }
 
 

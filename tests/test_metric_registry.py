@@ -3,7 +3,7 @@ and which way a delta is good) and its unit, pinned by hand."""
 
 from __future__ import annotations
 
-from services.coordinator.metrics import budget, judge, latency, memory_state, qa, retrieval, tokens
+from services.coordinator.metrics import budget, judge, latency, memory_state, qa, retrieval, shown, tokens
 from services.coordinator.metrics.registry import all_metrics, get_metric
 
 # name: (higher is better, unit, defining module)
@@ -34,6 +34,8 @@ EXPECTED = {
     "judge_score": (True, "score", judge),
     # recall at a context budget
     **{f"budget_recall@{b}": (True, "rate", budget) for b in (250, 500, 1000, 2000, 4000)},
+    **{f"claimed_recall@{b}": (True, "rate", budget) for b in (250, 500, 1000, 2000, 4000)},
+    **{f"answer_terms@{b}": (True, "rate", shown) for b in (250, 500, 1000, 2000, 4000)},
     "budget_recall_auc": (True, "rate", budget), "budget_tokens": (False, "tokens", budget),
     "budget_unlocated": (False, "count", budget),
 }

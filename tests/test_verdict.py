@@ -273,8 +273,8 @@ def test_a_cell_states_the_minimum_detectable_difference():
     from services.coordinator.verdict import word_text
 
     same = {"word": SAME, "mdd": 0.0851}
-    assert word_text(same, "rate") == "no difference of 8.5 points or more"
-    assert word_text({**same, "mdd": 12.4}, "tokens") == "no difference of 12 tokens or more"
+    assert word_text(same, "rate") == "could not detect a difference below 8.5 points"
+    assert word_text({**same, "mdd": 12.4}, "tokens") == "could not detect a difference below 12 tokens"
     assert word_text({**same, "mdd": None}, "rate") == SAME  # no power statement possible: the plain words
     assert word_text({"word": BETTER, "mdd": 0.1}, "rate") == BETTER
 
@@ -331,7 +331,9 @@ def test_a_single_suite_report_opens_with_its_verdict(tmp_path):
     lines = (d / "report.md").read_text().split("\n")
     assert lines[0] == "# memrig report: madial (m)" and lines[2] == "## Verdict"
     row = next(x for x in lines if x.startswith("| **mine** |"))
-    assert lines.index(row) < 12 and "[better](#madial) +80.0 [" in row
+    assert lines.index(row) < 14 and "[better](#madial) +80.0 [" in row
+    # the credit rule and its agreement with the blind labels, next to the headline
+    assert any(x.startswith("> **What was shown:**") and "credit-agreement" in x for x in lines[:12])
     assert "| **openclaw-real** | " in "\n".join(lines[:16]) and "[baseline](#madial) 20.0%" in "\n".join(lines[:16])
     assert lines.index(row) < next(i for i, x in enumerate(lines) if x.startswith("- **Answer model:**"))
     v = json.loads((d / "verdict.json").read_text())
@@ -419,7 +421,7 @@ def test_without_a_native_backend_the_cell_says_so(tmp_path):
     d = madial_run(tmp_path / "madial", {"bm25": set(range(5)), "mine": set(range(10))})
     v = suite_verdict(d)
     assert v["baseline"]["condition"] is None and v["backends"]["mine"]["vs_native"] is None
-    assert render_cell(v, "mine").startswith("[no native baseline](#madial)<br>vs BM25: [no difference of 52.4 points or more]")
+    assert render_cell(v, "mine").startswith("[no native baseline](#madial)<br>vs BM25: [could not detect a difference below 52.4 points]")
 
 
 def test_the_run_verdict_reuses_each_suites_saved_verdict_until_its_sources_change(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ from services.common.llm_client import LLMClient
 from services.common.tokens import count_tokens
 from services.common.transcripts import compact, render_session
 from services.common.types import IngestBatch, Memory, RetrieveQuery, RetrieveResult
-from services.coordinator.metrics import budget
+from services.coordinator.metrics import budget, shown
 from services.coordinator.suites.base import Condition, Probe
 
 _JSON_RE = re.compile(r"\{.*\}", re.S)
@@ -91,6 +91,7 @@ class ProbeContext:
         self._gates = NamespaceLocks()  # per backend: retrieves shared, prepare + first retrieve exclusive
         self._compactions: dict[str, asyncio.Task] = {}
         self._message_chars: dict[str, dict[str, int]] = {}
+        self._corpus_index: dict[str, shown.CorpusIndex] = {}
         (run_dir / "artifacts").mkdir(parents=True, exist_ok=True)
 
     def forget(self, backend: str, probe_ids: list[str]) -> None:
@@ -98,6 +99,12 @@ class ProbeContext:
         ids = set(probe_ids)
         for key in [k for k in self._retrievals if k[0] == backend and k[1].split("|", 1)[0] in ids]:
             del self._retrievals[key]
+
+    def release(self, namespace: str) -> None:
+        """Drop what the grader keeps of a namespace's corpus (its n-gram index, its message sizes): the namespace
+        has been probed on every backend and released."""
+        self._corpus_index.pop(namespace, None)
+        self._message_chars.pop(namespace, None)
 
     def backend_namespace(self, namespace: str) -> str:
         return f"{self.suite_name}:{namespace}"
@@ -118,7 +125,8 @@ class ProbeContext:
         q = RetrieveQuery(query=probe.question[:2000], top_k=top_k, mode=mode, reference_time=probe.reference_time)
         res, latency_ns = await self._timed_retrieve(backend, client, self.backend_namespace(probe.namespace), q)
         rec = retrieval_record(res, latency_ns, probe.expected)
-        rec["budget"] = budget.account(rec, budget.BUDGETS, self.message_chars(probe.namespace))
+        rec["budget"] = budget.account(rec, budget.BUDGETS, self.message_chars(probe.namespace),
+                                       self.corpus_index(probe.namespace), probe.ground_truth or None)
         return rec
 
     async def _timed_retrieve(self, backend: str, client: Any, ns: str, q: RetrieveQuery) -> tuple[RetrieveResult, int]:
@@ -160,6 +168,18 @@ class ProbeContext:
                 out.update((d.id, len(d.text)) for d in batch.documents)
             self._message_chars[namespace] = out
         return self._message_chars[namespace]
+
+    def corpus_index(self, namespace: str) -> shown.CorpusIndex:
+        """The n-grams of every message and document of a namespace's corpus, as the rig ingested them: what the
+        grader finds in an injected text (metrics/shown.py). Built once per namespace and run."""
+        if namespace not in self._corpus_index:
+            batch = self.corpora.get(namespace)
+            items: list[tuple[str, str]] = []
+            if batch is not None:
+                items = [(m.id, m.content) for s in batch.sessions for m in s.messages]
+                items += [(d.id, d.text) for d in batch.documents]
+            self._corpus_index[namespace] = shown.CorpusIndex(items)
+        return self._corpus_index[namespace]
 
     async def compaction(self, namespace: str) -> str:
         if namespace not in self._compactions:

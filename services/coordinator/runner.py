@@ -357,6 +357,7 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
         lanes.setdefault(c.backends[0], {}).setdefault(p.namespace, []).append((p, c))
     total_ns = sum(len(v) for v in lanes.values())
     total_msgs = sum(data.corpora[ns].message_count for v in lanes.values() for ns in v)
+    lanes_left = {ns: sum(1 for v in lanes.values() if ns in v) for v in lanes.values() for ns in v}
     done_ns = done_msgs = 0
     t_start = last_checkpoint = time.monotonic()
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
@@ -406,6 +407,9 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
                 except Exception as e:  # the scores stand; only the memory is not given back
                     rec["release_error"] = f"{type(e).__name__}: {e}"[:300]
             ctx.forget(name, [p.id for p, _ in items])
+            lanes_left[ns] -= 1
+            if not lanes_left[ns]:  # every backend is done with it: the grader's index of its corpus goes too
+                ctx.release(ns)
             lane["namespaces"][ns] = rec
             # what an interrupt writes: copies, taken here on the run's thread, never read while they change
             latest["info"] = {n: {**info[n], "namespaces": dict(info[n]["namespaces"])} for n in sorted(info)}

@@ -49,8 +49,10 @@ IR_BASELINES = ("bm25", "dense", "hybrid")
 LABELS = {
     "budget_recall@1000": "recall @1,000 tokens", "turn_recall@5": "turn R@5", "session_recall_all@5": "session recall_all@5", "recall@5": "R@5",
     "recall_at_5": "R@5", "pass": "pass rate", "hit": "keyword hit rate", "uncontained": "poison uncontained",
-    "judge_score": "judge 0-3", "judge_mean": "judge 0-3", "f1_cats_1_4": "F1 (cats 1-4)", "qa_accuracy": "QA accuracy",
+    "answer_terms@1000": "answer terms @1,000 tokens", "judge_score": "judge 0-3", "judge_mean": "judge 0-3", "f1_cats_1_4": "F1 (cats 1-4)", "qa_accuracy": "QA accuracy",
 }
+# Headlines the rig grades from the injected text (metrics/shown.py), whose agreement with blind labels is stated
+GRADED_HEADLINES = ("budget_recall@1000", "answer_terms@1000")
 WHY_RETRIEVAL = ("the answers (or their judge) came from the offline llm-mock, whose QA and judge figures measure the "
                  "mock as much as the memory: the verdict uses the suite's retrieval metric")
 WHY_ANSWER = "a real model answered (and judged): the verdict uses the suite's answer-quality metric"
@@ -350,12 +352,13 @@ def _mdd(x: float, unit: str) -> str:
 
 
 def word_text(c: dict[str, Any], unit: str) -> str:
-    """The word a cell shows: better / worse, or for no detectable difference the power statement: "no difference
-    of 8.5 points or more" (the smallest difference this sample detects with 80% power), or why none can be stated."""
+    """The word a cell shows: better / worse, or for no detectable difference the power statement: "could not detect
+    a difference below 8.5 points" (8.5: the smallest difference this sample detects with 80% power; a smaller one
+    may exist: not detected is not shown equal), or why none can be stated."""
     if c["word"] != SAME:
         return c["word"]
     if c.get("mdd") is not None:
-        return f"no difference of {_mdd(c['mdd'], unit)} or more"
+        return f"could not detect a difference below {_mdd(c['mdd'], unit)}"
     return SAME
 
 
@@ -418,11 +421,16 @@ def render_markdown(verdict: dict[str, Any], title: str | None = None) -> str:
              "Does each memory backend beat OpenClaw native and BM25, on which suites, at what cost? Per suite: its "
              "headline metric as the backend minus OpenClaw native (the suite's baseline, named in the column) and "
              "minus BM25, Δ [95% CI] with the paired permutation p (rates in percentage points); **better** / "
-             "**worse** = p < 0.05 and the CI excludes 0, else *no difference of X or more*, X being the minimum "
+             "**worse** = p < 0.05 and the CI excludes 0, else *could not detect a difference below X*, X being the minimum "
              "detectable difference (MDD): the smallest difference the same test on a sample like this one detects "
              "with 80% power (`memrig power` says how many units a smaller one needs); then context tokens per "
              "turn · retrieve p50/p95 ms. Each cell links to its suite's section; every figure is in verdict.json.",
              ""]
+    if any((v.get("headline") or {}).get("metric") in GRADED_HEADLINES for v in suites.values()):
+        from services.coordinator.credit_agreement import headline_note
+
+        lines += [f"> **What was shown:** {headline_note()} Per-probe values: probes.jsonl in each suite's "
+                  "directory.", ""]
     if verdict.get("answers_by_mock"):
         marked = sorted({m for v in suites.values() for m in v["mocked_metrics"]})
         lines += [f"> **Answers and judgements by the offline llm-mock:** {', '.join(marked) or 'QA and judge figures'} "

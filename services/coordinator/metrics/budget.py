@@ -3,29 +3,33 @@ backend injects, whatever the size of the backend's documents.
 
 Rank-based recall@k counts evidence down a ranked list, so a backend that stores one message per document and one
 that returns ten-message transcript chunks are compared at very different context sizes; the verdict then says
-more about granularity than about memory. Here every backend is cut at the same number of tokens and credited only
-for the messages whose text lies inside the cut.
+more about granularity than about memory. Here every backend is cut at the same number of tokens.
 
 What the agent is shown (`injected`): the backend's `formatted_context` when it gives one, else the rig's default
-formatting of its memories in rank order (context.default_format). Counted in cl100k tokens (services/common/tokens).
+formatting of its memories in rank order (context.default_format, the same for every backend that has none).
+Counted in cl100k tokens (services/common/tokens).
 
-Which characters come from which message (`locate`):
-1. the backend's `context_spans` over formatted_context, when it gives them (authoritative);
+**What was shown is decided by the rig** (metrics/shown.py), from the injected text cut at B and the corpus the rig
+ingested, by one rule for every representation:
+- `budget_recall@B` = |gold messages shown| / |gold|, a message shown when at least half of its word 3-grams are in
+  the cut text (shown.MESSAGE_SHOWN);
+- `answer_terms@B` = the share of the gold answer's terms in the cut text (no model; shown.answer_coverage).
+Which of them heads the verdict (HEADLINE_RULE) is decided by agreement with labels a blind reader wrote
+(`memrig credit-agreement`, services/coordinator/credit_agreement.py); the kappa is reported beside the headline.
+
+**What the backend claims** (`claimed_recall@B`, a diagnostic, never credit): where its `context_spans`, or its
+memories' `evidence_spans` / `evidence_ids` located in the injected text, say the shown characters came from:
+1. the backend's `context_spans` over formatted_context, when it gives them;
 2. else each memory's text is found in the injected context (in rank order, each search starting where the previous
-   memory ended; a memory found nowhere is *unlocated*, counted, and credits nothing) and its `evidence_spans` are
-   carried over (a zero-length span: cited, none of it shown); a memory without spans counts as a whole-text span for every one of its evidence ids (an extracted
-   fact's text comes from all its source messages; a one-message document's from that message).
+   memory ended; a memory found nowhere is *unlocated*, counted, and claims nothing) and its `evidence_spans` are
+   carried over; a memory without spans claims a whole-text span for every one of its evidence ids;
+- a message with explicit spans is claimed when the characters of its spans before `cut`, summed, are at least
+  SHOWN_FRACTION of the message's length in the corpus (or of its spans' total length);
+- a whole-text span is claimed when at least SHOWN_FRACTION of that memory's text lies before `cut`.
+`claimed` beside `shown` per backend says how far a backend's own account of its evidence departs from its text.
 
-Credit (`shown_evidence`), for a budget of B tokens whose text ends at character `cut`:
-- a message with explicit spans (a chunk, a transcript hit, a snippet) is credited when the characters of its spans
-  before `cut`, summed, are at least SHOWN_FRACTION of the message's length in the corpus (or, when the suite does
-  not know the message, of its spans' total length): a message cut by the budget or by a snippet limit counts only
-  if at least half of it is shown;
-- a whole-text span is credited when at least SHOWN_FRACTION of that memory's text lies before `cut`.
-
-`budget_recall@B` = |gold ∩ credited at B| / |gold| (None when a probe has no gold evidence). The curve over the
-ladder BUDGETS and its area (`budget_recall_auc`: trapezoids over log2 B, divided by the ladder's log2 width, so 1.0
-means every gold message shown from the smallest budget on) sit beside it.
+The curve over the ladder BUDGETS and its area (`budget_recall_auc`: trapezoids over log2 B, divided by the
+ladder's log2 width, so 1.0 means every gold message shown from the smallest budget on) sit beside it.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 
 from services.common.tokens import _encoding, count_tokens, truncate_to_tokens
 from services.common.types import ValidationError
+from services.coordinator.metrics import shown as text_rule
 from services.coordinator.metrics.registry import metric
 
 BUDGETS = (250, 500, 1000, 2000, 4000)
@@ -51,10 +56,29 @@ HEADLINE_WHY = ("OpenClaw's memory_search with its defaults shows at most 6 snip
 
 
 def budget_metric(budget: int) -> str:
+    """The rig's own measure: gold messages shown (metrics/shown.py)."""
     return f"budget_recall@{budget}"
 
 
-HEADLINE_METRIC = budget_metric(HEADLINE_BUDGET)
+def answer_metric(budget: int) -> str:
+    """The answer-side measure: the share of the gold answer's terms shown (metrics/shown.py)."""
+    return f"answer_terms@{budget}"
+
+
+def claimed_metric(budget: int) -> str:
+    """The backend's own claim (its evidence ids and spans): a diagnostic, never the credit."""
+    return f"claimed_recall@{budget}"
+
+
+# The candidate rules of `memrig credit-agreement`, by name: the metric family each puts at a budget.
+RULE_METRICS = {"message": budget_metric, "answer": answer_metric, "claimed": claimed_metric}
+# The rule that heads the verdict: the one whose per-probe values agree best with the blind reader's labels
+# (services/coordinator/suites/data/credit_labels.agreement.json records the measurement; a test checks this
+# constant against it).
+HEADLINE_RULE = "message"
+HEADLINE_METRIC = RULE_METRICS[HEADLINE_RULE](HEADLINE_BUDGET)
+# Version of the credit rules: part of what a stored sample's `budget` account was computed under.
+GRADER_VERSION = 2
 
 
 class SpanError(ValidationError):
@@ -176,16 +200,24 @@ def credited(spans: Sequence[Located], cut: int, message_chars: Mapping[str, int
 
 
 def account(rec: Mapping[str, Any], budgets: Sequence[int] = BUDGETS,
-            message_chars: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """What a retrieval record shows at each budget: {"tokens": tokens injected in all, "unlocated": memories not
-    found in the injected text, "shown": {str(B): sorted credited evidence ids}, "shown_tokens": {str(B): min(B,
-    tokens)}}. Stored in the sample, so the metric can be recomputed against any gold without the texts."""
+            message_chars: Mapping[str, int] | None = None, corpus: text_rule.CorpusIndex | None = None,
+            answer: str | None = None) -> dict[str, Any]:
+    """What a retrieval record shows at each budget: {"tokens": tokens injected in all, "grader": GRADER_VERSION,
+    "shown": {str(B): sorted ids of the corpus messages the rig finds shown (metrics/shown.py)}, "answer": {str(B):
+    share of the answer's terms shown, or None}, "claimed": {str(B): sorted ids the backend's spans/ids claim},
+    "unlocated": memories whose text was not found (they claim nothing), "shown_tokens": {str(B): min(B, tokens)}}.
+    Stored in the sample, so every metric can be recomputed against any gold without the texts. Without `corpus`
+    nothing is shown (the rig cannot tell which messages the text holds)."""
     check_record(rec)
     ctx, spans, unlocated = locate(rec)
     tokens, cuts = chars_within(ctx, budgets)
-    return {"tokens": tokens, "unlocated": unlocated,
-            "shown": {str(b): sorted(credited(spans, c, message_chars)) for b, c in zip(budgets, cuts, strict=True)},
-            "shown_tokens": {str(b): min(b, tokens) for b in budgets}}
+    shown_ids, answer_cov = text_rule.shown_at(ctx, cuts, corpus, answer)
+    keys = [str(b) for b in budgets]
+    return {"tokens": tokens, "grader": GRADER_VERSION, "unlocated": unlocated,
+            "shown": {k: sorted(ids) for k, ids in zip(keys, shown_ids, strict=True)},
+            "answer": dict(zip(keys, answer_cov, strict=True)),
+            "claimed": {k: sorted(credited(spans, c, message_chars)) for k, c in zip(keys, cuts, strict=True)},
+            "shown_tokens": {k: min(b, tokens) for k, b in zip(keys, budgets, strict=True)}}
 
 
 def shown_context(rec: Mapping[str, Any], budget: int = HEADLINE_BUDGET) -> str:
@@ -213,15 +245,26 @@ def budget_auc(recalls: Sequence[float | None], budgets: Sequence[int] = BUDGETS
 
 def probe_values(budget_rec: Mapping[str, Any] | None, gold: Sequence[str],
                  budgets: Sequence[int] = BUDGETS) -> dict[str, float | None]:
-    """{budget_recall@B..., budget_recall_auc, budget_tokens@HEADLINE} of one probe from its `account` record."""
-    shown = (budget_rec or {}).get("shown") or {}
+    """{budget_recall@B..., answer_terms@B..., claimed_recall@B..., budget_recall_auc, budget_tokens,
+    budget_unlocated} of one probe from its `account` record. A record made before the rig decided what was shown
+    (no "grader" key: its "shown" was the backend's claim) gives the claimed values only."""
+    rec = budget_rec or {}
+    current = "grader" in rec
+    shown = (rec.get("shown") or {}) if current else {}
+    claimed = (rec.get("claimed") if current else rec.get("shown")) or {}
+    answer = rec.get("answer") or {}
     out: dict[str, float | None] = {}
-    recalls = []
+    recalls: list[float | None] = []
     for b in budgets:
-        r = recall_at_budget(shown.get(str(b)) or [], gold)
-        out[budget_metric(b)] = r
-        recalls.append(r)
-    out["budget_recall_auc"] = budget_auc(recalls, budgets)
+        k = str(b)
+        if current:
+            r = recall_at_budget(shown.get(k) or [], gold)
+            out[budget_metric(b)] = r
+            recalls.append(r)
+            out[answer_metric(b)] = answer.get(k)
+        out[claimed_metric(b)] = recall_at_budget(claimed.get(k) or [], gold)
+    if current:
+        out["budget_recall_auc"] = budget_auc(recalls, budgets)
     if budget_rec is not None:
         out["budget_tokens"] = float(shown_tokens(budget_rec))
         out["budget_unlocated"] = float(budget_rec.get("unlocated") or 0)
@@ -243,6 +286,8 @@ def shown_tokens(budget_rec: Mapping[str, Any], budget: int = HEADLINE_BUDGET) -
 def _register() -> None:
     for b in BUDGETS:
         metric(budget_metric(b), higher_is_better=True, unit="rate")(recall_at_budget)
+        metric(answer_metric(b), higher_is_better=True, unit="rate")(text_rule.answer_coverage)
+        metric(claimed_metric(b), higher_is_better=True, unit="rate")(recall_at_budget)
     metric("budget_recall_auc", higher_is_better=True, unit="rate")(budget_auc)
     metric("budget_tokens", higher_is_better=False, unit="tokens")(shown_tokens)
     metric("budget_unlocated", higher_is_better=False, unit="count")(unlocated_memories)

@@ -499,41 +499,53 @@ def render_comparisons(comp: Mapping[str, Any], title: str = "Scorecard") -> str
 
 
 def budget_values(vals: dict[str, dict[str, float | None]], pid: str, rec: Mapping[str, Any] | None,
-                  gold: list[str]) -> None:
-    """Add one probe's recall-at-budget values (every budget of the ladder, the curve's area, the tokens shown at
-    the headline budget) from its retrieval record's `budget` account; a record without one (an older run) adds
-    nothing."""
+                  gold: list[str], answerable: bool = True) -> None:
+    """Add one probe's recall-at-budget values (every budget of the ladder: messages shown, answer terms shown and
+    what the backend claims; the curve's area; the tokens shown at the headline budget) from its retrieval record's
+    `budget` account; a record without one (an older run) adds nothing. `answerable` False (an adversarial or
+    abstention question: its gold answer is not a fact the conversation states) leaves the answer terms out."""
     acc = (rec or {}).get("budget")
     if acc is None:
         return
     for name, v in budget.probe_values(acc, gold).items():
+        if name.startswith("answer_terms@") and not answerable:
+            v = None
         vals.setdefault(name, {})[pid] = v
 
 
 def render_budget(metrics: Mapping[str, Any], conds: list[str], gold_what: str) -> list[str]:
-    """The report section on recall at a context budget: the ladder per backend, the area, what was shown."""
+    """The report section on recall at a context budget: the ladder per backend, the area, what was shown, and
+    beside it what each backend claims it showed."""
     m = metrics["conditions"]
     if not any(budget.HEADLINE_METRIC in (m[c].get("overall") or {}) for c in conds):
         return []
+    hb = budget.HEADLINE_BUDGET
     out = ["", "### Recall at a context budget (the headline)", "",
            f"The share of gold evidence ({gold_what}) the agent is shown in the first B cl100k tokens of what each "
-           "backend injects (its own formatted context, else its memories in rank order as the rig formats them), "
-           "a message credited only when at least half of it lies inside the cut (a chunk cut by the budget or a "
-           f"snippet cut at its limit credits only what it shows). Headline budget {budget.HEADLINE_BUDGET} tokens: "
-           f"{budget.HEADLINE_WHY}. Area = under the curve over log2 B, scaled to [0, 1]. Tokens shown = mean of "
-           f"min({budget.HEADLINE_BUDGET}, tokens injected). Rank-based recall@k below counts evidence down the ranked "
-           "list whatever the documents' size; it is kept, labelled as such, beside this.", ""]
+           "backend injects (its own formatted context, else its memories in rank order as the rig formats them). "
+           "**The rig decides what was shown from the text itself** (metrics/shown.py): a message is shown when at "
+           f"least {budget.text_rule.MESSAGE_SHOWN:.0%} of its word 3-grams are in the cut text, whatever the "
+           "backend says its text came from. "
+           f"Headline budget {hb} tokens: {budget.HEADLINE_WHY}. Area = under the curve over log2 B, scaled to "
+           f"[0, 1]. Answer terms = the share of the gold answer's terms in the first {hb} tokens (no model). "
+           f"Claimed = what the backend's own evidence ids and spans say it showed at {hb} tokens: a diagnostic, "
+           f"never the credit. Tokens shown = mean of min({hb}, tokens injected). Rank-based recall@k below "
+           "counts evidence down the ranked list whatever the documents' size; it is kept, labelled as such, "
+           "beside this.", ""]
     rows = []
     for c in conds:
         o = m[c].get("overall") or {}
-        rows.append([c, *(fmt_ci(o.get(budget.budget_metric(b))) if b == budget.HEADLINE_BUDGET
+        rows.append([c, *(fmt_ci(o.get(budget.budget_metric(b))) if b == hb
                           else fmt((o.get(budget.budget_metric(b)) or {}).get("mean")) for b in budget.BUDGETS),
                      fmt((o.get("budget_recall_auc") or {}).get("mean")),
+                     fmt((o.get(budget.answer_metric(hb)) or {}).get("mean")),
+                     fmt((o.get(budget.claimed_metric(hb)) or {}).get("mean")),
                      fmt((o.get("budget_tokens") or {}).get("mean"), 0),
                      fmt((o.get("budget_unlocated") or {}).get("mean"), 2)])
-    out.append(md_table(["backend", *(f"{b} tok" for b in budget.BUDGETS), "area", "tokens shown",
-                         "unlocated / probe"], rows))
-    out += ["", "Unlocated / probe: memories whose text was not found in what the backend injected (mean per probe); "
-                "they credit nothing, so a backend that rewrites its memories when it formats them should send "
-                "`context_spans` (proto/memrig/v1/memory_backend.proto)."]
+    out.append(md_table(["backend", *(f"{b} tok" for b in budget.BUDGETS), "area", f"answer terms @{hb}",
+                         f"claimed @{hb}", "tokens shown", "unlocated / probe"], rows))
+    out += ["", "Claimed above shown: the backend's evidence ids credit it with more than its text shows (a "
+                "sentence claiming its whole message, a merged fact claiming every source). Unlocated / probe: "
+                "memories whose text was not found in what the backend injected (mean per probe; they claim "
+                "nothing)."]
     return out

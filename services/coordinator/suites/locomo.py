@@ -192,6 +192,8 @@ def compact_record(rec: dict[str, Any], text_chars: int = 400) -> dict[str, Any]
         "degraded_reason": rec.get("degraded_reason", ""),
         "context_tokens": count_tokens(rec.get("formatted_context") or ""),
         "budget": rec.get("budget"),
+        # what the agent is shown at the headline budget, verbatim: the text the grader reads (metrics/budget.py)
+        "shown_text": budget.shown_context(rec),
     }
 
 
@@ -300,7 +302,7 @@ class LocomoSuite(Suite):
                     vals.setdefault(f"session_recall@{k}", {})[pid] = evidence_recall_at_k(sess, gold_s, k)
                     vals.setdefault(f"turn_recall_any@{k}", {})[pid] = recall_any_at_k(turns, gold_t, k)
                     vals.setdefault(f"memory_recall@{k}", {})[pid] = memory_recall_at_k(mem_ev, gold_t, k)
-                C.budget_values(vals, pid, rec, gold_t)
+                C.budget_values(vals, pid, rec, gold_t, answerable=r["category"] != "5")
                 if "answer" in r:
                     f1 = locomo_f1(r["answer"], r.get("ground_truth", ""), int(r["category"]))
                     vals.setdefault("f1", {})[pid] = f1

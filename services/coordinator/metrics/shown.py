@@ -1,0 +1,195 @@
+"""What the agent was shown, decided by the rig from the text it injected: never from what a backend says.
+
+A backend's `evidence_ids` / `evidence_spans` / `context_spans` are its own claims about where its text came from;
+a memory that stores nothing and claims every message would otherwise be credited with all of them. The grader here
+reads only two things the rig holds itself: the text it injected (cut at the budget) and the corpus it ingested.
+One rule for every representation (one message per document, chunks, transcripts, notes, extracted or rewritten
+facts); the backend's claims are kept beside it as a diagnostic (metrics/budget.py, `claimed_recall@B`).
+
+**Words.** Text is HTML-unescaped (a backend that escapes its envelope, `&amp;`, shows the same words), NFKC
+normalised and lower-cased; a word is a maximal run of letters and digits (`[^\\W_]+`). Punctuation, markup,
+bullets and line breaks separate words and are otherwise ignored, so formatting never decides credit: a header a
+backend adds costs budget (tokens), never credit.
+
+**Message shown** (`message_coverage`). A message's content is the set of its word 3-grams (a message of one or
+two words: that whole word sequence). Its coverage at a budget is the share of those 3-grams that occur anywhere in
+the first B tokens of the injected text. A message is *shown* when its coverage is at least MESSAGE_SHOWN (0.5):
+at least half of what it says, in its own words, is in front of the agent. Sets, not counts: text shown twice
+counts once. A sentence of a long message covers only that sentence's share; an extracted fact that rewrites its
+sources covers the 3-grams it keeps. Limits: a faithful paraphrase (another word order, synonyms) is not credited
+here, and a short message can be covered by other text that happens to repeat its words.
+
+**Answer terms shown** (`answer_coverage`). The gold answer's terms: LoCoMo's answer normalisation
+(metrics/qa.normalize_answer), Porter stems, less function words (ANSWER_STOPWORDS; month names and numbers stay),
+number words up to twenty as digits. Coverage = the share of those terms found among the stems of the shown text's
+words. No model: it says whether the words the answer needs are in front of the agent. Limits: an answer the
+conversation states relative to a session ("last week" for "the week before 9 June 2023") or in other words is not
+found; an answer of common words ("yes") is found in almost any text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from services.coordinator.metrics.qa import _stem, normalize_answer
+
+NGRAM = 3
+MESSAGE_SHOWN = 0.5
+WORD_RE = re.compile(r"[^\W_]+")
+
+# Function words only: a term list keeps every content word, month names ("may"), numbers and negations.
+ANSWER_STOPWORDS = frozenset("""
+a an the and or but nor of to in on at by for from with about as into onto over under than then so if
+is are was were be been being am do does did has have had having will would shall should can could might must
+i me my mine we us our ours you your yours he him his she her hers it its they them their theirs this that these
+those there here which who whom whose what when where why how also just very too s t
+""".split())
+NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+
+
+def words(text: str) -> list[str]:
+    """The words of `text` (module docstring, Words)."""
+    if not text:
+        return []
+    return WORD_RE.findall(unicodedata.normalize("NFKC", html.unescape(text)).lower())
+
+
+def word_spans(text: str) -> tuple[list[str], list[int]]:
+    """(words, the character offset in `text` where each word ends). Offsets are in `text` itself, so a budget cut
+    at a character position keeps exactly the words that end before it; unescaping is applied per word."""
+    out, ends = [], []
+    for m in re.finditer(r"&[#A-Za-z0-9]+;|[^\W_]+", text):
+        for w in words(m.group(0)):
+            out.append(w)
+            ends.append(m.end())
+    return out, ends
+
+
+def _gram_keys(ws: Sequence[str], n: int) -> list[int]:
+    """Hashes of the word n-grams of `ws` (the whole sequence when it is shorter than n)."""
+    if not ws:
+        return []
+    if len(ws) < n:
+        return [hash((len(ws), *ws))]
+    return [hash((n, *ws[i:i + n])) for i in range(len(ws) - n + 1)]
+
+
+@dataclass
+class _Grams:
+    keys: np.ndarray  # int64 hash of every distinct n-gram of every message, messages concatenated
+    owner: np.ndarray  # message index of each key
+    size: np.ndarray  # distinct n-grams per message
+
+
+class CorpusIndex:
+    """The n-grams of every message of one namespace, for coverage against any shown text in one vectorised pass."""
+
+    def __init__(self, messages: Iterable[tuple[str, str]], n: int = NGRAM):
+        self.n = n
+        self.ids: list[str] = []
+        keys: list[np.ndarray] = []
+        sizes: list[int] = []
+        for mid, text in messages:
+            k = np.unique(np.asarray(_gram_keys(words(text), n), dtype=np.int64))
+            self.ids.append(str(mid))
+            keys.append(k)
+            sizes.append(len(k))
+        self._pos = {m: i for i, m in enumerate(self.ids)}
+        size = np.asarray(sizes, dtype=np.int64)
+        self._g = _Grams(np.concatenate(keys) if keys else np.zeros(0, np.int64),
+                         np.repeat(np.arange(len(sizes)), size), size)
+
+    def __contains__(self, mid: str) -> bool:
+        return mid in self._pos
+
+    def coverage(self, shown_keys: np.ndarray) -> np.ndarray:
+        """Per message (in self.ids order), the share of its n-grams among `shown_keys`; 0 for an empty message."""
+        hit = np.isin(self._g.keys, shown_keys)
+        got = np.bincount(self._g.owner[hit], minlength=len(self.ids)).astype(np.float64)
+        return np.divide(got, self._g.size, out=np.zeros(len(self.ids)), where=self._g.size > 0)
+
+    def shown(self, shown_keys: np.ndarray, threshold: float = MESSAGE_SHOWN) -> list[str]:
+        """The ids of the messages whose coverage is at least `threshold` (and above 0)."""
+        cov = self.coverage(shown_keys)
+        return [self.ids[i] for i in np.flatnonzero((cov >= threshold) & (cov > 0))]
+
+    def coverage_of(self, shown_keys: np.ndarray, ids: Iterable[str]) -> dict[str, float]:
+        """{id: coverage} for the given ids the corpus holds."""
+        cov = self.coverage(shown_keys)
+        return {m: float(cov[self._pos[m]]) for m in ids if m in self._pos}
+
+
+def text_keys(ws: Sequence[str], n: int = NGRAM) -> np.ndarray:
+    """Every 1..n-gram key of a shown text's words (the short messages' whole sequences included)."""
+    keys: list[int] = []
+    for k in range(1, n + 1):
+        if len(ws) >= k:
+            keys += [hash((k, *ws[i:i + k])) for i in range(len(ws) - k + 1)]
+    return np.unique(np.asarray(keys, dtype=np.int64))
+
+
+def message_coverage(shown_text: str, message_text: str, n: int = NGRAM) -> float:
+    """The share of `message_text`'s n-grams found in `shown_text` (0 for a message without words)."""
+    idx = CorpusIndex([("m", message_text)], n)
+    return float(idx.coverage(text_keys(words(shown_text), n))[0])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Answer terms
+
+
+@lru_cache(maxsize=65536)
+def _term(word: str) -> str:
+    return _stem(NUMBER_WORDS.get(word, word))
+
+
+def answer_terms(answer: str) -> list[str]:
+    """The distinct terms of a gold answer, in order (module docstring, Answer terms)."""
+    out: list[str] = []
+    for w in words(normalize_answer(answer)):
+        if w in ANSWER_STOPWORDS:
+            continue
+        t = _term(w)
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def shown_terms(ws: Iterable[str]) -> set[str]:
+    return {_term(w) for w in ws}
+
+
+def answer_coverage(terms: Sequence[str], shown: set[str]) -> float | None:
+    """The share of the answer's terms among the shown terms; None for an answer with no terms."""
+    if not terms:
+        return None
+    return sum(1 for t in terms if t in shown) / len(terms)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# One retrieval at every budget
+
+
+def shown_at(text: str, cuts: Sequence[int], corpus: CorpusIndex | None, answer: str | None,
+             threshold: float = MESSAGE_SHOWN) -> tuple[list[list[str]], list[float | None]]:
+    """For each character cut of the injected `text` (one per budget): the messages shown (ids, corpus order) and
+    the answer-term coverage (None without an answer or corpus-free answer terms)."""
+    ws, ends = word_spans(text)
+    terms = answer_terms(answer) if answer else []
+    shown_ids: list[list[str]] = []
+    answer_cov: list[float | None] = []
+    for cut in cuts:
+        k = int(np.searchsorted(np.asarray(ends, dtype=np.int64), cut, side="right")) if ends else 0
+        head = ws[:k]
+        shown_ids.append(corpus.shown(text_keys(head, corpus.n), threshold) if corpus is not None else [])
+        answer_cov.append(answer_coverage(terms, shown_terms(head)) if terms else None)
+    return shown_ids, answer_cov
