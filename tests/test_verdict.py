@@ -439,3 +439,19 @@ def test_the_run_verdict_reuses_each_suites_saved_verdict_until_its_sources_chan
     v = V.build_verdict(out, index)
     assert v["left_out"] == {"madial": "recomputed madial", "locomo": "skipped: data not found"}
     assert list(v["suites"]) == ["cortex-v1"]
+
+
+def test_probes_jsonl_recomputes_every_verdict_cell(madial_dir):
+    """probes.jsonl (runner.write_probe_values) holds the per-probe headline values the verdict used: each backend's
+    mean and each paired delta against the baseline come back from it alone."""
+    v = suite_verdict(madial_dir)
+    metric = v["headline"]["metric"]
+    rows = [json.loads(x) for x in (madial_dir / "probes.jsonl").read_text().splitlines()]
+    by = {}
+    for r in rows:
+        by.setdefault(r["backend"], {})[r["probe_id"]] = r["values"][metric]
+    assert {b: sum(x.values()) / len(x) for b, x in by.items()} == {"openclaw-real": 0.2, "bm25": 0.5, "mine": 1.0}
+    nat = v["backends"]["mine"]["vs_native"]
+    paired = [by["mine"][p] - by["openclaw-real"][p] for p in by["mine"]]
+    assert sum(paired) / len(paired) == pytest.approx(nat["delta"]) == pytest.approx(0.8)
+    assert all(set(r) == {"condition", "backend", "probe_id", "cluster", "values"} for r in rows)

@@ -19,6 +19,7 @@ CONTINUITY_JUDGE_MARKER = "You are rating how well a coding session continues th
 PAIRWISE_JUDGE_MARKER = "You are comparing two answers to the same question."
 MEMORY_HOOK_EXTRACTION_MARKER = "Turn the conversation into memory-hook memories."
 MEMORY_HOOK_RERANK_MARKER = "Decide which memory-hook memories apply to the current request."
+SUFFICIENCY_MARKER = "You are deciding whether a question's gold answer can be given from a context alone."
 
 # Says "not mentioned" so LoCoMo's official category-5 rule (prediction contains "not mentioned") recognises it.
 ABSTAIN_TEXT = "I don't have that information: it is not mentioned in the context I was given."
@@ -78,6 +79,19 @@ BINARY_JUDGE_SYSTEM = BINARY_JUDGE_MARKER + """
 You will be given a question, a gold (ground truth) answer, and a generated answer. Be generous: if the
 generated answer touches the same topic and carries the gold answer's facts (same date or time period in any
 format), it is CORRECT; otherwise it is WRONG. Reply with JSON only: {"label": "CORRECT"} or {"label": "WRONG"}"""
+
+# The model judge of `memrig credit-agreement --judge`: the blind reader's question, asked of a model.
+SUFFICIENCY_SYSTEM = SUFFICIENCY_MARKER + """
+You get a question, its gold answer, the date it was asked and a context an assistant was shown. Use only the
+context: no outside knowledge. Reply 2 if the gold answer can be given from the context alone (its facts are stated
+there; a date may be worked out from dates the context states), 1 if only part of it can (some of a list, the
+event without its date), 0 if not. Reply with JSON only: {"label": <0|1|2>}"""
+
+
+def sufficiency_user(question: str, gold_answer: str, question_date: str, context: str) -> str:
+    return (f"Question: {question}\nGold answer: {gold_answer}\nAsked on: {question_date or 'not given'}\n"
+            f"Context:\n{context}")
+
 
 # Blind pairwise comparison (seed 001 §10.1, MT-Bench style): the caller randomises which answer is X.
 PAIRWISE_JUDGE_SYSTEM = PAIRWISE_JUDGE_MARKER + """

@@ -284,6 +284,49 @@ def agreement(pairs: Sequence[tuple[Mapping[str, Any], Shown]], seed: int = 0,
             "backends": sorted({s.backend for _, s in pairs})}
 
 
+def parse_label(text: str) -> int | None:
+    """A model's 0/1/2 from {"label": n} (or the first lone 0, 1 or 2 in its reply); None when it gives none."""
+    import re
+
+    m = re.search(r'"label"\s*:\s*"?([012])\b', text or "")
+    if m is None:
+        m = re.search(r"\b([012])\b", text or "")
+    return int(m.group(1)) if m else None
+
+
+async def model_ratings(pairs: Sequence[tuple[Mapping[str, Any], Shown]], client: Any, concurrency: int = 2
+                        ) -> list[int | None]:
+    """The model judge's 0/1/2 per item: the reader's question (prompts.SUFFICIENCY_SYSTEM) on the same text."""
+    import asyncio
+
+    from services.common import prompts
+
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(s: Shown) -> int | None:
+        async with sem:
+            res = await client.chat([{"role": "system", "content": prompts.SUFFICIENCY_SYSTEM},
+                                     {"role": "user", "content": prompts.sufficiency_user(
+                                         s.question, s.answer, s.question_date, s.text)}], temperature=0.0)
+            return parse_label(res.text)
+
+    return list(await asyncio.gather(*(one(s) for _, s in pairs)))
+
+
+def model_agreement(pairs: Sequence[tuple[Mapping[str, Any], Shown]], ratings: Sequence[int | None],
+                    seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+    """The model judge against the labels, as `agreement` rates a rule (items it gave no label are counted)."""
+    rows = [(int(r["label"]), v, f"{s.suite}:{s.probe_id}") for (r, s), v in zip(pairs, ratings, strict=True)
+            if v is not None]
+    if not rows:
+        return {"n": 0, "unparsed": len(pairs)}
+    lab, val, clu = zip(*rows, strict=True)
+    ci, undefined = bootstrap_kappa(lab, val, clu, LEVELS, weighted=True, seed=seed, n_resamples=n_resamples)
+    return {"n": len(rows), "unparsed": len(pairs) - len(rows), "kappa_weighted": cohen_kappa(lab, val, LEVELS, True),
+            "ci": ci, "kappa": cohen_kappa(lab, val, LEVELS),
+            "exact": float(np.mean([a == v for a, v in zip(lab, val, strict=True)]))}
+
+
 def _f(x: float | None, d: int = 2) -> str:
     return "—" if x is None else f"{x:.{d}f}"
 
@@ -367,11 +410,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--record", action="store_true",
                    help=f"write the measurement beside the labels ({RECORD.name})")
+    p.add_argument("--judge", choices=("local", "env"), default=None,
+                   help="also ask a model the reader's question on every item (local: the local model; env: "
+                        "MEMRIG_JUDGE_* / MEMRIG_LLM_*) and print its kappa against the same labels")
     p.add_argument("--draw", metavar="OUT_DIR", default=None,
                    help="instead: draw items for a reader from --run (needs --backends), into OUT_DIR")
     p.add_argument("--backends", default="", help="with --draw: the backends every item question is shown under")
     p.add_argument("--per-suite", default="locomo=16,longmemeval=16",
                    help="with --draw: questions per suite (suite=N,...)")
+
+
+def _judge(pairs: Sequence[tuple[Mapping[str, Any], Shown]], choice: str, seed: int) -> dict[str, Any]:
+    import asyncio
+    import os
+
+    from services.common.llm_client import LLMClient
+    from services.launcher import Rig
+
+    async def go() -> tuple[list[int | None], str]:
+        rig = Rig(Path(os.environ.get("MEMRIG_STATE_DIR", ".memrig")) / "credit-agreement")
+        try:
+            roles = await rig.ensure_llm_roles({"judge": choice})
+            async with LLMClient(roles["judge"]) as client:
+                return await model_ratings(pairs, client), roles["judge"].model
+        finally:
+            rig.stop_all()
+
+    ratings, model = asyncio.run(go())
+    return {**model_agreement(pairs, ratings, seed), "model": model}
 
 
 def _run_dirs(paths: Sequence[str]) -> list[Path]:
@@ -417,12 +483,19 @@ def run(args: argparse.Namespace) -> int:
     labels = read_labels(args.labels)
     pairs, left_out = match(labels, graded)
     res = agreement(pairs, seed=args.seed)
+    if args.judge:
+        res["model_judge"] = _judge(pairs, args.judge, args.seed)
     rel = str(Path(args.labels).resolve().relative_to(Path.cwd().resolve())) if Path(
         args.labels).resolve().is_relative_to(Path.cwd().resolve()) else args.labels
     if args.json:
         print(json.dumps({"result": res, "left_out": left_out}, indent=1))
     else:
         print(render(res, left_out, rel))
+        if mj := res.get("model_judge"):
+            ci = mj.get("ci")
+            print(f"\nModel judge ({mj.get('model')}): weighted kappa {_f(mj.get('kappa_weighted'))} "
+                  f"[{_f(ci[0]) if ci else '—'}, {_f(ci[1]) if ci else '—'}] over {mj['n']} items "
+                  f"({mj.get('unparsed', 0)} replies without a label); the offline rule stays the default.")
     if args.record:
         rec = {"labels": rel, "labels_sha256": labels_digest(args.labels), "commit": git_sha(),
                "command": "memrig credit-agreement " + " ".join(f"--run {r}" for r in args.run),

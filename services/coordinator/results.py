@@ -144,13 +144,18 @@ class RunDir:
             f.flush()
 
     def write_json(self, name: str, obj: Any) -> Path:
-        p = self.path / name
-        p.write_text(json.dumps(obj, indent=2, default=str))
-        return p
+        return self.write_text(name, json.dumps(obj, indent=2, default=str))
 
     def write_text(self, name: str, text: str) -> Path:
+        """Write whole or not at all: a temporary file beside it, then renamed over it (a kill mid-write leaves the
+        previous file, never a torn one)."""
         p = self.path / name
-        p.write_text(text)
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(text)
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)
         return p
 
 

@@ -10,6 +10,7 @@ with its reason; the others finish. Re-running into the same directory runs only
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -532,6 +533,29 @@ def mark_interrupted(run_dir: RunDir) -> str:
             "(rerun with the same --out to resume)")
 
 
+PROBES_FILE = "probes.jsonl"
+
+
+def write_probe_values(run_dir: RunDir, suite: Suite, ok: list[dict[str, Any]]) -> Path | None:
+    """probes.jsonl: every per-probe value the suite's scoring and the verdict use, one line per (condition, probe):
+    {"condition", "backend", "probe_id", "cluster" (the independent unit, or null), "values": {metric: value}}. A
+    reader can recompute any verdict cell (means, intervals, paired tests) from it alone. A suite without per-probe
+    values writes none."""
+    try:
+        pv = suite.probe_values(ok)
+    except NotImplementedError:
+        return None
+    lines = []
+    for cond in sorted(pv.values):
+        metrics = pv.values[cond]
+        for pid in sorted({p for m in metrics.values() for p in m}):
+            lines.append(json.dumps({"condition": cond, "backend": pv.backend_of.get(cond, cond), "probe_id": pid,
+                                     "cluster": (pv.clusters or {}).get(pid),
+                                     "values": {m: v[pid] for m, v in sorted(metrics.items()) if pid in v}},
+                                    default=str))
+    return run_dir.write_text(PROBES_FILE, "".join(x + "\n" for x in lines))
+
+
 def finalize(run_dir: RunDir, suite: Suite | None = None, html: bool = True) -> tuple[dict[str, Any], str]:
     """(Re)compute metrics.json and report.md from run.json + samples.jsonl."""
     from services.coordinator.report import render_report
@@ -561,6 +585,7 @@ def finalize(run_dir: RunDir, suite: Suite | None = None, html: bool = True) -> 
         state = "interrupted"
     metrics["state"] = state
     run_dir.write_json("metrics.json", metrics)
+    write_probe_values(run_dir, suite, ok)
     verdict_md = ""
     try:
         verdict, verdict_md = one_suite_verdict(run_dir.path, loaded=(run, metrics, suite, ok))
