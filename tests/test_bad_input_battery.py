@@ -6,18 +6,26 @@ deeper than 1024 levels", aiohttp's "Got more than 8190 bytes").
 Each service's rule lives in its validation module (cortex_mock/validation.py, fault_proxy/fault_types.py and
 faults.py, llm_mock/validation.py); what no field check sees (URL and header sizes, nesting, NaN) is located by
 services/common/http_input.py.
+
+Issue 49: a request line or header past what the parser reads at all (a 100 kB query string) was still aiohttp's
+raw 400 "Got more than 65536 bytes"; every aiohttp app now answers it 414 / 431 naming the limit.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import aiohttp
 import pytest
 
+from services.common.http_input import FIELD_LIMIT, LINE_LIMIT, past_parser_limit
+from services.common.metrics_http import start_metrics_server
 from services.cortex_mock.app import make_app as cortex_app
 from services.cortex_mock.config import MockConfig as CortexConfig
+from services.embeddings_api.app import EmbeddingsConfig
+from services.embeddings_api.app import start_server as start_embeddings
 from services.llm_mock.app import make_app as llm_app
 from services.llm_mock.config import MockConfig as LlmConfig
 from tests.fixtures_proxy import running_proxy, serve_app
@@ -178,3 +186,74 @@ def test_deepest_field_and_nonfinite_path():
     assert nonfinite_path({"a": [1, {"b": float("nan")}]}) == ["a", 1, "b"]
     assert nonfinite_path({"a": 1e308}) is None
     assert dotted(["messages", 2, "content"]) == "messages[2].content"
+
+
+# ------------------------------------------------------------------------------------------ past the parser's limits
+async def raw_http(port: int, head: bytes) -> tuple[int, Any]:
+    """Send `head` over a plain socket and read the answer to EOF: (status, JSON body)."""
+    r, w = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        w.write(head)
+        await w.drain()
+        answer = await asyncio.wait_for(r.read(), 30)
+    finally:
+        w.close()
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), json.loads(rest.partition(b"\r\n\r\n")[2])
+
+
+URL_MSG = "url: the request line is longer than 65536 bytes, more than this server reads"
+HEADER_MSG = "header: a header line is longer than 32768 bytes, more than this server reads for one header"
+
+
+@pytest.mark.slow
+async def test_a_request_line_or_header_past_what_the_parser_reads_is_414_or_431_naming_the_limit(services):
+    """A 100 kB query string (past the 64 KiB the parser reads of a request line) is a 414 and a 40 kB header (past
+    32 KiB) a 431 from every aiohttp service, in its error shape, naming the limit; before, aiohttp's raw 400
+    "Got more than 65536 bytes when reading: ..." (and an error log with a traceback)."""
+    assert (LINE_LIMIT, FIELD_LIMIT) == (65536, 32768)
+    _, base = services
+    long_url = b"GET /v1/knowledge?user_id=" + b"u" * 100_000 + b" HTTP/1.1\r\nHost: x\r\nx-api-key: key-a\r\n\r\n"
+    long_header = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Trace: " + b"t" * 40_000 + b"\r\n\r\n"
+    emb, emb_port = await start_embeddings(EmbeddingsConfig(models=("hash",)))
+    met, met_port = await start_metrics_server()
+    try:
+        ports = {k: int(v.rsplit(":", 1)[1]) for k, v in base.items()} | {"embeddings": emb_port, "metrics": met_port}
+        got = {k: (await raw_http(port, long_url), await raw_http(port, long_header)) for k, port in ports.items()}
+    finally:
+        await emb.cleanup()
+        await met.cleanup()
+    detail = {"type": "too_long", "msg": URL_MSG, "loc": ["url"]}
+    assert got["cortex"] == ((414, {"detail": [detail]}),
+                             (431, {"detail": [{**detail, "msg": HEADER_MSG, "loc": ["header"]}]}))
+    plain = ((414, {"error": URL_MSG, "field": "url", "status": 414}),
+             (431, {"error": HEADER_MSG, "field": "header", "status": 431}))
+    assert got["proxy"] == got["metrics"] == plain
+    openai = ((414, {"error": {"message": URL_MSG, "type": "invalid_request_error", "param": "url",
+                               "code": "url_too_long"}}),
+              (431, {"error": {"message": HEADER_MSG, "type": "invalid_request_error", "param": "header",
+                               "code": "header_too_large"}}))
+    assert got["llm"] == got["embeddings"] == openai
+    # the service still serves (the refusal closed only its own connection)
+    s, _ = services
+    status, body = await call(s, base["proxy"], "GET", "/v1/knowledge?user_id=u1", None, {})
+    assert status == 200, body
+
+
+def test_which_limit_a_line_passed_is_read_from_the_parsers_error():
+    from aiohttp.http_exceptions import BadHttpMessage, LineTooLong
+
+    def hit(line: bytes | bytearray, limit: int):
+        return past_parser_limit(LineTooLong(line[:100] + b"...", limit), 65536, 32768)
+
+    # aiohttp's C parser: the request target alone, a header's name or value alone
+    assert hit(bytearray(b"/v1/knowledge?user_id=" + b"u" * 200), 65536) == (414, "url", URL_MSG)
+    assert hit(b"t" * 200, 32768) == (431, "header", HEADER_MSG)
+    assert hit(b"/a-value-that-looks-like-a-path", 32768) == (431, "header", HEADER_MSG)
+    # the pure-Python parser: the whole line; an unfinished header line is checked against the line limit
+    assert hit(b"GET /v1/knowledge?user_id=" + b"u" * 200, 65536) == (414, "url", URL_MSG)
+    assert hit(b"X-Trace: " + b"t" * 200, 65536) == (431, "header", HEADER_MSG)
+    # anything else is aiohttp's to answer: another limit, another error, equal limits (which one is unknowable)
+    assert hit(b"/x", 8190) is None
+    assert past_parser_limit(BadHttpMessage("Too many headers received"), 65536, 32768) is None
+    assert past_parser_limit(LineTooLong(b"/x...", 8190), 8190, 8190) is None

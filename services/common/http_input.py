@@ -3,10 +3,13 @@ aiohttp services (cortex-mock, fault-proxy, llm-mock) shape the answer their own
 from what these helpers find.
 
 - Oversized URLs and headers: aiohttp's parser refuses a request line or a header over 8,190 bytes with a raw
-  "Got more than 8190 bytes" before any handler runs, naming nothing. The services parse up to `PARSER_LIMIT`
-  (`HANDLER_ARGS`, given to `web.Application(handler_args=...)`) and `oversized(request)` refuses past
-  `MAX_URL_BYTES` / `MAX_HEADER_BYTES` naming the path parameter, query parameter or header (414 / 431, the
-  statuses RFC 9110 §15.5.15 and RFC 6585 §5 give them). Past PARSER_LIMIT aiohttp's own answer stands.
+  400 "Got more than 8190 bytes" before any handler runs, naming nothing. Every aiohttp app of the rig is made by
+  `application(answer, ...)`: its parser reads a request line up to `LINE_LIMIT` and a header line up to
+  `FIELD_LIMIT` (`HANDLER_ARGS`, aiohttp's `max_line_size` / `max_field_size`), and `oversized(request)` refuses
+  past `MAX_URL_BYTES` / `MAX_HEADER_BYTES` naming the path parameter, query parameter or header (414 / 431, the
+  statuses RFC 9110 §15.5.15 and RFC 6585 §5 give them). Past the parser's limits no handler runs: the app
+  answers 414 (field `url`) or 431 (field `header`) naming the limit, in the service's error shape (`answer`),
+  instead of aiohttp's 400 (`past_parser_limit`).
 - Nesting too deep to parse: `deepest_field(raw)` counts brackets outside strings and returns the top-level key
   holding the deepest point and that depth.
 - NaN and Infinity: not JSON (RFC 8259 §6), yet Python's json module reads them; `nonfinite_path(value)` returns
@@ -17,14 +20,89 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import LineTooLong
+from aiohttp.web_protocol import RequestHandler
 
 MAX_URL_BYTES = 8190  # aiohttp's own limit, kept: what changes is that the refusal names the field
 MAX_HEADER_BYTES = 8190
-PARSER_LIMIT = 64 * 1024
-HANDLER_ARGS = {"max_line_size": PARSER_LIMIT, "max_field_size": PARSER_LIMIT}
+# What aiohttp's parser reads before it gives up (a request line; one header line, name and value). The two differ
+# so that its LineTooLong, which carries only the limit it passed, says which one it was.
+LINE_LIMIT = 64 * 1024
+FIELD_LIMIT = 32 * 1024
+HANDLER_ARGS = {"max_line_size": LINE_LIMIT, "max_field_size": FIELD_LIMIT}
+
+# (status, field, message) -> the service's error response
+Answer = Callable[[int, str, str], web.StreamResponse]
+
+
+def plain_answer(status: int, field: str, message: str) -> web.Response:
+    """The default error shape: `{"error": <message>, "field": <field>, "status": <status>}`."""
+    return web.json_response({"error": message, "field": field, "status": status}, status=status)
+
+
+def past_parser_limit(exc: BaseException | None, line_limit: int, field_limit: int) -> tuple[int, str, str] | None:
+    """(414, "url", message) when aiohttp's parser gave up on a request line longer than `line_limit`, (431,
+    "header", message) on a header line longer than `field_limit`, None for any other error. The limit the
+    `LineTooLong` carries says which; a line that starts `Name:` is a header line whichever limit it passed (aiohttp's
+    pure-Python parser checks an unfinished line of any kind against the line limit)."""
+    if not isinstance(exc, LineTooLong) or line_limit == field_limit:
+        return None
+    line, limit = exc.args[0], exc.args[1]
+    head = bytes(line) if isinstance(line, bytes | bytearray) else str(line).encode()
+    if limit == line_limit and not head.split(b" ", 1)[0].endswith(b":"):
+        return 414, "url", f"url: the request line is longer than {line_limit} bytes, more than this server reads"
+    if limit in (line_limit, field_limit):
+        return 431, "header", (f"header: a header line is longer than {field_limit} bytes, more than this server reads "
+                               "for one header")
+    return None
+
+
+class _NamingRequestHandler(RequestHandler):
+    """aiohttp's connection handler, except that a request line or header past the parser's limits is answered
+    414 / 431 by the app's `answer` (aiohttp's own: a 400 "Got more than N bytes" and an error log with a
+    traceback)."""
+
+    __slots__ = ("answer",)
+
+    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        hit = past_parser_limit(exc, self.max_line_size, self.max_field_size) if status == 400 else None
+        if hit is None or request.writer.output_size > 0:
+            return super().handle_error(request, status, exc, message)
+        resp = self.answer(*hit)
+        resp.force_close()  # the parser stopped inside the message: the connection carries no further request
+        return resp
+
+
+class _NamingServer(web.Server):
+    answer: Answer
+
+    def __call__(self) -> RequestHandler:
+        handler = _NamingRequestHandler(self, loop=self._loop, **self._kwargs)
+        handler.answer = self.answer
+        return handler
+
+
+def application(answer: Answer = plain_answer, **kwargs: Any) -> web.Application:
+    """`web.Application(**kwargs)` reading request lines up to LINE_LIMIT and header lines up to FIELD_LIMIT, and
+    answering a longer one with `answer(414 or 431, "url" or "header", message naming the limit)`. Every runner of
+    the app (AppRunner, run_app, aiohttp's test server) builds its connections through the app's `_make_handler`,
+    so the hook is there: the aiohttp Server it returns makes `_NamingRequestHandler`s."""
+    app = web.Application(handler_args={**HANDLER_ARGS, **kwargs.pop("handler_args", {})}, **kwargs)
+    make = app._make_handler
+
+    def make_handler(**kw: Any) -> web.Server:
+        server = make(**kw)
+        server.__class__ = _NamingServer  # the same object (no state of its own), making the handlers above
+        server.answer = answer
+        return server
+
+    object.__setattr__(app, "_make_handler", make_handler)  # not app.x = ...: aiohttp warns on that in debug mode
+    return app
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _KEY_FOLLOWS = re.compile(rb"\s*:")

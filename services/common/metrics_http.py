@@ -10,11 +10,13 @@ from aiohttp import web
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from services.common.http_input import application
+
 
 async def start_metrics_server(
     host: str = "127.0.0.1", port: int = 0, registry: CollectorRegistry = REGISTRY
 ) -> tuple[web.AppRunner, int]:
-    app = web.Application()
+    app = application()
     app.router.add_get("/metrics", make_aiohttp_handler(registry))
 
     async def healthz(_: web.Request) -> web.Response:

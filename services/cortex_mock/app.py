@@ -19,7 +19,7 @@ from aiohttp import web
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from services.common.errors import InputError, http_status
-from services.common.http_input import HANDLER_ARGS
+from services.common.http_input import application
 from services.cortex_mock.config import MockConfig
 from services.cortex_mock.engine import CortexEngine, encode_payload
 from services.cortex_mock.jobs import InProcessJobs, RedisJobs, SharedJobTable, public_view
@@ -41,6 +41,7 @@ from services.cortex_mock.validation import (
     parse_reflect,
     parse_remember,
     parse_retrieve,
+    too_long_body,
 )
 
 log = logging.getLogger("cortex_mock")
@@ -89,6 +90,11 @@ def json_response(payload: Any, status: int = 200, headers: dict[str, str] | Non
 
 def _json_error(status: int, detail: Any) -> web.Response:
     return json_response({"detail": detail}, status=status)
+
+
+def _too_long(status: int, field: str, msg: str) -> web.Response:
+    """A request line or header past the parser's limits (no handler ran): 414 / 431 in the API's shape."""
+    return json_response(too_long_body(field, msg), status=status)
 
 
 class BodyInvalid(InputError):
@@ -438,8 +444,7 @@ def make_app(config: MockConfig | None = None, clock=None) -> web.Application:
     lease expiry in the server's reaper."""
     config = config or MockConfig.from_env()
     engine = CortexEngine(config, clock=clock)
-    app = web.Application(middlewares=[metrics_mw, errors_mw], client_max_size=32 * 1024 * 1024,
-                          handler_args=HANDLER_ARGS)
+    app = application(_too_long, middlewares=[metrics_mw, errors_mw], client_max_size=32 * 1024 * 1024)
     app[CONFIG_KEY] = config
     app[ENGINE_KEY] = engine
     app[WORKERS_KEY] = None

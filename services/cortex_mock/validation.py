@@ -372,5 +372,11 @@ def oversize_invalid(request: Any) -> tuple[int, dict[str, Any]] | None:
     if hit is None:
         return None
     status, field, msg = hit
+    return status, too_long_body(field, msg)
+
+
+def too_long_body(field: str, msg: str) -> dict[str, Any]:
+    """The 414 / 431 body: `field` ("query.user_id", "header.X-Trace"; "url" or "header" past the parser's
+    limits, services/common/http_input.py) as a `loc`."""
     where, _, name = field.partition(".")
-    return status, {"detail": [{"type": "too_long", "loc": [where, name] if name else [where], "msg": msg}]}
+    return {"detail": [{"type": "too_long", "loc": [where, name] if name else [where], "msg": msg}]}

@@ -28,6 +28,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 from collectors.prom import get_metric
 from services.common.embeddings import Embedder, get_embedder
 from services.common.errors import InputError, http_status
+from services.common.http_input import application
 from services.common.tokens import count_tokens
 
 MAX_INPUTS = 2048  # the OpenAI API's limit on inputs per request
@@ -195,6 +196,12 @@ class EmbeddingsService:
                                   "loaded": {k: e.describe() for k, e in self._embedders.items()}})
 
 
+def _too_long(status: int, field: str, message: str) -> web.Response:
+    """A request line or header past the parser's limits (no handler ran): 414 / 431 in the OpenAI error shape."""
+    return EmbeddingRequestError(field, message, "url_too_long" if status == 414 else "header_too_large",
+                                 status).response()
+
+
 @web.middleware
 async def json_errors(request: web.Request, handler):
     try:
@@ -212,7 +219,7 @@ async def json_errors(request: web.Request, handler):
 
 def make_app(config: EmbeddingsConfig | None = None, registry: CollectorRegistry | None = None) -> web.Application:
     svc = EmbeddingsService(config or EmbeddingsConfig(), registry)
-    app = web.Application(middlewares=[json_errors], client_max_size=MAX_BODY_BYTES)
+    app = application(_too_long, middlewares=[json_errors], client_max_size=MAX_BODY_BYTES)
     app.router.add_post("/v1/embeddings", svc.handle)
     app.router.add_get("/v1/models", svc.list_models)
     app.router.add_get("/health", svc.health)

@@ -32,7 +32,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from services.common.errors import http_status
-from services.common.http_input import HANDLER_ARGS, oversized
+from services.common.http_input import application, oversized
 from services.fault_proxy.engine import FaultEngine
 from services.fault_proxy.faults import (
     HEADER_PREFIX,
@@ -98,6 +98,11 @@ def _error(status: int, message: str, field_name: str = "") -> web.Response:
     if field_name:
         body["field"] = field_name
     return web.json_response(body, status=status)
+
+
+def _too_long(status: int, field_name: str, message: str) -> web.Response:
+    """A request line or header past the parser's limits (no handler ran): 414 / 431 in the admin API's shape."""
+    return _error(status, message, field_name)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -609,8 +614,7 @@ async def _on_cleanup(app: web.Application) -> None:
 
 def make_proxy_app(config: ProxyConfig, engine: FaultEngine | None = None) -> web.Application:
     """The proxy app; it serves the admin API under /__admin unless `config.admin_on_proxy_port` is False."""
-    app = web.Application(middlewares=[_admin_auth], client_max_size=64 * 1024 * 1024,
-                          handler_args=HANDLER_ARGS)
+    app = application(_too_long, middlewares=[_admin_auth], client_max_size=64 * 1024 * 1024)
     app[STATE] = ProxyState(config, engine or FaultEngine())
     app[_IS_ADMIN_APP] = False
     if config.admin_on_proxy_port:
@@ -624,7 +628,7 @@ def make_proxy_app(config: ProxyConfig, engine: FaultEngine | None = None) -> we
 
 def make_admin_app(proxy_app: web.Application) -> web.Application:
     """A separate admin-only app sharing the proxy app's state (for --admin-port)."""
-    app = web.Application(middlewares=[_admin_auth], handler_args=HANDLER_ARGS)
+    app = application(_too_long, middlewares=[_admin_auth])
     app[STATE] = proxy_app[STATE]
     app[_IS_ADMIN_APP] = True
     add_admin_routes(app)

@@ -32,7 +32,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 
 from services.common import prompts
 from services.common.errors import http_status
-from services.common.http_input import HANDLER_ARGS
+from services.common.http_input import application
 from services.common.tokens import count_messages_tokens, count_tokens, tokenizer_name, truncate_to_tokens
 from services.llm_mock import BEHAVIOUR_VERSION
 from services.llm_mock.body_checks import lone_surrogate_path, nesting_error, surrogate_error
@@ -41,7 +41,13 @@ from services.llm_mock.json_mode import as_json_object, as_schema_instance
 from services.llm_mock.metrics import MockMetrics, metrics_for
 from services.llm_mock.streaming import send_stream
 from services.llm_mock.tasks import detect_task, respond
-from services.llm_mock.validation import ChatRequest, RequestError, oversize_error, validate_chat
+from services.llm_mock.validation import (
+    ChatRequest,
+    RequestError,
+    oversize_error,
+    too_long_error,
+    validate_chat,
+)
 
 STATE_KEY = web.AppKey("llm_mock_state", object)
 # Requests bigger than this are computed in a worker thread so a long transcript never stalls the loop.
@@ -245,6 +251,11 @@ async def health(request: web.Request) -> web.Response:
     })
 
 
+def _too_long(status: int, field: str, message: str) -> web.Response:
+    """A request line or header past the parser's limits (no handler ran): 414 / 431 in the OpenAI error shape."""
+    return web.json_response(too_long_error(status, field, message).body(), status=status)
+
+
 @web.middleware
 async def openai_errors(request: web.Request, handler):
     """Unknown routes, wrong methods, oversized bodies, URLs and headers answer in the OpenAI error shape too."""
@@ -275,8 +286,7 @@ async def openai_errors(request: web.Request, handler):
 def make_app(config: MockConfig | None = None, registry: CollectorRegistry | None = None) -> web.Application:
     """The aiohttp app. `registry` defaults to the process-wide Prometheus registry."""
     cfg = (config or MockConfig()).validate()
-    app = web.Application(middlewares=[openai_errors], client_max_size=cfg.max_body_bytes,
-                          handler_args=HANDLER_ARGS)
+    app = application(_too_long, middlewares=[openai_errors], client_max_size=cfg.max_body_bytes)
     app[STATE_KEY] = MockState(cfg, metrics_for(registry))
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/models", list_models)

@@ -236,5 +236,10 @@ def oversize_error(request: Any) -> tuple[int, RequestError] | None:
     hit = oversized(request)
     if hit is None:
         return None
-    status, field, message = hit
-    return status, RequestError(field, message, "url_too_long" if status == 414 else "header_too_large")
+    return hit[0], too_long_error(*hit)
+
+
+def too_long_error(status: int, field: str, message: str) -> RequestError:
+    """The 414 / 431 error: `param` the field ("query.x", "header.X-Trace"; "url" or "header" past the parser's
+    limits, services/common/http_input.py), code url_too_long / header_too_large."""
+    return RequestError(field, message, "url_too_long" if status == 414 else "header_too_large")
