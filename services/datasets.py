@@ -17,9 +17,10 @@ ensure_ascii=False, encode UTF-8, sha256. Key order, indentation and gzip do not
 repository records one only for a file whose digest it computed itself (CONTENT_DIGESTS); a file without one is
 put in place but never said to check (exit 3).
 
-SHA256SUMS is sha256sum's format: `<64 hex>  <relative path>` a line. deploy/k8s/components/bench/data/SHA256SUMS
-lists the files the default suites read (LoCoMo, its audit, LongMemEval, MADial-Bench, with their licences), as
-they are in the workplace's ../shared/data; the bench Job's init container runs `fetch` into its data volume.
+SHA256SUMS is sha256sum's format: `<64 hex>  <relative path>` a line. deploy/k8s/components/data/data/SHA256SUMS
+lists every file of the workplace's ../shared/data but its READMEs, as it is there: the files the default suites read
+(LoCoMo, its audit, LongMemEval, MADial-Bench, with their licences) and BEAM's dev split; the bench Job's init
+container runs `fetch` into its data volume.
 Exit 0 = every file checks; 1 = a file is missing or differs (each named); 2 = bad arguments or a failed download;
 3 = in place, but no digest is recorded for it, so it is not checked.
 The data is public but not ours: it is never in this repository or the image, only on the volume.
@@ -62,6 +63,9 @@ class OfficialFile:
 CONTENT_DIGESTS: dict[str, str] = {
     # the 24-question S sample of ../shared/data (4 per question type), computed from that file
     "longmemeval/longmemeval_s_sample24.json.gz": "575c5038f5d13ab7de55eed0cb034250bdddd6aa35df81191bad47eefa61654c",
+    # BEAM's dev split of ../shared/data (mohammadtavakoli78/BEAM @ b2a3ee8: 51 conversations, 1,020 questions),
+    # computed from that file
+    "beam/beam_dev.json.gz": "4350c9fa71098b5d28bd982e54579f1187cd994861631f3580ae4917828cfced",
 }
 
 OFFICIAL: dict[str, OfficialFile] = {

@@ -51,6 +51,30 @@ def test_the_sums_name_every_default_suite_file():
     assert {f"locomo/audit/errors_conv_{i}.json" for i in range(7)} <= listed
 
 
+BEAM = "beam/beam_dev.json.gz"
+
+
+@pytest.mark.slow
+def test_the_beam_dev_file_is_listed_and_recorded_as_its_readme_describes_it(data_dir, capsys):
+    """BEAM's dev split (added to ../shared/data with its README): the one SHA256SUMS line beyond the default suites'
+    files is its sha256, and its content digest is recorded (checked by `verify --as`), for the file the README
+    describes: BEAM @ b2a3ee8, 51 conversations (16 of 100K tokens, 28 of 500K, 7 of 1M), 1,020 questions."""
+    if not (data_dir / BEAM).exists():
+        pytest.skip(f"[requires:data] {BEAM} not found under {data_dir}")
+    listed = datasets.parse_sums(SUMS.read_text())
+    assert {p for p in listed if p.startswith("beam/")} == {BEAM}
+    assert listed[BEAM] == datasets.sha256_file(data_dir / BEAM)
+    raw = datasets.load_json(data_dir / BEAM)
+    assert (raw["commit"], raw["split"]) == ("b2a3ee8ba12d68f83143dda191097dc3e028ddd3", "dev")
+    sizes = [c["size"] for c in raw["conversations"]]
+    assert (sizes.count("100K"), sizes.count("500K"), sizes.count("1M"), len(sizes)) == (16, 28, 7, 51)
+    assert sum(len(q) for c in raw["conversations"] for q in c["probing_questions"].values()) == 1020
+    digest = datasets.CONTENT_DIGESTS[BEAM]
+    assert hashlib.sha256(datasets.canonical_json(raw)).hexdigest() == digest
+    assert datasets.main(["verify", str(data_dir / BEAM), "--as", BEAM]) == 0
+    assert f"content sha256 {digest} as recorded for {BEAM}" in capsys.readouterr().out
+
+
 def test_sums_and_check(tmp_path):
     _tree(tmp_path / "d", {**FILES, "README.md": b"skipped"})
     assert datasets.sums_of(tmp_path / "d") == EXPECTED
