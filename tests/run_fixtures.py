@@ -38,7 +38,8 @@ def write_suite_run(path: Path, suite: str, samples: list[dict[str, Any]], backe
     return path
 
 
-def madial_sample(backend: str, i: int, hit: bool, tokens: float = 100.0, latency: float = 1.0) -> dict[str, Any]:
+def madial_sample(backend: str, i: int, hit: bool, tokens: float = 100.0, latency: float = 1.0,
+                  claimed: bool | None = None) -> dict[str, Any]:
     """MADial probe d<i> (gold mem-<i>) answered by `backend`: the gold memory at rank 1 (shown whole at every context
     budget), or an unrelated one."""
     ev = f"mem-{i}" if hit else f"mem-9{i:02d}"
@@ -50,16 +51,21 @@ def madial_sample(backend: str, i: int, hit: bool, tokens: float = 100.0, latenc
                                      "context_tokens": tokens,
                                      # the one memory shown whole at every budget (metrics/budget.account)
                                      "budget": {"tokens": int(tokens), "unlocated": 0, "grader": 2,
-                                                "shown": {str(b): [ev] for b in (250, 500, 1000, 2000, 4000)}}}},
+                                                "shown": {str(b): [ev] for b in (250, 500, 1000, 2000, 4000)},
+                                                # what the backend claims: the gold id when `claimed`, else the same
+                                                "claimed": {str(b): [f"mem-{i}" if claimed else ev]
+                                                            for b in (250, 500, 1000, 2000, 4000)}}}},
             "context_tokens": tokens, "status": "ok"}
 
 
 def madial_run(path: Path, hits: dict[str, set[int]], n: int = 10, tokens: dict[str, float] | None = None,
                latencies: dict[str, list[float]] | None = None, configs: dict[str, dict[str, Any]] | None = None,
-               **kw: Any) -> Path:
-    """A MADial run of n probes: backend b finds the gold memory on the probes in hits[b]."""
+               claims: dict[str, bool] | None = None, **kw: Any) -> Path:
+    """A MADial run of n probes: backend b finds the gold memory on the probes in hits[b]; a backend in `claims`
+    claims the gold id on every probe whatever it showed."""
     samples = [madial_sample(b, i, i in hs, (tokens or {}).get(b, 100.0),
-                             ((latencies or {}).get(b) or [1.0] * n)[i]) for b, hs in hits.items() for i in range(n)]
+                             ((latencies or {}).get(b) or [1.0] * n)[i], (claims or {}).get(b))
+               for b, hs in hits.items() for i in range(n)]
     backends = {b: describe(b, **((configs or {}).get(b) or {})) for b in hits}
     return write_suite_run(path, "madial", samples, backends, **kw)
 

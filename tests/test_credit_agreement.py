@@ -125,3 +125,21 @@ def test_the_headline_rule_is_the_one_the_recorded_measurement_found_best():
     a = CA.headline_agreement()
     assert a is not None and a["kappa_weighted"] == rec["result"]["rules"][budget.HEADLINE_RULE]["kappa_weighted"]
     assert f"{a['kappa_weighted']:.2f}" in CA.headline_note()
+
+
+def test_before_after_sets_the_claimed_verdict_beside_the_shown_one(tmp_path):
+    """A backend that shows nothing but claims every gold id: 'better' than native under its own claims, 'worse'
+    under what it showed; the others' cells do not move."""
+    from tests.run_fixtures import madial_run
+
+    d = madial_run(tmp_path / "m", {"openclaw-real": set(range(10)), "bm25": set(range(10)), "liar": set()},
+                   n=20, claims={"liar": True})
+    rows = {(r["backend"], r["vs"]): r for r in CA.before_after(d)}
+    liar = rows[("liar", "vs_native")]
+    assert (liar["before"]["word"], liar["after"]["word"]) == ("better", "worse")
+    assert liar["before"]["delta"] == pytest.approx(0.5) and liar["after"]["delta"] == pytest.approx(-0.5)
+    assert (liar["value_before"], liar["value_after"]) == (1.0, 0.0)
+    bm = rows[("bm25", "vs_native")]
+    assert bm["before"] == bm["after"]
+    table = CA.render_before_after(list(rows.values()))
+    assert "| madial | liar | native | better +50.0 | worse -50.0 | **yes** |" in table

@@ -413,6 +413,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge", choices=("local", "env"), default=None,
                    help="also ask a model the reader's question on every item (local: the local model; env: "
                         "MEMRIG_JUDGE_* / MEMRIG_LLM_*) and print its kappa against the same labels")
+    p.add_argument("--before-after", metavar="RUN", default=None,
+                   help="instead: every verdict cell of RUN (a bench-all directory) under the backends' claimed "
+                        "credit and under the headline rule, side by side")
     p.add_argument("--draw", metavar="OUT_DIR", default=None,
                    help="instead: draw items for a reader from --run (needs --backends), into OUT_DIR")
     p.add_argument("--backends", default="", help="with --draw: the backends every item question is shown under")
@@ -440,6 +443,57 @@ def _judge(pairs: Sequence[tuple[Mapping[str, Any], Shown]], choice: str, seed: 
     return {**model_agreement(pairs, ratings, seed), "model": model}
 
 
+def before_after(out: str | Path) -> list[dict[str, Any]]:
+    """Every verdict cell of a run (a bench-all directory or one suite's) under the backends' claimed credit (the rule
+    before the rig decided what was shown) and under the headline rule, from the same samples: per suite, backend
+    and comparison (vs native, vs BM25) the word and the difference under each."""
+    from services.coordinator.verdict import GRADED_HEADLINES, suite_verdict
+
+    out = Path(out)
+    dirs = [out] if (out / "run.json").exists() else [d for d in sorted(out.iterdir()) if (d / "metrics.json").exists()]
+    rows: list[dict[str, Any]] = []
+    for d in dirs:
+        try:
+            after = suite_verdict(d)
+        except Exception:  # a suite without a verdict (no per-probe values) has no cells to compare
+            continue
+        if after["headline"]["metric"] not in GRADED_HEADLINES:
+            continue
+        before = suite_verdict(d, metric=budget.claimed_metric(budget.HEADLINE_BUDGET))
+        for b, row in after["backends"].items():
+            old = before["backends"].get(b) or {}
+            for k in ("vs_native", "vs_bm25"):
+                a, o = row.get(k), old.get(k)
+                if not a and not o:
+                    continue
+                rows.append({"suite": after["suite"], "backend": b, "vs": k,
+                             "before": {"word": (o or {}).get("word"), "delta": (o or {}).get("delta"),
+                                        "ci": (o or {}).get("ci"), "against": before["baseline"]["backend"]
+                                        if k == "vs_native" else "bm25"},
+                             "after": {"word": (a or {}).get("word"), "delta": (a or {}).get("delta"),
+                                       "ci": (a or {}).get("ci"), "against": after["baseline"]["backend"]
+                                       if k == "vs_native" else "bm25"},
+                             "value_before": (old.get("value") or {}).get("mean"),
+                             "value_after": (row.get("value") or {}).get("mean")})
+    return rows
+
+
+def render_before_after(rows: Sequence[Mapping[str, Any]]) -> str:
+    def cell(c: Mapping[str, Any]) -> str:
+        if c.get("delta") is None:
+            return "—"
+        return f"{c['word']} {c['delta'] * 100:+.1f}"
+
+    lines = ["| suite | backend | vs | claimed credit (before) | shown (after) | changed |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        vs = "native" if r["vs"] == "vs_native" else "BM25"
+        if r["vs"] == "vs_native" and r["before"]["against"] != r["after"]["against"]:
+            vs += f" ({r['before']['against']} → {r['after']['against']})"
+        lines.append(f"| {r['suite']} | {r['backend']} | {vs} | {cell(r['before'])} | {cell(r['after'])} | "
+                     f"{'**yes**' if r['before']['word'] != r['after']['word'] else ''} |")
+    return "\n".join(lines)
+
+
 def _run_dirs(paths: Sequence[str]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
@@ -454,6 +508,8 @@ def _run_dirs(paths: Sequence[str]) -> list[Path]:
 
 
 def check(args: argparse.Namespace) -> None:
+    if args.before_after:
+        return
     if not args.run:
         raise CreditLabelError("--run", "give at least one run directory holding the labelled texts")
     if args.draw and not args.backends:
@@ -464,6 +520,10 @@ def run(args: argparse.Namespace) -> int:
     from services.adapters.registry import split_names
     from services.coordinator.results import git_sha
 
+    if args.before_after:
+        rows = before_after(args.before_after)
+        print(json.dumps(rows, indent=1) if args.json else render_before_after(rows))
+        return 0
     graded = read_runs(_run_dirs(args.run))
     if args.draw:
         per = {k: int(v) for k, v in (x.split("=") for x in args.per_suite.split(",") if x)}

@@ -181,16 +181,17 @@ def _slim(comp: dict[str, Any], source: str) -> dict[str, Any]:
 Loaded = tuple[dict[str, Any], dict[str, Any], Suite, list[dict[str, Any]]]
 
 
-def suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None) -> dict[str, Any]:
+def suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None, metric: str | None = None) -> dict[str, Any]:
     """The verdict of one suite run directory (see the module docstring): headline, baseline, and per backend its
     value, its comparisons against the baseline and BM25, context tokens per turn and retrieve p50/p95. `loaded`:
     (run.json, metrics.json, the suite, its ok samples) when the caller has them (the run's finalize: the suite's
-    per-probe values are then the ones its scoring computed, not computed again)."""
+    per-probe values are then the ones its scoring computed, not computed again). `metric`: another headline in
+    its place (`memrig credit-agreement --before-after`: the same run under the backends' claimed credit)."""
     suite_dir = Path(suite_dir)
     run, metrics, suite, samples = loaded or load_suite_run(suite_dir)
     pv = suite.probe_values(samples)
     answers_mocked, judge_mocked = mocked(run)
-    metric = suite.headline(answers_mocked, judge_mocked)
+    metric = metric or suite.headline(answers_mocked, judge_mocked)
     if metric is None:
         raise VerdictError(f"suite {suite.name}", "no headline metric")
     try:
