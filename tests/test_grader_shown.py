@@ -28,6 +28,9 @@ LONG = "Caroline: I went to the LGBTQ support group yesterday and it was so powe
 def test_words_ignore_case_punctuation_markup_and_html_escapes():
     assert S.words("Tom &amp; JERRY's <b>cafe</b>, 2023!") == ["tom", "jerry", "s", "b", "cafe", "b", "2023"]
     assert S.words("") == []
+    # an envelope's backslash escapes of line breaks separate words (cortex's strict escaping)
+    assert S.words("- [0.91] end\\nStart &lt;b&gt;\\u2028x") == ["0", "91", "end", "start", "b", "x"]
+    assert S.word_spans("end\\nStart") == (["end", "start"], [3, 10])
 
 
 def test_a_message_is_shown_by_the_share_of_its_3grams_in_the_text():

@@ -6,7 +6,8 @@ reads only two things the rig holds itself: the text it injected (cut at the bud
 One rule for every representation (one message per document, chunks, transcripts, notes, extracted or rewritten
 facts); the backend's claims are kept beside it as a diagnostic (metrics/budget.py, `claimed_recall@B`).
 
-**Words.** Text is HTML-unescaped (a backend that escapes its envelope, `&amp;`, shows the same words), NFKC
+**Words.** Text is HTML-unescaped (a backend that escapes its envelope, `&amp;`, shows the same words), backslash
+escapes of line breaks (`\\n`, `\\u2028`) read as spaces, NFKC
 normalised and lower-cased; a word is a maximal run of letters and digits (`[^\\W_]+`). Punctuation, markup,
 bullets and line breaks separate words and are otherwise ignored, so formatting never decides credit: a header a
 backend adds costs budget (tokens), never credit.
@@ -43,6 +44,10 @@ from services.coordinator.metrics.qa import _stem, normalize_answer
 NGRAM = 3
 MESSAGE_SHOWN = 0.5
 WORD_RE = re.compile(r"[^\W_]+")
+# A backslash escape of a line break or control character, as an envelope that keeps content on one line writes it
+# (the cortex adapter's strict escaping: "\\n", "\\u2028"): a separator, not the start of a word ("end\\nStart" is
+# "end", "start", never "nstart"). Applied to every text alike, the corpus's included.
+ESCAPE_RE = re.compile(r"\\(?:[nrtvf]|u[0-9a-fA-F]{4})")
 
 # Function words only: a term list keeps every content word, month names ("may"), numbers and negations.
 ANSWER_STOPWORDS = frozenset("""
@@ -60,14 +65,17 @@ def words(text: str) -> list[str]:
     """The words of `text` (module docstring, Words)."""
     if not text:
         return []
-    return WORD_RE.findall(unicodedata.normalize("NFKC", html.unescape(text)).lower())
+    return WORD_RE.findall(unicodedata.normalize("NFKC", html.unescape(ESCAPE_RE.sub(" ", text))).lower())
+
+
+_SPAN_RE = re.compile(r"&[#A-Za-z0-9]+;|" + ESCAPE_RE.pattern + r"|[^\W_]+")
 
 
 def word_spans(text: str) -> tuple[list[str], list[int]]:
     """(words, the character offset in `text` where each word ends). Offsets are in `text` itself, so a budget cut
     at a character position keeps exactly the words that end before it; unescaping is applied per word."""
     out, ends = [], []
-    for m in re.finditer(r"&[#A-Za-z0-9]+;|[^\W_]+", text):
+    for m in _SPAN_RE.finditer(text):
         for w in words(m.group(0)):
             out.append(w)
             ends.append(m.end())
