@@ -119,7 +119,13 @@ def _bench_config(args, suite: str, backends: list[str], out: str | None):
     return RunConfig(suite=suite, backends=backends, out_dir=out, seed=args.seed, options=parse_options(args.option),
                      resume=not args.fresh, concurrency=args.concurrency, lanes=args.lanes,
                      judge_passes=args.judge_passes, embedder=args.embedder, targets=parse_targets(args.target), in_process=args.in_process,
-                     llm_roles=_llm_choices(args))
+                     llm_roles=_llm_choices(args), reuse=_reuse_mode(args))
+
+
+def _reuse_mode(args) -> str:
+    """bench and bench-all reuse every stored result whose key is unchanged (services/coordinator/reuse.py);
+    --fresh measures everything (and stores it)."""
+    return "store" if args.fresh else "on"
 
 
 def cmd_bench(args) -> int:
@@ -134,6 +140,8 @@ def cmd_bench(args) -> int:
     cfg.out_dir = str(run_dir.path)
     outcome = interrupt.run(run_suite(cfg, TerminalProgress()), lambda: mark_interrupted(run_dir))
     print(f"\n{outcome.state}: {outcome.run_dir}/report.md")
+    for b, label in outcome.reused.items():
+        print(f"  backend {b}: {label} (--fresh measures it again)")
     for b, reason in outcome.failures.items():
         print(f"  backend {b}: {reason}")
     return 0 if outcome.state == "succeeded" else 1
@@ -147,7 +155,8 @@ def bench_all_plan(args):
                           options=parse_options(args.option), targets=parse_targets(args.target),
                           llm_roles=_llm_choices(args), costs=not args.no_costs, target_wait_s=args.target_wait_s,
                           seed=args.seed, resume=not args.fresh, concurrency=args.concurrency, lanes=args.lanes,
-                          judge_passes=args.judge_passes, embedder=args.embedder, in_process=args.in_process)
+                          judge_passes=args.judge_passes, embedder=args.embedder, in_process=args.in_process,
+                          reuse=_reuse_mode(args))
 
 
 def cmd_bench_all(args) -> int:
@@ -642,7 +651,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="backend=HOST:PORT of a running backend (repeatable; without --backends, the targets "
                             "are the backends)")
         p.add_argument("--in-process", action="store_true", help="run backends inside this process")
-        p.add_argument("--fresh", action="store_true", help="discard existing samples in --out instead of resuming")
+        p.add_argument("--fresh", action="store_true",
+                       help="measure everything: discard existing samples in --out instead of resuming, and reuse "
+                            "no stored result (without it, a suite × backend result whose key is unchanged is "
+                            "copied from $MEMRIG_STATE_DIR/results-cache, default .memrig/results-cache, and that "
+                            "backend is not started; results measured are stored either way)")
         llm_flags(p)
 
     p = sub.add_parser("bench", help="run one suite over backends")

@@ -12,7 +12,8 @@ The loop runs each suite in its own directory under the plan's `out`, starting b
 raises is recorded as failed with its traceback, and the others run on. Each suite's entry in the index
 (report.json `suites`) is
 
-    succeeded / partial / failed run:  {"state", "dir", "failures", "duration_s"}
+    succeeded / partial / failed run:  {"state", "dir", "failures", "duration_s"} (+ "reused": {backend: "reused
+                                       from RUN, measured at TIME"} when a stored result stood in for a backend)
     skipped (SuiteUnavailable):        {"state": "skipped", "reason", "duration_s"}
     raised:                            {"state": "failed", "reason", "traceback", "duration_s"}
 
@@ -126,6 +127,8 @@ async def run_plan(plan: RunPlan, run_suite: SuiteRunner, progress: Any, rig: An
         try:
             outcome = await run_suite(plan.run_config(s), progress, rig=rig)
             entry.update(state=outcome.state, dir=s.suite, failures=outcome.failures)
+            if getattr(outcome, "reused", None):  # backends whose stored result stood in (services/coordinator/reuse.py)
+                entry["reused"] = dict(outcome.reused)
         except SuiteUnavailable as e:
             entry.pop("dir", None)  # nothing ran: no run directory to read
             entry.update(state="skipped", reason=str(e))

@@ -78,8 +78,12 @@ def render_header(run: dict[str, Any]) -> str:
         for name, b in backends.items():
             d = b.get("describe") or {}
             emb = d.get("embedder") or "—"
-            rows.append([name, b.get("status"), d.get("version", "—"), emb, b.get("reason", "")[:120]])
+            status = f"{b.get('status')}, reused" if b.get("reused") else b.get("status")
+            rows.append([name, status, d.get("version", "—"), emb, b.get("reason", "")[:120]])
         lines.append(md_table(["backend", "status", "version", "embedder", "reason"], rows))
+        reused = render_reused(run)
+        if reused:
+            lines += ["", reused]
         if any(n.startswith("openclaw") for n in backends):
             lines += ["", f"> {NATIVE_EMBEDDER_NOTE}", "", f"> {NATIVE_STATE_NOTE}"]
         setup = render_prepare(run)
@@ -90,6 +94,20 @@ def render_header(run: dict[str, Any]) -> str:
             lines += ["", f"> **Not a valid quality measurement:** {', '.join(invalid)} used the hash embedder "
                           "(unit tests only)."]
     return "\n".join(lines)
+
+
+def render_reused(run: dict[str, Any]) -> str:
+    """The backends whose result was copied from an earlier run (services/coordinator/reuse.py: nothing that
+    decides it changed), each with that run and when it was measured; empty when none."""
+    reused = {n: b["reused"] for n, b in (run.get("backends") or {}).items() if b.get("reused")}
+    if not reused:
+        return ""
+    items = "; ".join(f"**{n}** reused from `{r.get('run_dir')}`, measured at {r.get('measured_at')}"
+                      for n, r in reused.items())
+    return (f"> **Reused results:** {items}. Nothing that decides them changed (data, seed, suite options, backend "
+            "config and code, third-party code, embedder, models, grader), so these backends were not started: "
+            "their samples, and so their scores, are that run's, and **their latency, setup and cost figures were "
+            "measured then**, under that run's load. `--fresh` measures everything again.")
 
 
 def render_prepare(run: dict[str, Any]) -> str:

@@ -117,6 +117,11 @@ def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
         lines.append(f"| costs (latency, resources, drills) | {costs.get('state')} | | "
                      + ("[below](#latency-and-resources)" if costs.get("state") == "ok" else costs.get("reason", "")[:120])
                      + " |")
+    reused = [f"{name}: {', '.join(s['reused'])}" for name, s in suites.items() if s.get("reused")]
+    if reused:
+        lines += ["", "> Reused from earlier runs, not measured again (nothing that decides them changed; each "
+                      "suite's Backends note names the run and when, and their latencies are from then): "
+                  + "; ".join(reused) + "."]
     lines.append("")
     for name, s in suites.items():
         rep = out / (s.get("dir") or name) / "report.md"

@@ -5,6 +5,11 @@ reset/ingest/settle every namespace → probes × conditions with bounded concur
 retrieve on a backend right after its untimed Prepare, recorded in run.json as setup), each sample appended to
 samples.jsonl as it finishes → score → report. A backend that fails (at start, ingest or mid-run) is recorded
 with its reason; the others finish. Re-running into the same directory runs only what is missing.
+
+With `reuse` on (`memrig bench` and `bench-all` unless --fresh), a backend whose suite result is stored under an
+unchanged key (services/coordinator/reuse.py) is not started: its samples are copied into samples.jsonl, its cost
+and Prepare records into run.json, which says where they came from (`backends[].reused`, `reuse`); scoring and the
+verdict are recomputed as usual. Every result measured whole is stored.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from services.common.tokens import tokenizer_name
 from services.coordinator import costs
 from services.coordinator.context import ProbeContext
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
+from services.coordinator.reuse import Reuse
+from services.coordinator.reuse import owner as reuse_owner
 from services.coordinator.suites.base import Condition, Probe, Suite
 from services.coordinator.suites.registry import get_suite
 from services.launcher import Rig
@@ -57,6 +64,9 @@ class RunConfig:
     settle_timeout_s: float = 600.0
     # LLM role -> mock | local | env (services/common/llm_roles.py); empty: every role as the environment says
     llm_roles: dict[str, str] = field(default_factory=dict)
+    # Stored results (services/coordinator/reuse.py): "on" reuses every suite × backend result whose key is
+    # unchanged and stores what it measures; "store" (--fresh) measures everything and stores it; "off" neither.
+    reuse: str = "off"
 
 
 @dataclass
@@ -65,6 +75,7 @@ class RunOutcome:
     state: str  # "succeeded" | "partial" | "failed"
     metrics: dict[str, Any]
     failures: dict[str, str]
+    reused: dict[str, str] = field(default_factory=dict)  # backend -> "reused from RUN, measured at TIME"
 
 
 def llm_configs() -> tuple[LLMConfig, LLMConfig]:
@@ -177,7 +188,10 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         run["judge"] = judge_identity(judge_llm.config, cfg.judge_passes)
         run["llm_roles"] = {**llm_roles.identities(roles), "choices": dict(cfg.llm_roles)}
         cache_before = _cache_reading(roles)
-        for name in cfg.backends:
+        reuse = None if cfg.reuse == "off" else Reuse(suite, data, cfg, roles, rig.env, read=cfg.reuse == "on")
+        stored = {n: e for n in cfg.backends if reuse is not None and (e := reuse.lookup(n)) is not None}
+
+        async def start(name: str) -> None:
             emit({"run_id": run_id, "phase": "start", "message": name})
             try:
                 if name in cfg.targets:
@@ -195,13 +209,31 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
             except Exception as e:  # any start failure is reported, others go on
                 failures[name] = f"start failed: {type(e).__name__}: {e}"
                 clients.pop(name, None)
-        run["backends"] = {n: {"describe": describes.get(n), "status": "failed" if n in failures else "ok",
-                               "reason": failures.get(n, "")} for n in cfg.backends}
+
+        for name in cfg.backends:
+            if name in stored:  # a stored result stands in for it: not started unless another condition needs it
+                describes[name] = stored[name].records.get("describe") or {}
+            else:
+                await start(name)
+        caps, conditions, reused = await _conditions_and_reused(suite, data, cfg.backends, reuse, stored, clients,
+                                                                describes, failures, start)
+        keys = {n: reuse.key(n) for n in cfg.backends} if reuse is not None else {}
+
+        def backend_entries() -> dict[str, Any]:
+            return {n: {"describe": describes.get(n), "status": "failed" if n in failures else "ok",
+                        "reason": failures.get(n, ""), **({"result_key": keys[n]} if keys.get(n) else {}),
+                        **({"reused": reused[n].note()} if n in reused else {})} for n in cfg.backends}
+
+        run["backends"] = backend_entries()
         run_dir.write_run(run)
 
-        caps = {n: {c["name"]: c["detail"] for c in d["capabilities"]} for n, d in describes.items()}
-        conditions = suite.conditions([n for n in cfg.backends if n in clients], caps)
         done = run_dir.done_keys()
+        trusted = _own_samples(prev, keys, conditions, data.probes, done)
+        if reuse is not None:
+            _copy_reused(run_dir, reuse, reused, done, lambda m: emit({"run_id": run_id, "phase": "reuse",
+                                                                        "message": m}))
+        reused_ingest = {n: e.records["ingest"] for n, e in reused.items() if e.records.get("ingest")}
+        reused_prepare = {n: e.records["prepare"] for n, e in reused.items() if e.records.get("prepare")}
         work = [(p, c) for p in data.probes for c in conditions if sample_key(c, p) not in done]
         needed = {b for _, c in work for b in c.backends}
 
@@ -211,9 +243,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                            compaction_llm=compaction_llm)
 
         def ingested(info: dict[str, Any]) -> None:
-            run["ingest"] = {**prev.get("ingest", {}), **info}
-            run["backends"] = {n: {"describe": describes.get(n), "status": "failed" if n in failures else "ok",
-                                   "reason": failures.get(n, "")} for n in cfg.backends}
+            run["ingest"] = {**prev.get("ingest", {}), **reused_ingest, **info}
+            run["backends"] = backend_entries()
             run_dir.write_run(run)
 
         if suite.namespace_scoped and conditions and all(len(c.backends) == 1 for c in conditions):
@@ -227,18 +258,21 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
 
         # -- score + report -------------------------------------------------------------------------
         # Prepare (untimed setup before each namespace's first timed retrieve): its time is setup, not latency
-        run["prepare"] = {**prev.get("prepare", {}), **ctx.prepare_summary()}
+        run["prepare"] = {**prev.get("prepare", {}), **reused_prepare, **ctx.prepare_summary()}
         run["llm_cache"] = _cache_summary(roles, llm_clients, cache_before)
         run["failures"] = failures
         after = cache_rows(cache_file)
         run["embedding_cache"] = {"path": str(cache_file), "vectors_added": {
             m: n - vectors_before.get(m, 0) for m, n in after.items() if n != vectors_before.get(m, 0)},
             "vectors": sum(after.values())}
+        run["backends"] = backend_entries()
+        if reuse is not None:
+            run["reuse"] = store_results(reuse, run, run_dir, conditions, data.probes, reused, failures, trusted)
         run["duration_s"] = time.monotonic() - t_start
         run_dir.write_run(run)
         metrics, state = finalize(run_dir, suite)
         emit({"run_id": run_id, "phase": "done", "done": total, "total": total, "message": str(run_dir.path)})
-        return RunOutcome(run_dir.path, state, metrics, failures)
+        return RunOutcome(run_dir.path, state, metrics, failures, {n: e.label for n, e in reused.items()})
     finally:
         for client in llm_clients.values():
             await client.close()
@@ -432,6 +466,76 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
     finally:
         interrupt.forget(hook)
     return {n: info[n] for n in sorted(info)}
+
+
+async def _conditions_and_reused(suite: Suite, data, backends: list[str], reuse: Reuse | None,
+                                 stored: dict[str, Any], clients: dict[str, Any], describes: dict[str, Any],
+                                 failures: dict[str, str], start: Callable[[str], Any]
+                                 ) -> tuple[dict[str, dict[str, str]], list[Condition], dict[str, Any]]:
+    """(capabilities, conditions, reused): the suite's conditions over the started and the stored backends, and the stored results that fit them
+    (services/coordinator/reuse.py `confirm`). A stored backend whose result does not fit is started and measured;
+    one whose result fits but that a condition measured here also reads (arclight's "native + X") is started too,
+    its own result still reused. Repeated until nothing more starts."""
+    while True:
+        caps = {n: {c["name"]: c["detail"] for c in (d or {}).get("capabilities") or []} for n, d in describes.items()}
+        conditions = suite.conditions([n for n in backends if n in clients or n in stored], caps)
+        reused = reuse.confirm(stored, conditions, data.probes) if reuse is not None else {}
+        in_work = {b for c in conditions if reuse_owner(c) not in reused for b in c.backends}
+        late = [n for n in stored if n not in clients and n not in failures and (n not in reused or n in in_work)]
+        if not late:
+            return caps, conditions, reused
+        for n in late:
+            if n not in reused:
+                del stored[n]
+                describes.pop(n, None)
+            await start(n)
+
+
+def _own_samples(prev: dict[str, Any], keys: dict[str, str | None], conditions: list[Condition],
+                 probes: list[Probe], done: set[str]) -> dict[str, bool]:
+    """Per backend, whether the samples of it already in --out (a resumed run's) were made under its current key
+    (run.json recorded the same key for it), or there are none: only then may its result be stored."""
+    prev_keys = {n: (b or {}).get("result_key") for n, b in (prev.get("backends") or {}).items()}
+    return {n: prev_keys.get(n) == k or not any(reuse_owner(c) == n and sample_key(c, p) in done
+                                                for p in probes for c in conditions) for n, k in keys.items()}
+
+
+def _copy_reused(run_dir: RunDir, reuse: Reuse, reused: dict[str, Any], done: set[str],
+                 say: Callable[[str], None]) -> None:
+    """Append each reused result's samples that --out does not hold yet; say what is reused and why the others
+    are measured."""
+    for n, e in reused.items():
+        say(f"{n}: {e.label}")
+        for s in e.samples:
+            if s["key"] not in done:
+                run_dir.append_sample(s)
+                done.add(s["key"])
+    for n, why in reuse.why.items():
+        if n not in reused:
+            say(f"{n}: measured ({why})")
+
+
+def store_results(reuse: Reuse, run: dict[str, Any], run_dir: RunDir, conditions: list[Condition],
+                  probes: list[Probe], reused: dict[str, Any], failures: dict[str, str],
+                  trusted: dict[str, bool]) -> dict[str, Any]:
+    """Store every result this run measured whole (services/coordinator/reuse.py decides what is whole); returns
+    run.json's "reuse": the mode, the store, what was reused (run, time, key), why each other backend was measured
+    and what was stored."""
+    samples = run_dir.samples()
+    saved, errors = {}, {}
+    for n in run.get("backends_requested") or []:
+        if n not in reused and n not in failures and trusted.get(n):
+            try:
+                path = reuse.save(n, conditions, probes, samples, run, run_dir)
+            except OSError as e:  # a full disk or a read-only store costs the next run time, never this run
+                errors[n] = f"{type(e).__name__}: {e}"[:300]
+                continue
+            if path is not None:
+                saved[n] = str(path)
+    return {"mode": "on" if reuse.read else "store (--fresh)", "store": str(reuse.store.root),
+            "reused": {n: e.note() for n, e in reused.items()},
+            "measured": {n: reuse.why.get(n, "") for n in run.get("backends_requested") or [] if n not in reused},
+            "stored": saved, **({"store_errors": errors} if errors else {})}
 
 
 def next_pass(prev_ingest: dict[str, Any]) -> int:
