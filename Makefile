@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml
 setup-local-llm: setup
 	nice -n 10 $(BIN)/python -m services.local_llm.setup
 
-# The quality suites with the local model in every LLM role (about an hour on 2 cores); see README.
+# The quality suites with the local model in every LLM role (about an hour on 2 cores); see docs/guides/local-model.md.
 bench-local: setup setup-local-llm openclaw-optional
 	$(BIN)/memrig bench-local --out $(or $(OUT),results/bench-local)
 
@@ -114,7 +114,7 @@ data-longmemeval-s: | $(BIN)/python
 # recall figures, the cost-per-message table and the embedding vectors the run added (a rerun adds none).
 # LME_S=PATH: the S file (default: longmemeval/longmemeval_s_cleaned.json in DATA_DIR, `make data-longmemeval-s`);
 # QUESTIONS=N: a stratified sample of N instead of all; EMBEDDER: minilm (the default everywhere), or wordllama
-# (a faster real model; its recall cost on S is in the README); LME_BACKENDS overrides the list; LANES=1 gives each
+# (a faster real model; its recall cost on S is in docs/results/longmemeval.md); LME_BACKENDS overrides the list; LANES=1 gives each
 # backend the host alone (the default, 2, runs two side by side: faster, and each cost figure includes a neighbour).
 LME_BACKENDS ?= bm25,bm25-official,dense,hybrid,cortex,openclaw-real,openclaw-real[profile=sessions]
 EMBEDDER ?= minilm
@@ -157,7 +157,7 @@ load-bench-shards: setup
 		$(if $(SHARDS),--shards $(SHARDS),)
 
 # Mutation testing (cosmic-ray) over the modules behind quoted numbers: kill rate per module + survivors in
-# results/mutation/report.md. CPU-heavy (see README); MODULES=a.py,b.py limits it. Not part of `make test`.
+# results/mutation/report.md. CPU-heavy (see docs/reference/testing.md); MODULES=a.py,b.py limits it. Not part of `make test`.
 mutation: setup
 	nice -n 19 $(BIN)/python -m tests.mutation.run $(if $(MODULES),--modules $(MODULES),) \
 		--jobs $(or $(JOBS),2) $(if $(RERUN),--rerun-survivors,) --out $(or $(OUT),results/mutation)
