@@ -356,6 +356,110 @@ VERDICT_CSS = ("table.verdict{display:block;border:0;overflow:visible;max-width:
                "table.verdict td:first-child::before{content:none}")
 
 
+# ------------------------------------------------------------------------------------------------------
+# The verdict as a picture: backends × suites, each cell the backend minus OpenClaw native on the suite's headline,
+# coloured by the verdict's word. Drawn from verdict.json (services/coordinator/verdict.py), so the picture and the
+# verdict table below it print the same numbers.
+
+PICTURE_CLASSES = {"better": "v-better", "worse": "v-worse", "no detectable difference": "v-same"}
+PICTURE_CSS = (
+    ".vpic-wrap{margin:.4em 0 1.2em}"
+    "table.vpic{table-layout:fixed;width:100%;border-collapse:separate;border-spacing:3px;font-size:12px;margin:0}"
+    "table.vpic th,table.vpic td{border:0;padding:4px 5px;vertical-align:top;overflow-wrap:anywhere;min-width:0}"
+    "table.vpic thead th{background:none;font-weight:600;text-align:left;font-size:11px;color:#333}"
+    "table.vpic thead th a{font-size:12px}table.vpic th.vpic-corner{width:11em}"
+    "table.vpic tbody th{background:none;text-align:left;font-size:12px}"
+    "table.vpic td{border-radius:3px;line-height:1.3}"
+    "table.vpic td b{display:block;font-size:14px}table.vpic td span{display:block}"
+    "table.vpic td .vpic-word{font-size:11px}"
+    ".v-better{background:#cdebd3;color:#0d4f1c}.v-worse{background:#f6cdc9;color:#7a1a12}"
+    ".v-same{background:#e6e6e6;color:#333}.v-base{background:#dfe7f7;color:#1c3566}"
+    ".v-none{background:#fafafa;color:#888;border:1px dashed #ccc}"
+    ".vpic-key span{display:inline-block;padding:0 6px;margin:0 4px 0 0;border-radius:3px}"
+    ".vpic-key{font-size:12px;color:#444;margin:.2em 0}")
+
+
+def _picture_cell(v: dict[str, Any], backend: str, suite: str) -> tuple[str, str, str]:
+    """(css class, inner HTML, hover text) of one backend on one suite (`suite`: its name in the run)."""
+    from services.coordinator import verdict as vd
+
+    row = (v.get("backends") or {}).get(backend)
+    head = v.get("headline") or {}
+    unit = head.get("unit") or ""
+    base = v.get("baseline") or {}
+    who = vd._short(base.get("backend"))
+    if row is None:
+        return "v-none", "<span>not run</span>", f"{backend} did not run on {suite}"
+    if base.get("condition") is None:
+        why = f"no OpenClaw native (`openclaw-real` or the port `openclaw`) ran on {suite}: nothing to compare"
+        return "v-none", "<span>no native comparison</span>", why
+    if row.get("condition") == base.get("condition"):
+        mean = (row.get("value") or {}).get("mean")
+        pct = "%" if unit == "rate" else ""
+        return ("v-base", f"<b>{html.escape(vd._num(mean, unit))}{pct}</b><span class='vpic-word'>the baseline</span>",
+                f"{who}: the baseline of {suite} ({head.get('label', '')} {vd._num(mean, unit)}{pct})")
+    c = row.get("vs_native")
+    if not c:
+        return "v-none", "<span>no native comparison</span>", f"no comparison with {who} for {backend}"
+    cls = PICTURE_CLASSES.get(c.get("word"), "v-same")
+    lo, hi = (list(c.get("ci") or []) + [None, None])[:2]
+    interval = f"[{vd._num(lo, unit, True)}, {vd._num(hi, unit, True)}]"
+    if c.get("mdd") is not None:
+        tail = f"MDD {vd._mdd(c['mdd'], unit)}"
+    else:
+        st = v.get("statistics") or {}
+        tail = (f"p ≥ {st['min_p']:.3f}: cannot be detected" if (st.get("min_p") or 0) >= vd.ALPHA
+                else "no MDD")
+    word = c.get("word") if c.get("word") in (vd.BETTER, vd.WORSE) else "not detectable"
+    inner = (f"<b>{html.escape(vd._num(c.get('delta'), unit, True))}</b><span>{html.escape(interval)}</span>"
+             f"<span class='vpic-word'>{html.escape(word)} · {html.escape(tail)}</span>")
+    hover = (f"{backend} vs {who} on {suite} ({head.get('label', '')}): {vd.word_text(c, unit)}; "
+             f"{vd._diff(c, unit)}" + (f"; MDD {vd._mdd(c['mdd'], unit)}" if c.get("mdd") is not None else "")
+             + (f"; {c['mdd_why']}" if c.get("mdd_why") else ""))
+    return cls, inner, hover
+
+
+def verdict_picture(verdict: dict[str, Any]) -> str:
+    """The verdict of a bench-all (or bench-local) run as one picture: a row per backend, a column per suite, each
+    cell the backend minus OpenClaw native on the suite's headline with its 95% interval, coloured better (green) /
+    worse (red) / no detectable difference (grey), its minimum detectable difference in the cell and the whole
+    comparison on hover. The baseline's own cell shows its value; a cell with no native comparison says so. Empty
+    when the verdict has no suite."""
+    from services.coordinator import verdict as vd
+
+    suites = verdict.get("suites") or {}
+    if not suites:
+        return ""
+    names = list(suites)
+    unit_note = (" (rates in percentage points)"
+                 if any((v.get("headline") or {}).get("unit") == "rate" for v in suites.values()) else "")
+    head = ["<tr><th class='vpic-corner'>backend \\ suite</th>"]
+    for n in names:
+        h = suites[n].get("headline") or {}
+        arrow = " (lower is better)" if h.get("higher_is_better") is False else ""
+        mock = " (llm-mock)" if h.get("mocked") else ""
+        base = (suites[n].get("baseline") or {}).get("backend")
+        against = f"vs {vd._short(base)}" if base else "no OpenClaw native in this run"
+        head.append(f"<th><a href='#{html.escape(slug(n))}'>{html.escape(n)}</a><br>{html.escape(h.get('label', ''))}"
+                    f"{arrow}{mock}<br>{html.escape(against)}</th>")
+    head.append("</tr>")
+    rows = []
+    for b in verdict.get("backends") or []:
+        cells = []
+        for n in names:
+            cls, inner, hover = _picture_cell(suites[n], b, n)
+            cells.append(f"<td class='{cls}' title=\"{html.escape(hover, quote=True)}\" data-suite='{html.escape(n)}'>"
+                         f"{inner}</td>")
+        rows.append(f"<tr><th>{html.escape(b)}</th>{''.join(cells)}</tr>")
+    key = ("<p class='vpic-key'>Each cell: the backend minus OpenClaw native on the suite's headline, Δ and its 95% "
+           f"interval{unit_note}, and the minimum detectable difference (MDD); hover for p and the whole comparison. "
+           "<span class='v-better'>better</span><span class='v-worse'>worse</span>"
+           "<span class='v-same'>no detectable difference</span><span class='v-base'>the baseline</span>"
+           "<span class='v-none'>no comparison</span></p>")
+    return (f"<div class='vpic-wrap'>{key}<table class='vpic'><thead>{''.join(head)}</thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+
 def render_html(run_dir: str | Path) -> Path:
     run_dir = Path(run_dir)
     metrics = json.loads((run_dir / "metrics.json").read_text()) if (run_dir / "metrics.json").exists() else {}

@@ -11,6 +11,7 @@ Everything is rebuilt from the run directory (report.json, each suite's run.json
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
@@ -155,14 +156,21 @@ _WORD_LINK = re.compile(r'<a href="(#[^"]+)">(better|worse)</a>')
 
 
 def render_index_html(out: Path, md: str) -> Path:
-    """report.html of a bench-all run: report.md as HTML, the verdict first, every heading an anchor."""
-    from services.coordinator.report_html import CSS, VERDICT_CSS, markdown_to_html
+    """report.html of a bench-all run: report.md as HTML, the verdict first, every heading an anchor; right under
+    the verdict's title, the verdict as a picture (report_html.verdict_picture, from verdict.json)."""
+    from services.coordinator import report_html as rh
 
     title = f"memrig bench-all {out.name}"
-    body = markdown_to_html(md, out).replace("<table>", '<table class="verdict">', 1)  # the first table is the verdict's
+    body = rh.markdown_to_html(md, out).replace("<table>", '<table class="verdict">', 1)  # the first table is the verdict's
     body = _WORD_LINK.sub(r'<a class="\2" href="\1">\2</a>', body)
+    picture = ""
+    with contextlib.suppress(OSError, ValueError, AttributeError, KeyError, TypeError):  # never costs the report
+        picture = rh.verdict_picture(json.loads((out / "verdict.json").read_text()))
+    if picture and "</h1>" in body:
+        end = body.index("</h1>") + len("</h1>")
+        body = body[:end] + "\n" + picture + body[end:]
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-           f"<style>{CSS}{INDEX_CSS}{VERDICT_CSS}</style></head><body>" + body + "</body></html>")
+           f"<style>{rh.CSS}{INDEX_CSS}{rh.VERDICT_CSS}{rh.PICTURE_CSS}</style></head><body>" + body + "</body></html>")
     path = out / "report.html"
     path.write_text(doc)
     return path
