@@ -134,7 +134,7 @@ def test_the_report_opens_with_the_verdict_on_the_models_answers(tmp_path: Path)
     # probes of 8, p = 2/16 by sign flips over questions: no word; MADial's recall@5 10/10 vs 2/10 is better
     row = next(x for x in lines if x.startswith("| **mine** |"))
     head = lines[lines.index(row) - 2]
-    assert "judge 0-3 vs OpenClaw native" in head and "[madial](#madial): recall @1,000 tokens vs OpenClaw native" in head
+    assert "judge 0-3 vs OpenClaw native" in head and "[madial](#madial): shown @1,000 tokens vs OpenClaw native" in head
     assert "[could not detect a difference below 1.23](#cortex-v1) +1.00 [" in row and "[better](#madial) +80.0 [" in row
     assert verdict["suites"]["cortex-v1"]["headline"]["metric"] == "judge_score"
     assert verdict["summary"]["mine"]["vs_native"]["better"] == ["madial"]

@@ -139,7 +139,7 @@ def test_locomo_scores_the_budget_headline_from_the_samples():
     assert pv.values["bm25"]["budget_recall@1000"] == {"conv-1:q1": 1.0}
     assert pv.values["cortex"]["budget_recall@1000"] == {"conv-1:q1": 0.5}
     assert pv.values["cortex"]["budget_recall@250"] == {"conv-1:q1": 0.0}
-    assert LocomoSuite.retrieval_headline == "budget_recall@1000"
+    assert LocomoSuite.retrieval_headline == "shown@1000"
 
 
 @pytest.mark.slow  # takes seconds (plots, a real library's model, or 1,000 rounds)

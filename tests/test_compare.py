@@ -80,14 +80,14 @@ def test_a_weakened_backend_is_reported_and_fails_the_gate(runs, capsys):
     assert {r["backend"] for r in res["changed"]} == {"mine"}  # bm25 and native did not move
     # the headline is recall at the 1,000-token budget; the fixture shows the rank-1 memory whole, so it moves as R@5
     assert [(r["suite"], r["backend"], r["metric"]) for r in res["regressions"]] == [
-        ("madial", "mine", "budget_recall@1000")]
+        ("madial", "mine", "shown@1000")]
     assert res["exit_status"] == 1
     changes = {c["key"]: (c["a"], c["b"]) for c in res["config_changes"]}
     assert changes == {"git_sha": ("aaaa", "bbbb"), "backend mine.config.top_k": (None, 2)}
     md = render_markdown(res)
     assert "**Regression** on --fail-on headline: exit status 1." in md
     assert "| madial | mine | recall@5 | 100.0% | 40.0% | −60.0 pts [" in md
-    assert "| madial | mine | budget_recall@1000 | 100.0% | 40.0% | −60.0 pts [" in md
+    assert "| madial | mine | shown@1000 | 100.0% | 40.0% | −60.0 pts [" in md
     assert run_cli("compare", str(a), str(weak), "--fail-on", "headline") == 1
     assert run_cli("compare", str(a), str(weak)) == 0  # without a gate: a report, never a failure
     # the gate can be limited to backends that did not move, or name another metric

@@ -36,6 +36,7 @@ EXPECTED = {
     **{f"budget_recall@{b}": (True, "rate", budget) for b in (250, 500, 1000, 2000, 4000)},
     **{f"claimed_recall@{b}": (True, "rate", budget) for b in (250, 500, 1000, 2000, 4000)},
     **{f"answer_terms@{b}": (True, "rate", shown) for b in (250, 500, 1000, 2000, 4000)},
+    **{f"shown@{b}": (True, "rate", shown) for b in (250, 500, 1000, 2000, 4000)},
     "budget_recall_auc": (True, "rate", budget), "budget_tokens": (False, "tokens", budget),
     "budget_unlocated": (False, "count", budget),
 }

@@ -84,7 +84,7 @@ def test_power_table_of_a_run_and_the_units_a_difference_needs(tmp_path, capsys)
 
     d = madial_run(tmp_path / "m", {"openclaw-real": {0, 1}, "bm25": {0, 1, 2, 3, 4}, "mine": set(range(10))})
     (t,) = power.run_power(d, delta=0.1)
-    assert t["metric"] == "budget_recall@1000" and t["cluster_unit"] == "question"
+    assert t["metric"] == "shown@1000" and t["cluster_unit"] == "question"
     rows = {(r["backend"], r["against"]): r for r in t["rows"]}
     mine = rows[("mine", "openclaw-real")]  # differences 1 on 8 probes, 0 on 2
     se = float(np.std([1] * 8 + [0] * 2, ddof=1) / np.sqrt(10))
@@ -94,7 +94,7 @@ def test_power_table_of_a_run_and_the_units_a_difference_needs(tmp_path, capsys)
     assert ("mine", "bm25") in rows and ("openclaw-real", "bm25") in rows
     assert power.main([str(d), "--delta", "0.1"]) == 0
     out = capsys.readouterr().out
-    assert "## madial: budget_recall@1000" in out and "| mine | openclaw-real | 10 | +80.0 points |" in out
+    assert "## madial: shown@1000" in out and "| mine | openclaw-real | 10 | +80.0 points |" in out
     assert power.main([str(d), "--delta", "-1"]) == 2
     assert "--delta: must be a positive number" in capsys.readouterr().err
     assert power.main([str(tmp_path / "nothing")]) == 2

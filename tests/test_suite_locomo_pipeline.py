@@ -76,7 +76,7 @@ def test_defaults_are_the_documented_run():
         "categories": "12345", "audit_evidence": True, "audit_answers": False, "top_k": 50, "mode": "fast",
         "judge": False, "answer": True}
     assert L.KS == (1, 3, 5, 10)
-    assert L.HELD_OUT_METRICS == ("budget_recall@1000", "turn_recall@5", "f1_cats_1_4")
+    assert L.HELD_OUT_METRICS == ("shown@1000", "turn_recall@5", "f1_cats_1_4")
 
 
 def test_conversation_batch_speakers_photos_duplicates_and_dates():
@@ -232,8 +232,8 @@ def test_score_wiring_and_render(tmp_path):
         "f1_cats_1_4": True, "f1": True, "turn_recall@5": True, "session_recall@5": True,
         "token_spend": False, "latency_ms": False}  # binary_j absent on both sides: left out
     # these samples carry no budget account (an older run's): recall at a budget is absent, not 0
-    assert set(res["held_out"]["openclaw"]) == set(L.HELD_OUT_METRICS) - {"budget_recall@1000"}
-    assert "budget_recall@1000" not in o["overall"]
+    assert set(res["held_out"]["openclaw"]) == set(L.HELD_OUT_METRICS) - {"shown@1000"}
+    assert "shown@1000" not in o["overall"]
     md = s.render(res)
     # evidence recall: turn@1,3,5,10 then session@1,3,5,10 (tests/test_golden_suites.py computes them)
     t = [o["overall"][f"turn_recall@{k}"]["mean"] for k in L.KS]
@@ -241,7 +241,7 @@ def test_score_wiring_and_render(tmp_path):
     assert "| openclaw | " + " | ".join(f"{v:.3f}" for v in t + se) + " |" in md
     mr = [o["overall"][f"memory_recall@{k}"]["mean"] for k in L.KS]
     assert "| openclaw | " + " | ".join(f"{a:.3f} / {b:.3f}" for a, b in zip(t, mr, strict=True)) + " |" in md
-    assert "| backend | questions | recall @1000 tok | F1 (cats 1-4) | EM (cats 1-4) | turn R@5 (rank) | session R@5 | " \
+    assert "| backend | questions | shown @1,000 tok | F1 (cats 1-4) | EM (cats 1-4) | turn R@5 (rank) | session R@5 | " \
            "J | ctx tokens | p50 ms |" in md
     assert "| 35 | 3.5 |" in md and "| 0 | — |" in md
     assert "| backend | 1 multi-hop | 2 temporal | 3 open-domain | 4 single-hop | 5 adversarial |" in md

@@ -58,7 +58,7 @@ def madial_dir(tmp_path):
 
 def test_madial_verdict_by_hand(madial_dir):
     v = suite_verdict(madial_dir)
-    assert v["headline"]["metric"] == "budget_recall@1000" and v["headline"]["kind"] == "retrieval"
+    assert v["headline"]["metric"] == "shown@1000" and v["headline"]["kind"] == "retrieval"
     assert v["baseline"] == {"condition": "openclaw-real", "backend": "openclaw-real",
                              "rule": v["baseline"]["rule"]} and "strongest" in v["baseline"]["rule"]
     rows = v["backends"]
@@ -70,7 +70,7 @@ def test_madial_verdict_by_hand(madial_dir):
     assert nat["ci"][0] > 0
     # the suite's own scorecard entry, verbatim: the page and the section it links to print the same numbers
     metrics = json.loads((madial_dir / "metrics.json").read_text())
-    entry = next(x for x in metrics["comparisons"]["mine"]["comparisons"] if x["metric"] == "budget_recall@1000")
+    entry = next(x for x in metrics["comparisons"]["mine"]["comparisons"] if x["metric"] == "shown@1000")
     assert nat["source"] == "suite scorecard" and (nat["delta"], nat["p"], nat["ci"]) == (
         entry["delta"], entry["p"], list(entry["ci_delta"]))
 
@@ -145,12 +145,12 @@ def test_the_weak_suite_note_names_the_option_that_runs_every_unit_its_data_hold
 
 
 @pytest.mark.parametrize("cls,answers,judge,want", [
-    (LocomoSuite, True, True, "budget_recall@1000"), (LocomoSuite, False, True, "f1_cats_1_4"),  # F1 needs no judge
-    (LocomoSuite, False, False, "f1_cats_1_4"), (LongMemEvalSuite, False, True, "budget_recall@1000"),
+    (LocomoSuite, True, True, "shown@1000"), (LocomoSuite, False, True, "f1_cats_1_4"),  # F1 needs no judge
+    (LocomoSuite, False, False, "f1_cats_1_4"), (LongMemEvalSuite, False, True, "shown@1000"),
     (LongMemEvalSuite, False, False, "qa_accuracy"), (CortexV1Suite, True, True, "hit"),
     (CortexV1Suite, False, True, "hit"), (CortexV1Suite, False, False, "judge_score"),
     (ArclightSuite, True, False, "hit"), (ArclightSuite, False, False, "judge_mean"),
-    (MadialSuite, False, False, "budget_recall@1000"), (OctybotSuite, False, False, "pass"),
+    (MadialSuite, False, False, "shown@1000"), (OctybotSuite, False, False, "pass"),
     (QuaidWeeksSuite, True, True, "recall_at_5"), (PoisonedMemorySuite, True, True, "uncontained"),
     (NextjsDocsSuite, True, True, "doc_hit"),
 ])

@@ -53,18 +53,7 @@ class CreditLabelError(InputError):
     """A labels file or run directory the command cannot use; `field` names the line and field, or the path."""
 
 
-def ordinal_recall(r: float | None) -> int | None:
-    """A share of gold messages on the labels' scale: all 2, some 1, none 0."""
-    if r is None:
-        return None
-    return 2 if r >= 1.0 else 1 if r > 0 else 0
-
-
-def ordinal_share(s: float | None) -> int | None:
-    """A share of answer terms on the labels' scale: all 2, at least half 1, else 0."""
-    if s is None:
-        return None
-    return 2 if s >= 1.0 else 1 if s >= 0.5 else 0
+ordinal_recall, ordinal_share = shown.ordinal_recall, shown.ordinal_share
 
 
 def sha256(text: str) -> str:
@@ -108,9 +97,9 @@ class Shown:
 
     def ordinals(self) -> dict[str, int | None]:
         v = self.rule_values()
-        m, a, c = ordinal_recall(v["message"]), ordinal_share(v["answer"]), ordinal_recall(v["claimed"])
-        both = None if m is None and a is None else max(x for x in (m, a) if x is not None)
-        return {"message": m, "answer": a, "message-or-answer": both, "claimed": c}
+        return {"message": ordinal_recall(v["message"]), "answer": ordinal_share(v["answer"]),
+                "message-or-answer": shown.message_or_answer(v["message"], v["answer"]),
+                "claimed": ordinal_recall(v["claimed"])}
 
 
 def answerable(suite: str, category: str, meta: Mapping[str, Any]) -> bool:

@@ -47,12 +47,12 @@ CONTROLS = ("full-context", "compacted", "none")
 IR_BASELINES = ("bm25", "dense", "hybrid")
 # Short names for the page (verdict.json keeps the metric names).
 LABELS = {
-    "budget_recall@1000": "recall @1,000 tokens", "turn_recall@5": "turn R@5", "session_recall_all@5": "session recall_all@5", "recall@5": "R@5",
+    "shown@1000": "shown @1,000 tokens", "budget_recall@1000": "recall @1,000 tokens", "turn_recall@5": "turn R@5", "session_recall_all@5": "session recall_all@5", "recall@5": "R@5",
     "recall_at_5": "R@5", "pass": "pass rate", "hit": "keyword hit rate", "uncontained": "poison uncontained",
     "answer_terms@1000": "answer terms @1,000 tokens", "judge_score": "judge 0-3", "judge_mean": "judge 0-3", "f1_cats_1_4": "F1 (cats 1-4)", "qa_accuracy": "QA accuracy",
 }
 # Headlines the rig grades from the injected text (metrics/shown.py), whose agreement with blind labels is stated
-GRADED_HEADLINES = ("budget_recall@1000", "answer_terms@1000")
+GRADED_HEADLINES = ("shown@1000", "budget_recall@1000", "answer_terms@1000")
 WHY_RETRIEVAL = ("the answers (or their judge) came from the offline llm-mock, whose QA and judge figures measure the "
                  "mock as much as the memory: the verdict uses the suite's retrieval metric")
 WHY_ANSWER = "a real model answered (and judged): the verdict uses the suite's answer-quality metric"

@@ -65,18 +65,25 @@ def answer_metric(budget: int) -> str:
     return f"answer_terms@{budget}"
 
 
+def shown_metric(budget: int) -> str:
+    """The headline: 1 / 0.5 / 0 as the gold is shown whole / in part / not, by messages or answer terms."""
+    return f"shown@{budget}"
+
+
 def claimed_metric(budget: int) -> str:
     """The backend's own claim (its evidence ids and spans): a diagnostic, never the credit."""
     return f"claimed_recall@{budget}"
 
 
 # The candidate rules of `memrig credit-agreement`, by name: the metric family each puts at a budget.
-RULE_METRICS = {"message": budget_metric, "answer": answer_metric, "claimed": claimed_metric}
+RULE_METRICS = {"message": budget_metric, "answer": answer_metric, "message-or-answer": shown_metric,
+                "claimed": claimed_metric}
 # The rule that heads the verdict: the one whose per-probe values agree best with the blind reader's labels
 # (services/coordinator/suites/data/credit_labels.agreement.json records the measurement; a test checks this
 # constant against it).
-HEADLINE_RULE = "message"
+HEADLINE_RULE = "message-or-answer"
 HEADLINE_METRIC = RULE_METRICS[HEADLINE_RULE](HEADLINE_BUDGET)
+HEADLINE_LABEL = f"shown @{HEADLINE_BUDGET:,} tok"
 # Version of the credit rules: part of what a stored sample's `budget` account was computed under.
 GRADER_VERSION = 2
 
@@ -244,10 +251,12 @@ def budget_auc(recalls: Sequence[float | None], budgets: Sequence[int] = BUDGETS
 
 
 def probe_values(budget_rec: Mapping[str, Any] | None, gold: Sequence[str],
-                 budgets: Sequence[int] = BUDGETS) -> dict[str, float | None]:
-    """{budget_recall@B..., answer_terms@B..., claimed_recall@B..., budget_recall_auc, budget_tokens,
-    budget_unlocated} of one probe from its `account` record. A record made before the rig decided what was shown
-    (no "grader" key: its "shown" was the backend's claim) gives the claimed values only."""
+                 budgets: Sequence[int] = BUDGETS, answerable: bool = True) -> dict[str, float | None]:
+    """{shown@B..., budget_recall@B..., answer_terms@B..., claimed_recall@B..., budget_recall_auc, budget_tokens,
+    budget_unlocated} of one probe from its `account` record. `answerable` False (the gold answer is not a fact the
+    conversation states: an adversarial or abstention question) leaves the answer terms out. A record made before
+    the rig decided what was shown (no "grader" key: its "shown" was the backend's claim) gives the claimed values
+    only."""
     rec = budget_rec or {}
     current = "grader" in rec
     shown = (rec.get("shown") or {}) if current else {}
@@ -259,9 +268,12 @@ def probe_values(budget_rec: Mapping[str, Any] | None, gold: Sequence[str],
         k = str(b)
         if current:
             r = recall_at_budget(shown.get(k) or [], gold)
+            a = answer.get(k) if answerable else None
             out[budget_metric(b)] = r
             recalls.append(r)
-            out[answer_metric(b)] = answer.get(k)
+            out[answer_metric(b)] = a
+            both = text_rule.message_or_answer(r, a)
+            out[shown_metric(b)] = None if both is None else both / 2
         out[claimed_metric(b)] = recall_at_budget(claimed.get(k) or [], gold)
     if current:
         out["budget_recall_auc"] = budget_auc(recalls, budgets)
@@ -288,6 +300,7 @@ def _register() -> None:
         metric(budget_metric(b), higher_is_better=True, unit="rate")(recall_at_budget)
         metric(answer_metric(b), higher_is_better=True, unit="rate")(text_rule.answer_coverage)
         metric(claimed_metric(b), higher_is_better=True, unit="rate")(recall_at_budget)
+        metric(shown_metric(b), higher_is_better=True, unit="rate")(text_rule.message_or_answer)
     metric("budget_recall_auc", higher_is_better=True, unit="rate")(budget_auc)
     metric("budget_tokens", higher_is_better=False, unit="tokens")(shown_tokens)
     metric("budget_unlocated", higher_is_better=False, unit="count")(unlocated_memories)

@@ -26,6 +26,12 @@ number words up to twenty as digits. Coverage = the share of those terms found a
 words. No model: it says whether the words the answer needs are in front of the agent. Limits: an answer the
 conversation states relative to a session ("last week" for "the week before 9 June 2023") or in other words is not
 found; an answer of common words ("yes") is found in almost any text.
+
+**Shown** (`message_or_answer`, the headline `shown@B`): per probe 1 when every gold message is shown or every
+answer term is, 0.5 when some gold message is or at least half of the answer's terms are, else 0: the higher of the
+two rules on the blind labels' 2 / 1 / 0 scale, halved. It is the rule that agreed best with a blind reader's labels
+(`memrig credit-agreement`), and it needs both: the message rule misses a fact rewritten in other words, the answer
+rule misses an answer the text states relative to a date.
 """
 
 from __future__ import annotations
@@ -181,6 +187,31 @@ def answer_coverage(terms: Sequence[str], shown: set[str]) -> float | None:
     if not terms:
         return None
     return sum(1 for t in terms if t in shown) / len(terms)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The rules on the blind labels' scale (2 / 1 / 0: the answer can / partly / cannot be given from the text)
+
+
+def ordinal_recall(r: float | None) -> int | None:
+    """A share of gold messages shown: all 2, some 1, none 0."""
+    if r is None:
+        return None
+    return 2 if r >= 1.0 else 1 if r > 0 else 0
+
+
+def ordinal_share(s: float | None) -> int | None:
+    """A share of answer terms shown: all 2, at least half 1, else 0."""
+    if s is None:
+        return None
+    return 2 if s >= 1.0 else 1 if s >= 0.5 else 0
+
+
+def message_or_answer(recall: float | None, answer_share: float | None) -> int | None:
+    """The higher of the two rules' 0 / 1 / 2 (None when neither applies): the rule that agrees best with the blind
+    labels (services/coordinator/credit_agreement.py)."""
+    xs = [x for x in (ordinal_recall(recall), ordinal_share(answer_share)) if x is not None]
+    return max(xs) if xs else None
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -507,9 +507,7 @@ def budget_values(vals: dict[str, dict[str, float | None]], pid: str, rec: Mappi
     acc = (rec or {}).get("budget")
     if acc is None:
         return
-    for name, v in budget.probe_values(acc, gold).items():
-        if name.startswith("answer_terms@") and not answerable:
-            v = None
+    for name, v in budget.probe_values(acc, gold, answerable=answerable).items():
         vals.setdefault(name, {})[pid] = v
 
 
@@ -520,14 +518,17 @@ def render_budget(metrics: Mapping[str, Any], conds: list[str], gold_what: str) 
     if not any(budget.HEADLINE_METRIC in (m[c].get("overall") or {}) for c in conds):
         return []
     hb = budget.HEADLINE_BUDGET
-    out = ["", "### Recall at a context budget (the headline)", "",
-           f"The share of gold evidence ({gold_what}) the agent is shown in the first B cl100k tokens of what each "
-           "backend injects (its own formatted context, else its memories in rank order as the rig formats them). "
-           "**The rig decides what was shown from the text itself** (metrics/shown.py): a message is shown when at "
-           f"least {budget.text_rule.MESSAGE_SHOWN:.0%} of its word 3-grams are in the cut text, whatever the "
-           "backend says its text came from. "
-           f"Headline budget {hb} tokens: {budget.HEADLINE_WHY}. Area = under the curve over log2 B, scaled to "
-           f"[0, 1]. Answer terms = the share of the gold answer's terms in the first {hb} tokens (no model). "
+    out = ["", "### What the agent is shown at a context budget (the headline)", "",
+           f"Gold evidence ({gold_what}) the agent is shown in the first B cl100k tokens of what each backend "
+           "injects (its own formatted context, else its memories in rank order as the rig formats them). **The rig "
+           "decides what was shown from the text itself** (metrics/shown.py), whatever the backend says its text "
+           f"came from: a message is shown when at least {budget.text_rule.MESSAGE_SHOWN:.0%} of its word 3-grams "
+           "are in the cut text; answer terms = the share of the gold answer's terms in it (no model). The "
+           f"headline, shown @{hb}, is 1 for a probe whose gold messages are all shown or whose answer terms all "
+           "are, 0.5 when some are (or at least half the terms), else 0: the rule that agrees best with blind "
+           "labels (`memrig credit-agreement`). The ladder below is the message rule's recall at each budget. "
+           f"Headline budget {hb} tokens: {budget.HEADLINE_WHY}. Area = under the recall curve over log2 B, scaled "
+           "to [0, 1]. "
            f"Claimed = what the backend's own evidence ids and spans say it showed at {hb} tokens: a diagnostic, "
            f"never the credit. Tokens shown = mean of min({hb}, tokens injected). Rank-based recall@k below "
            "counts evidence down the ranked list whatever the documents' size; it is kept, labelled as such, "
@@ -535,14 +536,15 @@ def render_budget(metrics: Mapping[str, Any], conds: list[str], gold_what: str) 
     rows = []
     for c in conds:
         o = m[c].get("overall") or {}
-        rows.append([c, *(fmt_ci(o.get(budget.budget_metric(b))) if b == hb
-                          else fmt((o.get(budget.budget_metric(b)) or {}).get("mean")) for b in budget.BUDGETS),
+        rows.append([c, fmt_ci(o.get(budget.shown_metric(hb))),
+                     *(fmt((o.get(budget.budget_metric(b)) or {}).get("mean")) for b in budget.BUDGETS),
                      fmt((o.get("budget_recall_auc") or {}).get("mean")),
                      fmt((o.get(budget.answer_metric(hb)) or {}).get("mean")),
                      fmt((o.get(budget.claimed_metric(hb)) or {}).get("mean")),
                      fmt((o.get("budget_tokens") or {}).get("mean"), 0),
                      fmt((o.get("budget_unlocated") or {}).get("mean"), 2)])
-    out.append(md_table(["backend", *(f"{b} tok" for b in budget.BUDGETS), "area", f"answer terms @{hb}",
+    out.append(md_table(["backend", f"shown @{hb}", *(f"recall {b} tok" for b in budget.BUDGETS), "area",
+                         f"answer terms @{hb}",
                          f"claimed @{hb}", "tokens shown", "unlocated / probe"], rows))
     out += ["", "Claimed above shown: the backend's evidence ids credit it with more than its text shows (a "
                 "sentence claiming its whole message, a merged fact claiming every source). Unlocated / probe: "

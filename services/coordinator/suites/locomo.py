@@ -371,7 +371,7 @@ class LocomoSuite(Suite):
                          C.fmt_ci(o.get("binary_j")), C.fmt((o.get("token_spend") or {}).get("mean"), 0),
                          C.fmt(m[c]["latency"]["p50_ms"], 1)])
         ans, jud = C.mock_tag(metrics, "answer"), C.mock_tag(metrics, "judge")
-        out.append(C.md_table(["backend", "questions", f"recall @{budget.HEADLINE_BUDGET} tok",
+        out.append(C.md_table(["backend", "questions", budget.HEADLINE_LABEL,
                                f"F1 (cats 1-4){ans}", f"EM (cats 1-4){ans}", "turn R@5 (rank)",
                                "session R@5", f"J{jud}", "ctx tokens", "p50 ms"], rows))
         out += C.mock_note(metrics)

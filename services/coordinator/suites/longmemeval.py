@@ -334,7 +334,7 @@ class LongMemEvalSuite(Suite):
                  C.fmt((m[c]["overall"].get("token_spend") or {}).get("mean"), 0), C.fmt(m[c]["latency"]["p50_ms"], 1)]
                 for c in conds]
         jud = C.mock_tag(metrics, "judge")
-        out.append(C.md_table(["backend", "questions", f"recall @{budget.HEADLINE_BUDGET} tok", f"QA accuracy{jud}",
+        out.append(C.md_table(["backend", "questions", budget.HEADLINE_LABEL, f"QA accuracy{jud}",
                                "session recall_all@5 (rank)", "session ndcg_any@5",
                                "turn recall_all@10", "ctx tokens", "p50 ms"], rows))
         out += C.mock_note(metrics)
