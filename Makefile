@@ -17,7 +17,7 @@ PYTEST_FLAGS ?=
 export PYTHONDONTWRITEBYTECODE :=
 export PYTHONPYCACHEPREFIX ?= $(CURDIR)/.memrig/pycache
 
-.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-lme-s data-longmemeval-s bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image wheelhouse clean mutation mutation-listed k8s-check
+.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-lme-s bench-beam data-longmemeval-s bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image wheelhouse clean mutation mutation-listed k8s-check
 
 setup: $(STAMP)
 
@@ -124,6 +124,19 @@ bench-lme-s: setup openclaw-optional
 		$(if $(QUESTIONS),--option questions=$(QUESTIONS),--option full=true) \
 		--backends '$(LME_BACKENDS)' --embedder $(EMBEDDER) --llm mock $(if $(LANES),--lanes $(LANES),) \
 		--out $(or $(OUT),results/bench-lme-s$(if $(QUESTIONS),-q$(QUESTIONS))-$(EMBEDDER))
+
+# BEAM's dev split at full size (beam/beam_dev.json.gz in DATA_DIR: 51 conversations of 100K to 1M tokens, 47,822
+# messages, 1,020 questions), retrieval only: per-ability scoring on what each backend shows in 1,000 tokens, the
+# tables by ability and by size bucket, and the cost per message as a conversation grows. Each backend takes one
+# conversation at a time and releases it; the progress line has an ETA from the messages still to ingest.
+# CONVERSATIONS=N: a seeded sample of N stratified by size (default 0, all); BEAM_SIZES=100K,500K keeps those buckets;
+# BEAM_BACKENDS overrides the list; EMBEDDER and LANES as for bench-lme-s.
+BEAM_BACKENDS ?= bm25,dense,hybrid,cortex,openclaw-real,openclaw-real[profile=sessions]
+bench-beam: setup openclaw-optional
+	$(BIN)/memrig bench --suite beam --option conversations=$(or $(CONVERSATIONS),0) --option answer=false \
+		--option data_dir=$(DATA_DIR) $(if $(BEAM_SIZES),--option sizes=$(BEAM_SIZES),) \
+		--backends '$(BEAM_BACKENDS)' --embedder $(EMBEDDER) --llm mock $(if $(LANES),--lanes $(LANES),) \
+		--out $(or $(OUT),results/bench-beam$(if $(CONVERSATIONS),-c$(CONVERSATIONS))-$(EMBEDDER))
 
 # Order-only on the venv's python: an existing venv (VENV=/abs/path) is used as it is.
 $(BIN)/python:

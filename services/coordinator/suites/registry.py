@@ -19,6 +19,7 @@ SUITE_MODULES = (
     "services.coordinator.suites.madial",
     "services.coordinator.suites.poisoned_memory",
     "services.coordinator.suites.nextjs_docs",
+    "services.coordinator.suites.beam",
 )
 
 
