@@ -172,6 +172,31 @@ def test_a_plain_json_file_loads_like_the_gzip_one_and_a_missing_one_is_unavaila
         _suite(tmp_path, file="beam/nope.json.gz").load()
 
 
+def test_a_message_over_the_ingest_limit_is_fitted_and_listed(tmp_path):
+    from services.common.types import MAX_CONTENT_CHARS
+
+    assert MAX_CONTENT_CHARS == 200_000
+    convs = copy.deepcopy([C1, C2, C3])
+    turns = convs[2]["chat_batches"][1]["turns"]
+    padded = "Reviews catch  gaps" + " " * 210_000 + "\n \n  |   |\tend"  # collapses to 26 characters
+    turns[0][1]["content"] = padded
+    turns[1][1]["content"] = "x" * 200_001  # no whitespace to collapse: cut at the limit
+    turns[1][0]["content"] = "y " * 100_000  # 200,000 exactly: unchanged
+    _s, data = _load(tmp_path, convs)
+    got = {m.id: m.content for s in data.corpora["beam-1M-1"].sessions for m in s.messages}
+    assert got["43"] == "Reviews catch gaps\n| |\tend"  # a run with a line break: one; of 2+ blanks: a space
+    assert got["45"] == "x" * 200_000 and got["44"] == "y " * 100_000
+    assert data.info["fitted"] == [
+        {"conversation": "beam-1M-1", "id": "43", "chars": len(padded), "fitted_chars": 26},
+        {"conversation": "beam-1M-1", "id": "45", "chars": 200_001, "fitted_chars": 200_000}]
+    assert B.fit("a  b", limit=3) == "a b" and B.fit("a  b", limit=4) == "a  b" and B.fit("ab  cd", limit=2) == "ab"
+    md = _s.render({"conditions": {}, "data": data.info})
+    assert ("Messages over the ingest limit (200,000 characters), whitespace collapsed (then cut at the limit if still "
+            f"over): beam-1M-1 #43 {len(padded):,} → 26, beam-1M-1 #45 200,001 → 200,000.") in md
+    _s, clean = _load(tmp_path)
+    assert clean.info["fitted"] == [] and "ingest limit" not in _s.render({"conditions": {}, "data": clean.info})
+
+
 # -- malformed input: an error naming the conversation and the field ---------------------------------------------
 def _broken(change):
     convs = copy.deepcopy([C1, C2, C3])

@@ -5,7 +5,13 @@ abilities. Only the file's conversations are ever read; the held-out ones are no
 
 **Corpus.** One namespace per conversation. Each chat batch is a session (`B<batch_number>`), its messages
 ingested in order, one message per turn with message id = the turn's `id` (an integer in the file, kept as text)
-and its content unchanged (the user turns' trailing `->-> n,m` index marker included: it is in the upstream chat).
+and its content unchanged (the user turns' trailing `->-> n,m` index marker included: it is in the upstream chat),
+except a message longer than the rig's ingest limit (services/common/types.MAX_CONTENT_CHARS, 200,000 characters):
+its runs of whitespace are collapsed (a run with a line break to one line break, others to one space: its words,
+all the grader reads, are kept) and, if it is still too long, it is cut at the limit; such messages are listed in
+the data info (`fitted`). In the dev file that is 2 assistant messages padded by a generator gone wrong (beam-100K-4
+#97, 348,853 characters, mostly spaces; beam-500K-28 #305, 246,463, mostly table borders), neither of them evidence;
+collapsed, they are 4,714 and 19,913 characters.
 **Dates.** A message is dated at its turn's `time_anchor` ("March-15-2024", read as that day at 00:00 UTC) when it
 has one; a batch's own `time_anchor` dates the batch's first message (unless that has its own); every other message
 takes the last anchor before it in the conversation, and a message before the conversation's first anchor takes that
@@ -76,7 +82,7 @@ from typing import Any
 
 from services.common.errors import InputError
 from services.common.tokens import count_tokens
-from services.common.types import IngestBatch, Message, Session
+from services.common.types import MAX_CONTENT_CHARS, IngestBatch, Message, Session
 from services.coordinator.metrics import budget
 from services.coordinator.metrics import shown as text_rule
 from services.coordinator.metrics.latency import latency_summary
@@ -133,6 +139,7 @@ METRIC_LABELS = {"update_shown": "updated fact shown", "stale": "stale (original
                  "abstention_topic": "question terms shown", "abstention_on_topic": "on topic"}
 HELD_OUT_METRICS = (RECALL, NUGGETS)
 _DATE = "%B-%d-%Y"
+_RUN = re.compile(r"[ \t\r\f\v]*\n\s*|[ \t\r\f\v]{2,}")
 _NUGGET_PREFIX = re.compile(r"^\s*(?:llm\s+)?response\s+should\s+((?:not\s+)?[a-z]+)\s*:\s*", re.I)
 
 
@@ -196,9 +203,19 @@ def _ids(value: Any, where: str, bad) -> list[Any]:
     return out
 
 
-def conversation_batch(conv: dict[str, Any], source: str) -> tuple[IngestBatch, dict[str, str], datetime]:
+def fit(content: str, limit: int = MAX_CONTENT_CHARS) -> str:
+    """`content` as the rig can ingest it (module docstring, Corpus): unchanged up to `limit` characters; longer, its
+    whitespace runs collapsed, then cut at `limit`."""
+    if len(content) <= limit:
+        return content
+    return _RUN.sub(lambda m: "\n" if "\n" in m.group() else " ", content)[:limit]
+
+
+def conversation_batch(conv: dict[str, Any], source: str, fitted: list[dict[str, Any]] | None = None
+                       ) -> tuple[IngestBatch, dict[str, str], datetime]:
     """(batch, {message id: role}, the last anchor) of one conversation (module docstring, Corpus and Dates), or
-    BeamDataError naming the conversation and the field."""
+    BeamDataError naming the conversation and the field. Messages made to fit the ingest limit are appended to
+    `fitted` ({conversation, id, chars, fitted_chars})."""
     cid = conv.get("id")
 
     def bad(where: str, what: str):
@@ -253,7 +270,11 @@ def conversation_batch(conv: dict[str, Any], source: str) -> tuple[IngestBatch, 
             sessions.append(_session(batches[last_batch], last_batch, msgs))
             msgs = []
         last_batch = j
-        msgs.append(Message(id=str(m["id"]), role=m["role"], content=m["content"], ts=current))
+        content = fit(m["content"])
+        if content != m["content"] and fitted is not None:
+            fitted.append({"conversation": cid, "id": str(m["id"]), "chars": len(m["content"]),
+                           "fitted_chars": len(content)})
+        msgs.append(Message(id=str(m["id"]), role=m["role"], content=content, ts=current))
     if msgs:
         sessions.append(_session(batches[last_batch], last_batch, msgs))
     return IngestBatch(sessions=tuple(sessions), batch_id=str(cid)), seen, anchors[-1]
@@ -434,9 +455,10 @@ class BeamSuite(Suite):
                                     random.Random(self.seed))
         corpora, probes = {}, []
         no_evidence: Counter[str] = Counter()
+        fitted: list[dict[str, Any]] = []
         for conv in convs:
             cid = conv["id"]
-            batch, roles, last = conversation_batch(conv, source)
+            batch, roles, last = conversation_batch(conv, source, fitted)
             corpora[cid] = batch
             pq = conv.get("probing_questions")
             if not isinstance(pq, dict):
@@ -462,7 +484,7 @@ class BeamSuite(Suite):
             "by_size": dict(sorted(Counter(c["size"] for c in convs).items(), key=lambda kv: SIZES.index(kv[0]))),
             "conversations_in_file": in_file, "messages": sum(b.message_count for b in corpora.values()),
             "questions": len(probes), "by_ability": dict(sorted(Counter(p.category for p in probes).items())),
-            "no_evidence": dict(sorted(no_evidence.items())),
+            "no_evidence": dict(sorted(no_evidence.items())), "fitted": fitted,
             "sampling": {"seed": self.seed, "conversations": self.options["conversations"],
                          "stratified_by": "size"},
         }
@@ -634,6 +656,11 @@ class BeamSuite(Suite):
             out += ["", "Leave-one-conversation-out check (each conversation's own mean against the others' CI and "
                         "prediction interval):", "",
                     C.md_table(["backend", "metric", "inside CI of the mean", "inside prediction interval"], rows)]
+        if data.get("fitted"):
+            out += ["", f"Messages over the ingest limit ({MAX_CONTENT_CHARS:,} characters), whitespace collapsed "
+                        "(then cut at the limit if still over): " + ", ".join(
+                            f"{f['conversation']} #{f['id']} {f['chars']:,} → {f['fitted_chars']:,}"
+                            for f in data["fitted"]) + "."]
         if data.get("no_evidence"):
             out += ["", "Questions without evidence ids (no recall figure): "
                     + ", ".join(f"{a} {n}" for a, n in data["no_evidence"].items()) + "."]
