@@ -5,6 +5,7 @@ equal to the port's re-implementation (lifecycle.py). Needs Node and the pinned 
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -247,6 +248,62 @@ def test_file_hits_span_the_hook_lines_openclaw_returns(default):
     at = res.formatted_context.index(top.text)
     assert all(res.formatted_context[s.start + at:s.end + at] == shown[s.evidence_id] for s in top.evidence_spans)
     assert b.counters()["spans_misaligned"] == 0
+
+
+def _hits(b, loop, ns, q="which port does the dev server run on"):
+    res = loop.run_until_complete(b.retrieve(ns, RetrieveQuery(q, 6, reference_time=ASKED)))
+    return [(m.id, m.text, m.channel_scores) for m in res.memories]
+
+
+def test_a_search_after_the_client_sat_idle_past_nodes_keep_alive_is_answered(default):
+    # The `make test` failure of issue 46: this module's loop sat idle while another fixture's backend ingested; Node
+    # had closed the pooled keep-alive connection after 5 s (6 s measured), aiohttp keeps one for 15 s and reused it,
+    # and the search was lost ("Can not write request body"), sidecar alive. The sidecar now never closes an idle
+    # connection (keepAliveTimeout 0). 8 s with this loop stopped: inside that window, every time before the fix.
+    b, loop, _ = default
+    before = _hits(b, loop, "demo")
+    time.sleep(8)
+    assert _hits(b, loop, "demo") == before and before
+
+
+def test_no_search_is_lost_to_openclaws_background_session_maintenance(default):
+    # After each session entry write OpenClaw kicks its automatic session maintenance (kickSessionEntryMaintenanceAfter
+    # Write): it plans in a reclamation Worker thread and commits only if no newer write came in, else logs "SQLite
+    # reclamation Worker failed ... inputs changed before commit" and plans again. It usually skips the Worker while
+    # its cached age fact holds; a write that moves the entry's updatedAt back drops that fact
+    # (advanceSessionEntryMaintenanceAgeFact), so each append below, stamped a minute before the previous one, sends
+    # the next plan to the Worker, and two appends back to back collide with it. Searches run in between, on the same
+    # agent's database, until OpenClaw has refused at least one commit: every one answers the same hits as before.
+    b, loop, _ = default
+    loop.run_until_complete(b.ingest("maint", IngestBatch(sessions=(S1, S2))))
+    agent, ws = agent_id("maint"), str(b.workspace_dir("maint"))
+    call = lambda *a: loop.run_until_complete(b._call(*a))  # noqa: E731
+    before = _hits(b, loop, "maint")
+    assert before and before[0][0].startswith("memory/2026-03-03-1100.md")
+    writes0, log0 = call("GET", "/diagnostics")["sessionWrites"], len(b._sidecar.log.read_text(errors="replace"))
+    at, rounds, refused = ms(S2.messages[-1].ts), 0, 0
+    while rounds < 8 or (refused == 0 and rounds < 60):
+        for _ in range(2):
+            at -= 60_000
+            call("POST", "/session/append", {"agent": agent, "workspace": ws,
+                                             "messages": [{"role": "user", "text": f"aside {rounds}", "ms": at}]})
+        assert _hits(b, loop, "maint") == before, f"round {rounds}"
+        rounds += 1
+        refused = b._sidecar.log.read_text(errors="replace")[log0:].count("inputs changed before commit")
+
+    # OpenClaw's exclusive session writes since the first append, by operation (its diagnostics channel): the
+    # maintenance planned and handed work to its reclamation Worker while the searches ran.
+    writes = call("GET", "/diagnostics")["sessionWrites"]
+    ran = {op: writes.get(op, {}).get("ok", 0) - writes0.get(op, {}).get("ok", 0) for op in writes}
+    assert refused >= 1 and ran["session.maintenance.plan"] >= 1 and ran["session.reclamation.retain"] >= 1, ran
+    # The refused plan is planned again after the last append: keep searching until OpenClaw's writes settle.
+    deadline, last = time.monotonic() + 60, None
+    while writes != last and time.monotonic() < deadline:
+        assert _hits(b, loop, "maint") == before
+        time.sleep(1)
+        last, writes = writes, call("GET", "/diagnostics")["sessionWrites"]
+    assert writes == last, "OpenClaw's session maintenance did not settle in 60 s"
+    assert b._sidecar.alive and _hits(b, loop, "demo") and _hits(b, loop, "maint") == before
 
 
 def test_transcript_evidence_by_hand():

@@ -50,6 +50,11 @@
 //                                                   files at the workspace root, bootstrapPending}
 //   POST /transcript {agent}                      → {sessionId, sessionKey, entry, events}: OpenClaw's session entry and
 //                                                   transcript events (null and [] when there is no session)
+//   GET  /diagnostics                             → {sessionWrites: {<operation>: {ok, error}}}: OpenClaw's exclusive
+//                                                   session writes by operation, as it publishes them on its
+//                                                   `openclaw.session.write` diagnostics channel (its background
+//                                                   maintenance among them: session.maintenance.plan,
+//                                                   session.reclamation.retain before each reclamation Worker run)
 // Session hits come back from /search with source "sessions", path `sessions/<agent>/<sessionId>.jsonl` and lines of
 // that JSONL (line 1 = the session header), the numbering of /session/append's `lines`.
 // Started as: node sidecar.mjs --config <file.json>; prints `READY pid=<pid>` on stdout once it serves.
@@ -58,6 +63,7 @@
 // true: memory.search.sources ["memory", "sessions"] with experimental.sessionMemory, so sessions are searched too).
 
 import { createServer } from "node:http";
+import { subscribe } from "node:diagnostics_channel";
 import { readFileSync, writeFileSync, rmSync, mkdirSync, existsSync, readdirSync } from "node:fs";
 import { createHash, randomUUID } from "node:crypto";
 import path from "node:path";
@@ -242,6 +248,9 @@ const pinned = {
   // prepareWorkspaceStateDeletion (`i`) and deleteWorkspaceState (`n`): what `openclaw agents delete` runs to forget a
   // workspace's setup state and attestation (else a re-created workspace at the same path counts as vanished).
   workspaceState: ["workspace-state-store-DTZ2RTNw.mjs", ["i", "n"]],
+  // The process policy OpenClaw's CLI entry (dist/index.js, which runs the gateway) installs before any command runs.
+  processPolicy: ["unhandled-rejections-BrGfFgus.mjs",
+    ["installUnhandledRejectionHandler", "isUncaughtExceptionHandled", "isBenignUncaughtExceptionError"]],
 };
 const loaded = new Map();
 function loadPinned(name) {
@@ -260,6 +269,35 @@ function loadPinned(name) {
   }
   return loaded.get(name);
 }
+
+// ---------------------------------------------------------------- OpenClaw's background work, as a gateway hosts it
+// After every session entry write OpenClaw kicks its automatic session maintenance in the background
+// (kickSessionEntryMaintenanceAfterWrite → runPendingMaintenance): it plans in a reclamation Worker thread and commits
+// only if no newer write came in meanwhile. When one did (this sidecar writes a conversation's messages back to back),
+// the Worker's commit gate refuses ("SQLite automatic maintenance inputs changed before commit"), OpenClaw logs
+// "SQLite reclamation Worker failed" and plans again after the newer write: routine, caught inside OpenClaw, nothing
+// for this process to handle. What a gateway process adds around such work is OpenClaw's process policy, installed
+// here as its CLI entry installs it: a transient SQLite, network or file-watch rejection is logged and the process
+// goes on; any other unhandled rejection or uncaught exception ends it (exit 1), as Node's default would.
+{
+  const policy = await loadPinned("processPolicy");
+  policy.installUnhandledRejectionHandler();
+  process.on("uncaughtException", (err) => {
+    if (policy.isUncaughtExceptionHandled(err)) return;
+    if (policy.isBenignUncaughtExceptionError(err)) {
+      console.warn("[memrig sidecar] non-fatal uncaught exception (continuing, as OpenClaw's gateway does):", err);
+      return;
+    }
+    console.error("[memrig sidecar] uncaught exception:", err);
+    process.exit(1);
+  });
+}
+// OpenClaw publishes each exclusive session write (its maintenance's included) on this channel; counted for /diagnostics.
+const sessionWrites = {};
+subscribe("openclaw.session.write", (m) => {
+  const c = (sessionWrites[m?.operation ?? "unknown"] ??= { ok: 0, error: 0 });
+  c[m?.outcome === "ok" ? "ok" : "error"] += 1;
+});
 
 const mainSessionKey = (id) => `agent:${id}:main`;
 // A session id derived from the agent and the session's first message time instead of a random one: the
@@ -379,6 +417,7 @@ const routes = {
     warmed.add(id);
     return { syncMs: t1 - t0, searchMs: t2 - t1, prepareMs: t2 - t0, firstSearch };
   }),
+  "GET /diagnostics": async () => ({ sessionWrites: structuredClone(sessionWrites) }),
   "POST /status": (body) => serial(async () => summary((await manager(agentId(body))).status())),
   "POST /search": (body) => serial(async () => {
     const id = agentId(body);
@@ -566,6 +605,13 @@ const server = createServer((req, res) => {
     res.end(text);
   });
 });
+
+// The rig is this server's only client and keeps its connections alive between requests (aiohttp keeps an idle one
+// for 15 s). Node closes an idle keep-alive connection after keepAliveTimeout (5 s; 6 s measured with Node 24.19);
+// a client that reuses it after that (its event loop was busy elsewhere, e.g. pytest driving another backend's loop,
+// or the close and the next request crossed) writes into a closed socket, and the request is lost ("Can not write
+// request body"). 0: the server never closes an idle connection; the client decides when to.
+server.keepAliveTimeout = 0;
 
 async function shutdown() {
   server.close();
