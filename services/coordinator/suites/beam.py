@@ -35,8 +35,9 @@ read at the headline budget B = 1,000 tokens from the retrieval's `budget` accou
 messages shown at each budget (no order), so nothing here can say what was ranked above what:
 - `budget_recall@B` for the ladder 250 ... 4,000 (the share of gold messages shown), every ability with evidence;
   the suite's headline is `budget_recall@1000` over the questions with evidence, overall and per ability (the
-  verdict reads the rig's headline metric, budget.HEADLINE_METRIC, from the same account: the same figure while the
-  rig's credit rule is the message rule; the report shows it beside evidence recall when it is not);
+  verdict reads the rig's headline metric, budget.HEADLINE_METRIC, from the same account: `shown@1000`, the
+  message-or-answer rule, since the blind-label measurement; the report shows it beside evidence recall whenever it
+  is not evidence recall itself);
 - knowledge update: `update_shown` = some `updated_info` message is shown (None without one); `stale` = some
   `original_info` message that is not also an update message is shown while no `updated_info` message is (the agent
   sees the old value only; None without updates or without an original apart from them). "Ranked above it" cannot
@@ -60,7 +61,8 @@ messages shown at each budget (no order), so nothing here can say what was ranke
   something ("should avoid", "should not mention") and nuggets without terms are left out. Scored for the abilities
   whose nuggets name conversation content; abstention, instruction following and preference following are left out
   (their nuggets describe the reply's behaviour: "includes numeric codes", "there is no information"). Limits: term
-  overlap, not meaning (a paraphrase is missed, common words match anywhere); contradiction's behavioural nuggets
+  overlap, not meaning (a paraphrase is missed, common words match anywhere; an ordering nugget is carried whatever
+  the order); read at 1,000 tokens only (the sample keeps that text alone); contradiction's behavioural nuggets
   ("there is contradictory information", "which statement is correct?") and summaries' abstract ones cap the share
   below 1; BEAM's own judging (0 / 0.5 / 1 per nugget by a model, from an answer) is not this.
 - with answers (`answer: true`): `answer_nuggets`, the same rule applied to the answer instead of the shown text (an
