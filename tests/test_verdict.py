@@ -412,6 +412,21 @@ def test_rerender_rescores_and_names_a_bad_index(tmp_path):
         rerender(tmp_path / "nothing")
 
 
+@pytest.mark.slow  # takes seconds (plots)
+def test_rerender_scores_a_suite_whose_scoring_failed_after_its_probes_ran(tmp_path):
+    """bench-all recorded madial as failed (its scoring raised, its samples are complete): `memrig report` scores it
+    from its samples and puts it back in the verdict, keeping the failure it replaces."""
+    out, index = two_suite_run(tmp_path)
+    index["suites"]["madial"] = {"state": "failed", "reason": "AttributeError: x", "traceback": "tb", "duration_s": 1.0}
+    (out / "report.json").write_text(json.dumps(index))
+    (out / "madial" / "metrics.json").unlink()
+    rerender(out)
+    after = json.loads((out / "report.json").read_text())["suites"]["madial"]
+    assert after["state"] == "succeeded" and after["dir"] == "madial"
+    assert after["rescored_after"] == {"reason": "AttributeError: x", "traceback": "tb"}
+    assert "madial" in json.loads((out / "verdict.json").read_text())["suites"]
+
+
 def test_strip_backend_config_keeps_what_follows():
     md = "## A\nx\n## Backend configuration\n\n**b**\n```json\n{}\n```\n## Failures\ny\n"
     assert strip_backend_config(md) == "## A\nx\n## Failures\ny\n"

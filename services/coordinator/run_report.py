@@ -193,7 +193,9 @@ def is_bench_all_dir(path: str | Path) -> bool:
 
 def rerender(out: str | Path, rescore: bool = True) -> Path:
     """Rebuild a finished bench-all run's reports from its files: each suite re-scored from its samples (unless
-    `rescore` is false) and the top report.md / report.html / verdict.json written again."""
+    `rescore` is false) and the top report.md / report.html / verdict.json written again. A suite recorded as failed
+    whose directory holds its run.json and samples (its probes ran; its scoring raised) is scored again too, and
+    takes its state from that scoring; its earlier failure is kept under `rescored_after`."""
     out = Path(out)
     index_path = out / "report.json"
     if not index_path.exists():
@@ -207,7 +209,10 @@ def rerender(out: str | Path, rescore: bool = True) -> Path:
     if rescore:
         from services.coordinator.runner import finalize
 
-        for s in index["suites"].values():
+        for name, s in index["suites"].items():
+            if not s.get("dir") and s.get("state") == "failed" and (out / name / "samples.jsonl").exists():
+                s["rescored_after"] = {k: s.pop(k) for k in ("reason", "traceback") if k in s}
+                s["dir"] = name
             d = out / (s.get("dir") or "")
             if s.get("dir") and (d / "run.json").exists() and (d / "samples.jsonl").exists():
                 _, state = finalize(RunDir(d))
