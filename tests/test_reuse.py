@@ -376,3 +376,17 @@ async def test_a_store_that_cannot_be_written_costs_the_next_run_time_never_this
     assert out.state == "succeeded"
     run = run_json(tmp_path / "r1")
     assert run["reuse"]["stored"] == {} and set(run["reuse"]["store_errors"]) == {"bm25", "dense"}
+
+
+async def test_a_result_whose_code_changed_during_the_run_is_not_stored(tmp_path, started, monkeypatch):
+    """The key is taken when the suite starts; an edit of the backend's (or the grader's) code before the result
+    is stored would file samples under a key they do not match: such a result is not stored, and the reason says
+    why."""
+    cfg = config(tmp_path, "r1", backends=("bm25",))
+    r = view(cfg)
+    assert r.key("bm25") is not None and not r.code_changed("bm25")
+    edit_file(monkeypatch, "services/adapters/ir_baselines/backend.py")
+    assert r.code_changed("bm25")
+    owned = [Condition("bm25", ("backend:bm25",), answer=False)]
+    assert r.save("bm25", owned, [], [], {}, None) is None
+    assert "changed while the run was going" in r.why["bm25"]

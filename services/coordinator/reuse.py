@@ -520,6 +520,18 @@ class Reuse:
         parts = self.parts(name)
         return None if parts is None else digest(parts)
 
+    def code_changed(self, name: str) -> bool:
+        """Whether the grader's or this backend's code on disk differs from what the key was made of (the key is
+        taken when the suite starts; an edit during the run would store samples under a key they do not match)."""
+        from services.adapters.registry import get_spec
+
+        if files_digest(rig_code_files(self.suite)) != self.common["grader"]["code"]:
+            return True
+        part = self.backend_part(name)
+        if part is None:
+            return False
+        return files_digest(backend_code_files(get_spec(name))[0]) != part["code"]
+
     # -- reading -----------------------------------------------------------------------------------
     def lookup(self, name: str) -> Entry | None:
         """The stored result of this backend under its current key (before the conditions are known), or None
@@ -584,6 +596,9 @@ class Reuse:
         key, parts = self.key(name), self.parts(name)
         owned = [c for c in conditions if owner(c) == name]
         if not self.write or key is None or parts is None or not owned:
+            return None
+        if self.code_changed(name):  # the samples may come from code other than the key's: never store them
+            self.why[name] = "its code or the grader's changed while the run was going: not stored"
             return None
         comp = self.companions(name, owned)
         if None in comp.values():
