@@ -125,7 +125,9 @@ def _bad_input_cases():
     from services.common.types import ValidationError
     from services.coordinator.compare import CompareError
     from services.coordinator.metrics.budget import SpanError
+    from services.coordinator.credit_agreement import CreditLabelError
     from services.coordinator.suites.base import OptionError
+    from services.coordinator.suites.beam import BeamDataError
     from services.coordinator.verdict import VerdictError
     from services.cortex_mock.app import AuthError, BodyInvalid
     from services.cortex_mock.validation import RequestInvalid
@@ -156,6 +158,9 @@ def _bad_input_cases():
         (FaultExists, ("slow",), "name"),
         (FaultNotFound, ("slow",), "name"),
         (ParseFailed, ("unrecognized arguments: --x",), "args"),
+        (CreditLabelError, ("credit_labels.jsonl:3.label", "3 is not 0, 1 or 2"), "credit_labels.jsonl:3.label"),
+        (BeamDataError, ("beam-100K-2.chat_batches[0].turns[3][1].role", "missing"),
+         "beam-100K-2.chat_batches[0].turns[3][1].role"),
     ]
 
 
