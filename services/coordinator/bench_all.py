@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.registry import default_backends, get_spec
+from services.coordinator import reuse as reuse_mod
 from services.coordinator.plan import RunPlan, SuitePlan, run_plan, run_settings, suite_options
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
 from services.coordinator.run_report import write_reports
@@ -87,7 +88,7 @@ async def run_bench_all(p: BenchAllPlan) -> int:
     try:
         index["suites"] = await run_plan(p, run_suite, TerminalProgress(), None if p.run.in_process else rig)
         if p.costs:
-            index["costs"] = await _run_costs(p.out / "costs")
+            index["costs"] = await _run_costs(p.out / "costs", getattr(p.run, "reuse", "off"))
     finally:
         rig.stop_all()
     index["duration_s"] = time.monotonic() - t0
@@ -113,16 +114,87 @@ async def _wait_for_targets(targets: dict[str, str], timeout_s: float) -> None:
             print(f"[bench-all] target {name}: {e}", flush=True)
 
 
-async def _run_costs(out: Path) -> dict[str, Any]:
+# What decides the cost scenarios' figures (services/turn_sim/cost_scenarios.py): the turn simulator, the collectors,
+# the Cortex plugin client and the services it talks to, the offline model and the shared code.
+COSTS_CODE = ("services/turn_sim", "collectors", "services/adapters/cortex", "services/cortex_mock",
+              "services/fault_proxy", "services/llm_mock", "services/common", "services/launcher.py",
+              *reuse_mod.FRAMEWORK)
+
+
+def costs_key() -> tuple[str, dict[str, Any]]:
+    """(key, its parts) of the quick cost scenarios: their code and the installed packages."""
+    from services.coordinator.results import package_versions
+
+    files: set[Path] = set()
+    for rel in COSTS_CODE:
+        files |= reuse_mod.tree_files(rel)
+    parts = {"format": reuse_mod.REUSE_FORMAT, "what": "cost scenarios (quick)",
+             "code": reuse_mod.files_digest(files), "packages": package_versions()}
+    return reuse_mod.digest(parts), parts
+
+
+def _stored_costs(key: str) -> dict[str, Any] | None:
+    """The stored cost scenarios under `key` (their directory and meta), or None (absent or torn)."""
+    import json
+
+    d = reuse_mod.cache_root() / "costs" / key
+    try:
+        meta = json.loads((d / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("key") != key or not (d / "files" / "costs.json").exists():
+        return None
+    return {"dir": d, "meta": meta}
+
+
+def _store_costs(key: str, parts: dict[str, Any], out: Path, results: dict[str, Any]) -> None:
+    """Copy a finished cost-scenario directory into the store (a temporary directory, renamed into place; meta.json
+    written last inside it)."""
+    import json
+    import os
+    import shutil
+    from datetime import UTC, datetime
+
+    root = reuse_mod.cache_root() / "costs"
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".{key}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(out, tmp / "files", ignore=shutil.ignore_patterns(".run"))
+    (tmp / "meta.json").write_text(json.dumps({"key": key, "parts": parts, "run_dir": str(out),
+                                               "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                                               "results": results}, default=str))
+    shutil.rmtree(root / key, ignore_errors=True)
+    os.replace(tmp, root / key)
+
+
+async def _run_costs(out: Path, reuse: str = "off") -> dict[str, Any]:
+    """The quick cost scenarios into `out`. With `reuse` "on" (bench-all without --fresh) a stored run of them under
+    an unchanged key (costs_key: their code and packages) is copied instead of measured, and the entry says from
+    which run and when (its latency and resource figures are from then); "store" measures and stores."""
+    import shutil
+
     try:
         from services.turn_sim.cost_scenarios import run_costs
     except ModuleNotFoundError as e:
         return {"state": "skipped", "reason": f"cost scenarios not available in this checkout ({e.name})"}
+    key, parts = costs_key() if reuse != "off" else (None, None)
+    if reuse == "on" and key and (hit := _stored_costs(key)):
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(hit["dir"] / "files", out)
+        meta = hit["meta"]
+        return {"state": "ok", "dir": "costs", "results": meta["results"],
+                "reused": f"reused from {meta['run_dir']}, measured at {meta['measured_at']}"}
     try:
         res = await run_costs(out, quick=True, metrics_port=0)  # /metrics + a file_sd target while it runs
-        return {"state": "ok", "dir": "costs", "results": res}
     except Exception as e:
         return {"state": "failed", "reason": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]}
+    entry: dict[str, Any] = {"state": "ok", "dir": "costs", "results": res}
+    if key and parts and costs_key()[0] == key:  # not when the code changed while they ran
+        try:
+            _store_costs(key, parts, out, res)
+        except OSError as e:  # a full disk costs the next run time, never this one
+            entry["store_error"] = f"{type(e).__name__}: {e}"[:300]
+    return entry
 
 
 def _local_llm_note() -> str:

@@ -117,6 +117,7 @@ def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
     if costs:
         lines.append(f"| costs (latency, resources, drills) | {costs.get('state')} | | "
                      + ("[below](#latency-and-resources)" if costs.get("state") == "ok" else costs.get("reason", "")[:120])
+                     + (f" ({costs['reused']}: its figures are from then)" if costs.get("reused") else "")
                      + " |")
     reused = [f"{name}: {', '.join(s['reused'])}" for name, s in suites.items() if s.get("reused")]
     if reused:
