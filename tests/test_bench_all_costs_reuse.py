@@ -59,3 +59,21 @@ def test_fresh_a_code_change_or_a_torn_entry_measure_again(tmp_path, measured, m
     assert len(measured) == 4
     asyncio.run(bench_all._run_costs(tmp_path / "r5" / "costs", "off"))  # reuse off: neither read nor stored
     assert len(measured) == 5
+
+
+def test_a_plot_drawn_from_the_same_values_is_copied_not_drawn_again(tmp_path, monkeypatch):
+    """report_html.cached_plot: the same arguments give the cached picture without drawing; other values draw."""
+    from services.coordinator import report_html
+
+    monkeypatch.setenv("MEMRIG_STATE_DIR", str(tmp_path))
+    drawn: list[str] = []
+
+    @report_html.cached_plot
+    def picture(title, values):
+        drawn.append(title)
+        return f"data:image/png;base64,{title}{values}"
+
+    assert picture("a", [1, 2]) == picture("a", [1, 2]) == "data:image/png;base64,a[1, 2]"
+    assert drawn == ["a"]
+    assert picture("a", [1, 3]).endswith("[1, 3]") and drawn == ["a", "a"]
+    assert len(list((tmp_path / "plot-cache").glob("*.txt"))) == 2

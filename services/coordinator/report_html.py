@@ -19,9 +19,12 @@ The "Judge:" line follows the page's H1.
 from __future__ import annotations
 
 import base64
+import functools
+import hashlib
 import html
 import io
 import json
+import os
 import re
 import textwrap
 from collections import defaultdict
@@ -79,6 +82,49 @@ def _legend_outside(fig, ax, title: str) -> None:
         fig.legend(handles, labels, loc="outside right upper", fontsize=7, frameon=False)
 
 
+def _plot_cache_dir() -> Path:
+    return Path(os.environ.get("MEMRIG_STATE_DIR", ".memrig")) / "plot-cache"
+
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    import matplotlib
+
+    return hashlib.sha256(Path(__file__).read_bytes() + matplotlib.__version__.encode()).hexdigest()
+
+
+def cached_plot(fn):
+    """A plot function whose PNG is kept under .memrig/plot-cache by what it is drawn from (its arguments, this
+    module's code, matplotlib's version): a rerun whose values did not change (results reused from the store) copies
+    its pictures instead of drawing them again, the largest cost of a report once nothing is measured. A cache that
+    cannot be read or written only costs the drawing."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            blob = json.dumps([fn.__name__, args, kwargs, DPI, _code_digest()], sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            return fn(*args, **kwargs)
+        path = _plot_cache_dir() / f"{hashlib.sha256(blob.encode()).hexdigest()}.txt"
+        try:
+            return path.read_text()
+        except OSError:
+            pass
+        out = fn(*args, **kwargs)
+        if out is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+                tmp.write_text(out)
+                os.replace(tmp, path)
+            except OSError:
+                pass
+        return out
+
+    return wrapper
+
+
+@cached_plot
 def bars_with_ci(title: str, groups: list[str], series: dict[str, list[tuple[float | None, float | None, float | None]]],
                  ylabel: str = "") -> str | None:
     """Grouped bars: x = groups, one bar per series in the given order, whiskers from (mean, lo, hi) on the bars
