@@ -124,8 +124,8 @@ def _bad_input_cases():
     from services.adapters.http.template import TemplateError
     from services.common.types import ValidationError
     from services.coordinator.compare import CompareError
-    from services.coordinator.metrics.budget import SpanError
     from services.coordinator.credit_agreement import CreditLabelError
+    from services.coordinator.metrics.budget import SpanError
     from services.coordinator.suites.base import OptionError
     from services.coordinator.suites.beam import BeamDataError
     from services.coordinator.verdict import VerdictError

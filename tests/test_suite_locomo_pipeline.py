@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from services.coordinator.suites import common as C
 from services.coordinator.suites import locomo as L
 from services.coordinator.suites.locomo import LocomoSuite
 from tests.fixtures_golden import locomo_samples
@@ -320,8 +321,8 @@ def test_compact_record_counts_the_formatted_context():
     from services.common.tokens import count_tokens
 
     rec = {"memories": [], "latency_ms": 1.0, "server_ms": 1.0, "formatted_context": "the grey cat"}
-    assert L.compact_record(rec)["context_tokens"] == count_tokens("the grey cat") > 0
-    assert L.compact_record({**rec, "formatted_context": None})["context_tokens"] == 0
+    assert C.compact_record(rec)["context_tokens"] == count_tokens("the grey cat") > 0
+    assert C.compact_record({**rec, "formatted_context": None})["context_tokens"] == 0
 
 
 def test_temporal_hint_only_for_category_2():

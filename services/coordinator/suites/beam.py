@@ -83,7 +83,6 @@ from pathlib import Path
 from typing import Any
 
 from services.common.errors import InputError
-from services.common.tokens import count_tokens
 from services.common.types import MAX_CONTENT_CHARS, IngestBatch, Message, Session
 from services.coordinator.metrics import budget
 from services.coordinator.metrics import shown as text_rule
@@ -99,7 +98,6 @@ from services.coordinator.suites.base import (
     SuiteData,
     condition_backends,
 )
-from services.coordinator.suites.locomo import compact_record
 from services.coordinator.suites.registry import register
 
 SIZES = ("100K", "500K", "1M")
@@ -497,9 +495,7 @@ class BeamSuite(Suite):
 
     async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
         backend = condition.backends[0]
-        rec = await ctx.retrieve(backend, probe)
-        shown = budget.shown_context(rec)  # the headline budget: what the agent is shown, and what it answers from
-        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec, 200)}, "context_tokens": count_tokens(shown)}
+        body, shown = await C.retrieval_body(ctx, probe, backend, 200)
         if condition.answer:
             body.update(await ctx.answer(probe.question, [shown]))
         return body

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from services.common import prompts
+from services.common.tokens import count_tokens
 from services.coordinator import baseline as baseline_rule_module
 from services.coordinator import stats
 from services.coordinator.metrics import budget
@@ -496,6 +497,30 @@ def render_comparisons(comp: Mapping[str, Any], title: str = "Scorecard") -> str
 
 # ------------------------------------------------------------------------------------------------------
 # Recall at a context budget (metrics/budget.py)
+
+
+def compact_record(rec: dict[str, Any], text_chars: int = 400) -> dict[str, Any]:
+    """A retrieval record without the bulky texts (ids, scores, evidence and a text prefix are enough here)."""
+    return {
+        "memories": [{"id": m["id"], "score": m["score"], "kind": m.get("kind"), "source": m.get("source"),
+                      "evidence_ids": m.get("evidence_ids", []), "text": (m.get("text") or "")[:text_chars]}
+                     for m in rec["memories"]],
+        "latency_ms": rec["latency_ms"], "server_ms": rec["server_ms"], "degraded": rec.get("degraded"),
+        "degraded_reason": rec.get("degraded_reason", ""),
+        "context_tokens": count_tokens(rec.get("formatted_context") or ""),
+        "budget": rec.get("budget"),
+        # what the agent is shown at the headline budget, verbatim: the text the grader reads (metrics/budget.py)
+        "shown_text": budget.shown_context(rec),
+    }
+
+
+async def retrieval_body(ctx: Any, probe: Any, backend: str, text_chars: int = 400, top_k: int | None = None
+                         ) -> tuple[dict[str, Any], str]:
+    """(a sample's body with the backend's retrieval record, compacted, and the context tokens the agent is shown;
+    the text shown at the headline budget: what it answers from)."""
+    rec = await (ctx.retrieve(backend, probe, top_k=top_k) if top_k else ctx.retrieve(backend, probe))
+    shown = budget.shown_context(rec)
+    return {"retrievals": {backend: compact_record(rec, text_chars)}, "context_tokens": count_tokens(shown)}, shown
 
 
 def budget_values(vals: dict[str, dict[str, float | None]], pid: str, rec: Mapping[str, Any] | None,

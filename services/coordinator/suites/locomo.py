@@ -38,7 +38,6 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
 from services.coordinator.metrics import budget
 from services.coordinator.metrics.latency import latency_summary
@@ -182,21 +181,6 @@ def load_audit(path) -> dict[tuple[str, int], dict[str, Any]]:
     return out
 
 
-def compact_record(rec: dict[str, Any], text_chars: int = 400) -> dict[str, Any]:
-    """A retrieval record without the bulky texts (ids, scores, evidence and a text prefix are enough here)."""
-    return {
-        "memories": [{"id": m["id"], "score": m["score"], "kind": m.get("kind"), "source": m.get("source"),
-                      "evidence_ids": m.get("evidence_ids", []), "text": (m.get("text") or "")[:text_chars]}
-                     for m in rec["memories"]],
-        "latency_ms": rec["latency_ms"], "server_ms": rec["server_ms"], "degraded": rec.get("degraded"),
-        "degraded_reason": rec.get("degraded_reason", ""),
-        "context_tokens": count_tokens(rec.get("formatted_context") or ""),
-        "budget": rec.get("budget"),
-        # what the agent is shown at the headline budget, verbatim: the text the grader reads (metrics/budget.py)
-        "shown_text": budget.shown_context(rec),
-    }
-
-
 @register
 class LocomoSuite(Suite):
     name = "locomo"
@@ -268,9 +252,7 @@ class LocomoSuite(Suite):
 
     async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
         backend = condition.backends[0]
-        rec = await ctx.retrieve(backend, probe)
-        shown = budget.shown_context(rec)  # the headline budget: what the agent is shown, and what it answers from
-        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec)}, "context_tokens": count_tokens(shown)}
+        body, shown = await C.retrieval_body(ctx, probe, backend)
         if not condition.answer:
             return body
         q = probe.question + SHORT + (TEMPORAL if probe.category == "2" else "") + \

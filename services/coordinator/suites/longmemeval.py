@@ -40,7 +40,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
 from services.coordinator.metrics import budget
 from services.coordinator.metrics.latency import latency_summary
@@ -63,7 +62,6 @@ from services.coordinator.suites.base import (
     SuiteUnavailable,
     condition_backends,
 )
-from services.coordinator.suites.locomo import compact_record
 from services.coordinator.suites.registry import register
 
 KS = (1, 3, 5, 10, 30, 50)
@@ -233,9 +231,7 @@ class LongMemEvalSuite(Suite):
 
     async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
         backend = condition.backends[0]
-        rec = await ctx.retrieve(backend, probe, top_k=max(KS))
-        shown = budget.shown_context(rec)  # the headline budget: what the agent is shown, and what it answers from
-        body: dict[str, Any] = {"retrievals": {backend: compact_record(rec, 200)}, "context_tokens": count_tokens(shown)}
+        body, shown = await C.retrieval_body(ctx, probe, backend, 200, top_k=max(KS))
         if not condition.answer:
             return body
         body.update(await ctx.answer(probe.question, [shown]))

@@ -19,7 +19,6 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from services.common.tokens import count_tokens
 from services.common.types import IngestBatch, Message, Session
 from services.coordinator.metrics import budget
 from services.coordinator.metrics.latency import latency_summary
@@ -38,7 +37,6 @@ from services.coordinator.suites.base import (
     SuiteData,
     condition_backends,
 )
-from services.coordinator.suites.locomo import compact_record
 from services.coordinator.suites.registry import register
 
 KS = (1, 3, 5, 10)
@@ -122,10 +120,7 @@ class MadialSuite(Suite):
         return C.retrieval_conditions(backends)
 
     async def run_probe(self, ctx, probe: Probe, condition: Condition) -> dict[str, Any]:
-        backend = condition.backends[0]
-        rec = await ctx.retrieve(backend, probe)
-        r = compact_record(rec, 200)
-        return {"retrievals": {backend: r}, "context_tokens": count_tokens(budget.shown_context(rec))}
+        return (await C.retrieval_body(ctx, probe, condition.backends[0], 200))[0]
 
     def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
         values: dict[str, dict[str, dict[str, float | None]]] = {}
