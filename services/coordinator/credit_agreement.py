@@ -376,10 +376,11 @@ def headline_note(record: str | Path = RECORD) -> str:
     """One sentence for a report, beside the headline: the rule and its agreement with the blind labels."""
     a = headline_agreement(record)
     if a is None:
-        return "The credit rule's agreement with blind labels is not measured (memrig credit-agreement)."
+        return "decided by the rig from the injected text; the rule's agreement with blind labels is not measured " \
+               "(memrig credit-agreement)."
     ci = a["ci"]
     cis = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
-    return (f"What was shown is decided by the rig's `{a['rule']}` rule, which agrees with a blind reader's labels "
+    return (f"decided by the rig from the injected text, by its `{a['rule']}` rule, which agrees with a blind reader's labels "
             f"at quadratic weighted kappa {a['kappa_weighted']:.2f}{cis} over {a['items']} items "
             "(`memrig credit-agreement`).")
 
