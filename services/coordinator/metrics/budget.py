@@ -13,7 +13,8 @@ Counted in cl100k tokens (services/common/tokens).
 ingested, by one rule for every representation:
 - `budget_recall@B` = |gold messages shown| / |gold|, a message shown when at least half of its word 3-grams are in
   the cut text (shown.MESSAGE_SHOWN);
-- `answer_terms@B` = the share of the gold answer's terms in the cut text (no model; shown.answer_coverage).
+- `answer_terms@B` = the share of the gold answer's terms in the cut text (no model; shown.answer_coverage);
+- `shown@B` = the higher of the two on a 1 / 0.5 / 0 scale (shown.message_or_answer): the headline.
 Which of them heads the verdict (HEADLINE_RULE) is decided by agreement with labels a blind reader wrote
 (`memrig credit-agreement`, services/coordinator/credit_agreement.py); the kappa is reported beside the headline.
 
