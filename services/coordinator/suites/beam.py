@@ -555,10 +555,7 @@ class BeamSuite(Suite):
         all_ids = {p for v in per_cond.values() for m in v.values() for p in m}
         clusters = {p: conversation_of(p) for p in all_ids}
         out["statistics"] = {"unit": "conversation", "conversations": len(set(clusters.values())),
-                             "method": "cluster-robust t interval over conversations (question-weighted mean, "
-                                       "CR1 variance, t with conversations - 1 degrees of freedom); Wilson "
-                                       "interval over conversations for a rate at 0 or 1; paired permutation "
-                                       "test flipping whole conversations"}
+                             "method": C.CONVERSATION_STATISTICS}
         out["held_out"] = held_out_check(per_cond, clusters, HELD_OUT_METRICS, self.seed)
         baseline, out["baseline_rule"] = C.scorecard_baseline(pv, budget.HEADLINE_METRIC)
         out["baseline"] = baseline

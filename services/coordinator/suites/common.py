@@ -514,6 +514,12 @@ def compact_record(rec: dict[str, Any], text_chars: int = 400) -> dict[str, Any]
     }
 
 
+# How a suite whose independent unit is the conversation (LoCoMo, BEAM) states its statistics in metrics.json.
+CONVERSATION_STATISTICS = ("cluster-robust t interval over conversations (question-weighted mean, CR1 variance, t with "
+                           "conversations - 1 degrees of freedom); Wilson interval over conversations for a rate at 0 "
+                           "or 1; paired permutation test flipping whole conversations")
+
+
 async def retrieval_body(ctx: Any, probe: Any, backend: str, text_chars: int = 400, top_k: int | None = None
                          ) -> tuple[dict[str, Any], str]:
     """(a sample's body with the backend's retrieval record, compacted, and the context tokens the agent is shown;
