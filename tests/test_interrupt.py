@@ -121,6 +121,33 @@ def test_ctrl_c_waits_for_a_critical_section_and_not_for_worker_threads(tmp_path
     assert lines[-1].startswith("end ") and len(lines) % 2 == 0, lines  # the write in progress finished, no new one
 
 
+def test_after_ctrl_c_no_other_thread_starts_a_section_but_the_interrupting_thread_may(tmp_path):
+    """The rule that keeps the test above from depending on a race: the check is made before the lock. A thread
+    that writes sections back to back retakes the (unfair) lock within bytecodes of releasing it, so waiting on the
+    lock alone let the interrupting thread lose every race for 1.5 s and exit mid-section ('start 5' last, twice
+    under load). Run in a child: the interrupted state is for the life of a process."""
+    script = textwrap.dedent("""
+        import threading
+        from services.common import interrupt
+
+        interrupt._interrupter.append(threading.get_ident())
+        interrupt._interrupted.set()
+        with interrupt.critical():  # the interrupting thread's own cleanups may still write
+            print("interrupter entered", flush=True)
+        entered = []
+        def other():
+            with interrupt.critical():
+                entered.append(1)
+        t = threading.Thread(target=other, daemon=True)
+        t.start()
+        t.join(0.5)
+        print(f"other entered={len(entered)} waiting={t.is_alive()}", flush=True)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env_for(tmp_path),
+                       cwd=ROOT, timeout=60)
+    assert r.stdout.splitlines() == ["interrupter entered", "other entered=0 waiting=True"], r.stderr
+
+
 @pytest.mark.slow
 def test_sigterm_stops_like_ctrl_c_and_stops_what_the_command_started(tmp_path):
     """`kill PID` (SIGTERM) runs the same cleanups as Ctrl-C and exits 143; before, the command died at once and

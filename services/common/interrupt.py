@@ -35,12 +35,20 @@ CRITICAL_WAIT_S = 1.5  # the longest a section in progress delays the exit
 _commit = threading.RLock()  # re-entrant: the main thread's cleanup may write what it guards
 _cleanups: list[Callable[[], Any]] = []
 _interrupted = threading.Event()
+_interrupter: list[int] = []  # the thread that took the Ctrl-C (its cleanups may still enter sections)
+_never = threading.Event()  # never set: what a section asked for after Ctrl-C waits on
 
 
 @contextlib.contextmanager
 def critical() -> Iterator[None]:
     """A section Ctrl-C must not cut (a journal commit, a run.json write). Once interrupted, a new section never
-    starts: its thread blocks here until the process exits."""
+    starts: its thread blocks here until the process exits.
+
+    The check comes before the lock and does not rely on it: a thread writing sections back to back releases and
+    retakes the lock within a few bytecodes, and a lock is not fair, so the interrupting thread waiting for it
+    could lose every race for CRITICAL_WAIT_S and exit in the middle of the next section."""
+    if _interrupted.is_set() and threading.get_ident() not in _interrupter:
+        _never.wait()
     with _commit:
         yield
 
@@ -87,6 +95,7 @@ def run(main: Coroutine[Any, Any, T], on_interrupt: Callable[[], str] | None = N
         while t.is_alive():
             t.join(0.2)
     except KeyboardInterrupt:
+        _interrupter.append(threading.get_ident())
         _interrupted.set()
         _commit.acquire(timeout=CRITICAL_WAIT_S)  # held until exit: no new section starts
         line = "interrupted"
