@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 from argparse import Namespace
+from pathlib import Path
 
 import pytest
 
@@ -94,6 +95,18 @@ async def test_the_rig_says_why_local_llm_cannot_start(tmp_path, monkeypatch):
         assert "local-llm" not in rig.procs
 
 
+async def chat_or_say_why(llm, proc, msgs, **kw):
+    """llm.chat, and when the call fails, whether the server died and the end of its log (CI at 3d5bd7c showed only
+    "Connect call failed": the server had died by SIGILL, a build for another CPU, see test_local_llm_setup.py)."""
+    from services.common.llm_client import LLMError
+
+    try:
+        return await llm.chat(msgs, **kw)
+    except LLMError as e:
+        log = Path(proc.log).read_text(errors="replace")[-1500:] if Path(proc.log).exists() else "(no log)"
+        pytest.fail(f"{e}\nlocal-llm pid {proc.pid} alive={proc.alive()}; its log ends:\n{log}")
+
+
 @pytest.mark.needs_llm
 @pytest.mark.slow
 @pytest.mark.skipif(not READY, reason=f"[requires:local-llm] local model not set up: {WHY}")
@@ -117,8 +130,8 @@ async def test_real_server_starts_answers_caches_and_stops_by_pid(tmp_path, monk
                 {"role": "user", "content": "Context: the dev server runs on port 3001.\nWhich port does the dev "
                                             "server use?"}]
         async with LLMClient(cfg) as llm:
-            first = await llm.chat(msgs)
-            again = await llm.chat(msgs)
+            first = await chat_or_say_why(llm, proc, msgs)
+            again = await chat_or_say_why(llm, proc, msgs)
         assert "3001" in first.text and not first.cached
         assert again.cached and again.text == first.text
         pid = proc.pid
@@ -164,8 +177,9 @@ async def test_memory_stays_bounded_after_a_full_context_prompt(tmp_path, monkey
         # about 7,500 tokens of numbered notes, then a question about one of them
         notes = "\n".join(f"Note {i}: the build server number {i} listens on port {3000 + i}." for i in range(330))
         async with LLMClient(roles["answerer"]) as llm:
-            res = await llm.chat([{"role": "user", "content": notes + "\nWhich port does server 7 use? Answer "
-                                                                       "with the number only."}], max_tokens=8)
+            res = await chat_or_say_why(llm, rig.procs["local-llm"], [
+                {"role": "user", "content": notes + "\nWhich port does server 7 use? Answer with the number only."}],
+                max_tokens=8)
         assert res.prompt_tokens > 7000
         rss = _rss_bytes(pid)
         print(f"local-llm RSS after a {res.prompt_tokens}-token prompt: {rss / 1e9:.2f} GB")
