@@ -111,11 +111,12 @@ async def test_captures_during_outage_land_after_it(chain):
 
 
 async def test_a_refused_capture_is_dropped_after_its_five_attempts_without_the_backoff_wait(chain):
-    """A session holding a message over the API's 10,000 characters is refused (422) on every attempt. The plugin
-    queues it, tries it five times and drops it; settle sends those attempts at once instead of waiting 2+4+8+16 s.
-    The other session is stored, and what was lost is counted."""
+    """Sent whole (`capture_message_max_chars=0`, as v0.3's plugin sent it), a session holding a message over the
+    API's 10,000 characters is refused (422) on every attempt. The plugin queues it, tries it five times and drops it;
+    settle sends those attempts at once instead of waiting 2+4+8+16 s. The other session is stored, and what was lost
+    is counted."""
     p, admin, make = chain
-    b = make(mode="full")
+    b = make(mode="full", capture_message_max_chars=0)
     long = Session("long", T0, (Message("long:1", "user", "x" * 10_001, T0),
                                 Message("long:2", "assistant", "That is a long paste.", T0)))
     await b.ingest("ns", IngestBatch((long, sessions()[1])))
@@ -125,6 +126,38 @@ async def test_a_refused_capture_is_dropped_after_its_five_attempts_without_the_
     # the capture's own attempt, then the queue's five (due at once, then after 2, 4, 8 and 16 s: all four waits skipped)
     assert b.stats["ingest_submit_failures"] == 1 and b.queue.stats["failed_attempts"] == 5
     assert b.queue.stats["fast_forwarded"] == 4
+
+
+async def test_a_message_over_the_api_limit_is_shortened_to_it_and_stored(chain):
+    """By default a message over 10,000 characters is shortened to 10,000 (the plugin's 2.22.1 compresses it to
+    that size) and its capture is accepted: all four messages are stored, nothing is queued or dropped."""
+    p, admin, make = chain
+    b = make(mode="full")
+    long = Session("long", T0, (Message("long:1", "user", "The deploy log follows. " + "x" * 10_001, T0),
+                                Message("long:2", "assistant", "That is a long paste.", T0)))
+    await b.ingest("ns", IngestBatch((long, sessions()[1])))
+    st = await b.settle("ns", 60)
+    assert st.settled and st.items_indexed == 4 and st.items_pending == 0
+    assert st.counts["queue_dropped_items"] == 0 and b.stats["ingest_submit_failures"] == 0
+    assert b.stats["capture_messages_shortened"] == 1
+
+
+async def test_a_session_over_the_api_transcript_limit_is_stored_window_by_window(chain):
+    """A 60-message session of 60,390 characters (over the API's 50,000) was one refused capture and stored
+    nothing; sent in the plugin's windows of 20 messages, the mock stores every message."""
+    p, admin, make = chain
+    b = make(mode="full")
+    msgs = tuple(Message(f"big:{i}", "user" if i % 2 == 0 else "assistant",
+                         f"Step {i}: the billing service build {i} passed on runner r{i}. " + "z" * 940,
+                         T0 + timedelta(minutes=i)) for i in range(60))
+    assert sum(len(m.role) + len(m.content) + 4 for m in msgs) > 50_000
+    await b.ingest("ns", IngestBatch((Session("big", T0, msgs),)))
+    st = await b.settle("ns", 60)
+    assert st.settled and st.items_indexed == 60 and st.items_pending == 0 and st.counts["total_memories"] > 0
+    assert b.stats["ingest_submit_failures"] == 0 and b.stats["capture_windows"] == 3
+    assert await b.reset("ns") == 60  # the windows share the session's id: one forget removes them all
+    r = await b.retrieve("ns", RetrieveQuery("Which runner did build 7 pass on?", 5))
+    assert r.memories == []
 
 
 def test_only_a_refusal_is_retried_without_waiting():

@@ -14,8 +14,14 @@ fast mode (its own budget); any failure is silent: no memories, `degraded=True` 
 that starts with the kind (`cold_start_gate`, `timeout`, `http_503`, `connection_error`, `bad_response`).
 The result's `formatted_context` is the `<cortex_memories>` block.
 
-Capture (Ingest): one `POST /v1/jobs/ingest/conversation` per session (documents: `POST /v1/jobs/ingest`);
-a failed submit goes to the RetryQueue (5 retries, backoff, 100 tasks, drop-oldest) and Ingest still
+Capture (Ingest): a session is sent as the plugin's `agent_end` hook would have sent it, turn by turn, never
+whole: one `POST /v1/jobs/ingest/conversation` per capture window of whole user-assistant turns, at most
+`capture_window_messages` (20, v0.3's last-20 window) and `capture_max_chars` (50,000, the API's limit as the plugin
+counts it) each, tiling the session so no message is sent twice or left out, and each message longer than
+`capture_message_max_chars` (the API's 10,000) shortened to it (services/adapters/cortex/capture.py says where each
+rule comes from). Before this a session went as one capture: BEAM's chat batches (82,000-450,000 characters) were
+all refused and cortex stored nothing from BEAM. Documents: one `POST /v1/jobs/ingest` each.
+A failed submit goes to the RetryQueue (5 retries, backoff, 100 tasks, drop-oldest) and Ingest still
 succeeds, as the plugin's fire-and-forget capture does. Settle flushes the queue, polls the jobs until
 completed/failed and then `/v1/knowledge` until its totals stop moving; it reports `items_pending` while
 anything is queued or running, and the counts of what the queue dropped (lost captures are reported,
@@ -46,6 +52,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from services.adapters.base import BackendContext, MemoryBackend
+from services.adapters.cortex import capture
 from services.adapters.cortex.client import (
     CortexBadResponse,
     CortexClient,
@@ -126,8 +133,9 @@ def refused(e: BaseException | None) -> bool:
     what is wrong with the body), so sending it again gets the same answer, however long one waits. Settle makes
     such a queued capture due at once: the plugin queue's five attempts are still sent and it is still dropped
     after them, exactly as the plugin does, but without waiting out 2 + 4 + 8 + 16 s of backoff. On LongMemEval S a
-    session holding a message over the API's 10,000 characters is refused this way in about one haystack in four
-    (the plugin sends whole turns and does not shorten a message), and each such haystack took 30 s more to settle."""
+    session holding a message over the API's 10,000 characters was refused this way in about one haystack in four
+    while the adapter sent messages whole (v0.3's plugin did; `capture_message_max_chars=0` still does), and each
+    such haystack took 30 s more to settle."""
     return isinstance(e, CortexHTTPError) and 400 <= e.status < 500 and e.status not in (408, 429)
 
 
@@ -161,7 +169,10 @@ class CortexBackend(MemoryBackend):
         "cold_start_window": 3,
         "cold_start_cooldown_ms": 30000,
         "cold_start_count_timeouts": True,  # False = HEAD: timeouts are undone and rarely trip the gate
-        # capture + RetryQueue
+        # capture (services/adapters/cortex/capture.py) + RetryQueue
+        "capture_window_messages": capture.WINDOW_MESSAGES,
+        "capture_max_chars": capture.MAX_CHARS,
+        "capture_message_max_chars": capture.MAX_MESSAGE_CHARS,  # 0: send a message whole (v0.3; the API refuses)
         "submit_timeout_ms": 10000,
         "retry_queue_max_retries": 5,
         "retry_queue_base_delay_ms": 1000,
@@ -188,6 +199,12 @@ class CortexBackend(MemoryBackend):
         if c["envelope_escape"] not in ESCAPE_MODES:
             raise ValueError(f"cortex: config 'envelope_escape' must be one of {ESCAPE_MODES}, "
                              f"got {c['envelope_escape']!r}")
+        for k in ("capture_window_messages", "capture_max_chars"):
+            if isinstance(c[k], bool) or not isinstance(c[k], int) or c[k] < 1:
+                raise ValueError(f"cortex: config {k!r} must be an integer >= 1, got {c[k]!r}")
+        cmm = c["capture_message_max_chars"]
+        if isinstance(cmm, bool) or not isinstance(cmm, int) or cmm < 0:
+            raise ValueError(f"cortex: config 'capture_message_max_chars' must be an integer >= 0, got {cmm!r}")
         self.clock = clock or time.monotonic
         self.gate = ColdStartGate(c["cold_start_window"], c["cold_start_cooldown_ms"],
                                   c["cold_start_count_timeouts"], clock=self.clock)
@@ -249,14 +266,25 @@ class CortexBackend(MemoryBackend):
                 "derivation_mode": c["derivation_mode"], "source_app": c["source_app"]}
 
     # -- ingest (capture) -------------------------------------------------------------------------
-    def session_body(self, namespace: str, s: Session) -> dict[str, Any]:
-        return {
-            "messages": [{"role": m.role, "content": m.content, "id": m.id,
-                          **({"timestamp": js_iso(m.ts)} if m.ts else {})} for m in s.messages],
-            "session_id": self.cortex_session_id(namespace, s.session_id),
-            "reference_date": js_iso(s.started_at),
-            **self._provenance(namespace),
-        }
+    def session_bodies(self, namespace: str, s: Session) -> list[dict[str, Any]]:
+        """One capture body per window of the session (module docstring, Capture), in order. Every window keeps
+        the session's id, as the plugin's captures keep their session key, so Reset forgets them together. A
+        window's reference date is the session's start for the first and its first message's time for the others
+        (the start when that message is undated): the date an undated message of the window is given."""
+        c = self.config
+        msgs = [{"role": m.role, "content": capture.fit_message(m.content, c["capture_message_max_chars"]),
+                 "id": m.id, **({"timestamp": js_iso(m.ts)} if m.ts else {})} for m in s.messages]
+        shortened = sum(len(a["content"]) != len(m.content) for a, m in zip(msgs, s.messages, strict=True))
+        if shortened:
+            self.stats["capture_messages_shortened"] += shortened
+        windows = capture.capture_windows([(m["role"], m["content"]) for m in msgs], c["capture_window_messages"],
+                                          c["capture_max_chars"])
+        out = []
+        for a, b in windows:
+            ref = s.started_at if a == 0 else (s.messages[a].ts or s.started_at)
+            out.append({"messages": msgs[a:b], "session_id": self.cortex_session_id(namespace, s.session_id),
+                        "reference_date": js_iso(ref), **self._provenance(namespace)})
+        return out
 
     def document_body(self, namespace: str, d: Document) -> dict[str, Any]:
         return {
@@ -282,7 +310,9 @@ class CortexBackend(MemoryBackend):
             self.sent_sessions[namespace].setdefault(s.session_id, set()).update(m.id for m in s.messages)
         self.sent_documents[namespace].update(d.id for d in batch.documents)
         for s in batch.sessions:
-            await self._capture(namespace, "conversation", self.session_body(namespace, s), len(s.messages))
+            for body in self.session_bodies(namespace, s):
+                self.stats["capture_windows"] += 1
+                await self._capture(namespace, "conversation", body, len(body["messages"]))
         for d in batch.documents:
             ev[self.cortex_session_id(namespace, f"doc:{d.id}")] = list(d.evidence())
             await self._capture(namespace, "text", self.document_body(namespace, d), 1)
