@@ -140,6 +140,6 @@ async def test_long_messages_are_shortened_and_windows_stay_under_the_api_limits
 
 def test_capture_config_is_checked():
     for bad in ({"capture_window_messages": 0}, {"capture_max_chars": "50000"}, {"capture_message_max_chars": -1},
-                {"capture_window_messages": True}):
+                {"capture_window_messages": 20.5}):
         with pytest.raises(ValueError, match="capture_"):
             CortexBackend({"base_url": "http://127.0.0.1:9", **bad})

@@ -199,12 +199,9 @@ class CortexBackend(MemoryBackend):
         if c["envelope_escape"] not in ESCAPE_MODES:
             raise ValueError(f"cortex: config 'envelope_escape' must be one of {ESCAPE_MODES}, "
                              f"got {c['envelope_escape']!r}")
-        for k in ("capture_window_messages", "capture_max_chars"):
-            if isinstance(c[k], bool) or not isinstance(c[k], int) or c[k] < 1:
-                raise ValueError(f"cortex: config {k!r} must be an integer >= 1, got {c[k]!r}")
-        cmm = c["capture_message_max_chars"]
-        if isinstance(cmm, bool) or not isinstance(cmm, int) or cmm < 0:
-            raise ValueError(f"cortex: config 'capture_message_max_chars' must be an integer >= 0, got {cmm!r}")
+        for k, least in (("capture_window_messages", 1), ("capture_max_chars", 1), ("capture_message_max_chars", 0)):
+            if c[k] < least:  # its type is checked by configure()
+                raise ValueError(f"cortex: config {k!r} must be an integer >= {least}, got {c[k]!r}")
         self.clock = clock or time.monotonic
         self.gate = ColdStartGate(c["cold_start_window"], c["cold_start_cooldown_ms"],
                                   c["cold_start_count_timeouts"], clock=self.clock)
