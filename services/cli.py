@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -113,13 +114,26 @@ def running_backend(name: str) -> str | None:
 # ------------------------------------------------------------------------------------------------------
 # bench
 
+@contextlib.contextmanager
+def guarded():
+    """Every process this command starts is stopped even if it is killed by SIGKILL (services/coordinator/guard.py)."""
+    from services.coordinator import guard
+
+    g = guard.protect()
+    try:
+        yield g
+    finally:
+        g.close()
+
+
 def _bench_config(args, suite: str, backends: list[str], out: str | None):
     from services.coordinator.runner import RunConfig
 
     return RunConfig(suite=suite, backends=backends, out_dir=out, seed=args.seed, options=parse_options(args.option),
                      resume=not args.fresh, concurrency=args.concurrency, lanes=args.lanes,
                      judge_passes=args.judge_passes, embedder=args.embedder, targets=parse_targets(args.target), in_process=args.in_process,
-                     llm_roles=_llm_choices(args), reuse=_reuse_mode(args))
+                     llm_roles=_llm_choices(args), reuse=_reuse_mode(args), deadline_s=args.deadline_s,
+                     ingest_deadline_s=args.ingest_deadline_s)
 
 
 def _reuse_mode(args) -> str:
@@ -132,13 +146,16 @@ def cmd_bench(args) -> int:
     from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id
     from services.coordinator.runner import TerminalProgress, mark_interrupted, run_suite
 
-    backends = split_names(args.backends) or list(parse_targets(args.target)) or default_backends()
+    targets = parse_targets(args.target)
+    backends = split_names(args.backends) or list(targets) or default_backends()
     for b in backends:
-        get_spec(b)
+        if b not in targets:  # a --target may be any memory system under a name of your own (README)
+            get_spec(b)
     cfg = _bench_config(args, args.suite, backends, args.out)
     run_dir = RunDir(cfg.out_dir or (RESULTS_ROOT / new_run_id(cfg.suite)))
     cfg.out_dir = str(run_dir.path)
-    outcome = interrupt.run(run_suite(cfg, TerminalProgress()), lambda: mark_interrupted(run_dir))
+    with guarded():
+        outcome = interrupt.run(run_suite(cfg, TerminalProgress()), lambda: mark_interrupted(run_dir))
     print(f"\n{outcome.state}: {outcome.run_dir}/report.md")
     for b, label in outcome.reused.items():
         print(f"  backend {b}: {label} (--fresh measures it again)")
@@ -156,13 +173,15 @@ def bench_all_plan(args):
                           llm_roles=_llm_choices(args), costs=not args.no_costs, target_wait_s=args.target_wait_s,
                           seed=args.seed, resume=not args.fresh, concurrency=args.concurrency, lanes=args.lanes,
                           judge_passes=args.judge_passes, embedder=args.embedder, in_process=args.in_process,
-                          reuse=_reuse_mode(args))
+                          reuse=_reuse_mode(args), deadline_s=args.deadline_s,
+                          ingest_deadline_s=args.ingest_deadline_s)
 
 
 def cmd_bench_all(args) -> int:
     from services.coordinator.bench_all import run_bench_all
 
-    return asyncio.run(run_bench_all(bench_all_plan(args)))
+    with guarded():
+        return asyncio.run(run_bench_all(bench_all_plan(args)))
 
 
 def bench_local_plan(args):
@@ -178,7 +197,8 @@ def bench_local_plan(args):
 def cmd_bench_local(args) -> int:
     from services.coordinator.bench_local import run_bench_local
 
-    return asyncio.run(run_bench_local(bench_local_plan(args)))
+    with guarded():
+        return asyncio.run(run_bench_local(bench_local_plan(args)))
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -605,6 +625,8 @@ MODULE_COMMANDS = {
     "fidelity": ("services.studies.fidelity", "port vs real OpenClaw, query by query"),
     "sensitivity": ("services.studies.sensitivity", "native baseline by embedder × minScore"),
     "power": ("services.coordinator.power", "what a run could detect, and the units a difference needs"),
+    "drill": ("services.drills.rig_faults", "drills against the rig itself: `memrig drill rig-faults` kills, hangs, "
+                                            "feeds garbage to and fills the disk of a small run's processes"),
     "credit-agreement": ("services.coordinator.credit_agreement",
                          "which rule of what the agent was shown agrees with blind labels (weighted kappa)"),
 }
@@ -623,6 +645,17 @@ def llm_flags(p: argparse.ArgumentParser) -> None:
                        help=f"the model for {what} (overrides --llm)")
     p.add_argument("--no-llm-cache", action="store_true",
                    help="call the model for every request and overwrite its response-cache entry")
+
+
+def positive_seconds(text: str) -> float:
+    """A flag's number of seconds, > 0 and finite (argparse names the flag in its error)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return v
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -651,6 +684,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="backend=HOST:PORT of a running backend (repeatable; without --backends, the targets "
                             "are the backends)")
         p.add_argument("--in-process", action="store_true", help="run backends inside this process")
+        p.add_argument("--deadline-s", type=positive_seconds, default=60.0,
+                       help="deadline of each Describe, Reset, Retrieve and Stats call to a backend (a backend "
+                            "that does not answer in time fails that call, named with the backend and the call)")
+        p.add_argument("--ingest-deadline-s", type=positive_seconds, default=600.0,
+                       help="deadline of each Ingest and Prepare call (Settle waits the settle timeout + 30 s)")
         p.add_argument("--fresh", action="store_true",
                        help="measure everything: discard existing samples in --out instead of resuming, and reuse "
                             "no stored result (without it, a suite × backend result whose key is unchanged is "
@@ -820,6 +858,10 @@ def _friendly_error(e: Exception, args) -> str | None:
         return f"{where} answered {code.name if code else 'an error'}: {details}"
     if isinstance(e, ConnectionError | TimeoutError):
         return f"cannot reach {getattr(args, 'target', None) or 'the service'}: {e}"
+    from services.coordinator.results import ResultsWriteError
+
+    if isinstance(e, ResultsWriteError):
+        return str(e)  # names the file; what was written before is intact
     if isinstance(e, IsADirectoryError | PermissionError | UnicodeDecodeError):
         return str(e)
     return None

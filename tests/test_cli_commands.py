@@ -48,6 +48,7 @@ MODULE_FLAGS = {
     "sensitivity": ["{openclaw}", "--embedders", "--min-scores", "--option"],
     "power": ["run_dir", "--delta", "--json"],
     "credit-agreement": ["--run", "--labels", "--record", "--draw", "--backends", "--per-suite"],
+    "drill": ["{rig-faults}", "--cases", "--out", "--keep"],
 }
 
 

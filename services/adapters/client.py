@@ -46,6 +46,15 @@ def backend_error(backend: str, code: str, message: str) -> BackendError:
     return _FAMILY.get(code, BackendError)(backend, code, message)
 
 
+def call_message(method: str, code: grpc.StatusCode, details: str | None, timeout_s: float) -> str:
+    """What a failed call says after "<backend>: <CODE>: ": the call, what the backend (or gRPC) said, and for a
+    deadline the deadline it missed, so a hung backend is named with the call it never answered."""
+    msg = f"{method}: {details or code.name}"
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        msg += f" (no answer within the {timeout_s:g} s deadline)"
+    return msg
+
+
 class GrpcBackendClient:
     def __init__(self, target: str, name: str | None = None, deadline_s: float = 60.0,
                  ingest_deadline_s: float = 600.0, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT):
@@ -59,14 +68,22 @@ class GrpcBackendClient:
 
     async def _call(self, method: str, request: Any, deadline: float | None = None):
         fn = getattr(self._stub, method)
+        timeout = deadline or self.deadline_s
         try:
-            return await self._bound.run(lambda: fn(request, timeout=deadline or self.deadline_s))
+            response = await self._bound.run(lambda: fn(request, timeout=timeout))
         except grpc.aio.AioRpcError as e:
             if e.code() == grpc.StatusCode.INVALID_ARGUMENT:
                 detail = e.details() or ""
                 field_name = detail.split(":", 1)[0] if ":" in detail else ""
                 raise ValidationError(field_name, detail.split(":", 1)[-1].strip()) from e
-            raise backend_error(self.name, e.code().name, e.details() or "") from e
+            raise backend_error(self.name, e.code().name, call_message(method, e.code(), e.details(), timeout)) from e
+        if response is None:
+            # grpc.aio logs "Exception deserializing response!" and hands back None for an answer that is not a
+            # protocol buffer of the response message: before, the caller's first attribute read raised
+            # AttributeError, which no probe handler expects, and one backend's garbage ended the whole run
+            raise backend_error(self.name, "INTERNAL", f"{method}: the answer is not a {method}Response message "
+                                                       "(it could not be parsed)")
+        return response
 
     async def describe(self) -> dict[str, Any]:
         r = await self._call("Describe", pb.DescribeRequest())

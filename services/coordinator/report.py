@@ -128,7 +128,11 @@ def render_failures(errors: list[dict[str, Any]], failures: dict[str, str]) -> s
         return ""
     lines = ["## Failures", ""]
     for name, reason in failures.items():
-        lines.append(f"- backend **{name}**: {reason}")
+        lost = sorted({str(e.get("probe_id")) for e in errors
+                       if f"backend:{name}" in (e.get("condition_context") or [])})
+        what = (f"; {len(lost)} probe(s) lost: {', '.join(lost[:12])}{', …' if len(lost) > 12 else ''}"
+                if lost else "")
+        lines.append(f"- backend **{name}**: {reason}{what}")
     if errors:
         by = Counter((e.get("condition"), (e.get("error") or "")[:160]) for e in errors)
         lines += ["", f"{len(errors)} sample(s) did not complete (rerun the same command with the same --out to "

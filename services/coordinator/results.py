@@ -6,6 +6,7 @@ Resume is "only missing": a sample key (condition|probe) with status "ok" is nev
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -21,6 +22,7 @@ from typing import Any
 import psutil
 
 from services.common import interrupt
+from services.common.errors import MemrigError
 
 RESULTS_ROOT = Path(os.environ.get("MEMRIG_RESULTS_DIR", "results"))
 PROVENANCE_PACKAGES = (
@@ -62,6 +64,32 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+class ResultsWriteError(MemrigError, OSError):
+    """A run file could not be written (the results directory full, read-only, or no longer a directory): the
+    message names the file and says that what was written before is intact (samples are appended whole or left as
+    one torn last line a resume supersedes; run.json and the reports are replaced whole or not at all)."""
+
+    def __init__(self, path: Path, cause: OSError):
+        super().__init__(cause.errno, f"cannot write {path}: {cause.strerror or cause} (the results directory is full "
+                                      "or not writable; what was written before is intact: make room or fix it, "
+                                      "then rerun with the same --out to resume)")
+        self.filename = str(path)
+
+    def __str__(self) -> str:
+        return str(self.args[1])
+
+
+@contextlib.contextmanager
+def _writing(path: Path):
+    """Any OSError of a write to `path` as a ResultsWriteError naming it."""
+    try:
+        yield
+    except ResultsWriteError:
+        raise
+    except OSError as e:
+        raise ResultsWriteError(path, e) from e
+
+
 _TORN_KEY = re.compile(r'\{"key": "((?:[^"\\]|\\.)*)"')
 
 
@@ -83,7 +111,8 @@ class SampleLog:
 class RunDir:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        with _writing(self.path):
+            self.path.mkdir(parents=True, exist_ok=True)
 
     @property
     def run_id(self) -> str:
@@ -101,10 +130,14 @@ class RunDir:
         return json.loads(self.run_json.read_text()) if self.run_json.exists() else {}
 
     def write_run(self, run: dict[str, Any]) -> None:
-        with interrupt.critical():  # Ctrl-C waits for it (services/common/interrupt.py)
+        with interrupt.critical(), _writing(self.run_json):  # Ctrl-C waits for it (services/common/interrupt.py)
             tmp = self.run_json.with_suffix(".tmp")
-            tmp.write_text(json.dumps(run, indent=2, sort_keys=False, default=str))
-            tmp.replace(self.run_json)
+            try:
+                tmp.write_text(json.dumps(run, indent=2, sort_keys=False, default=str))
+                tmp.replace(self.run_json)
+            finally:
+                with contextlib.suppress(OSError):
+                    tmp.unlink(missing_ok=True)
 
     def samples(self) -> list[dict[str, Any]]:
         """The latest sample per key (later lines win, so a resumed run supersedes an errored sample)."""
@@ -137,7 +170,7 @@ class RunDir:
         return {s["key"] for s in self.samples() if s.get("status") == "ok"}
 
     def append_sample(self, sample: dict[str, Any]) -> None:
-        with interrupt.critical(), self.samples_path.open("a+b") as f:
+        with interrupt.critical(), _writing(self.samples_path), self.samples_path.open("a+b") as f:
             # a line torn by a crash has no newline: start on a fresh line so it cannot swallow this sample
             torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
             f.write((("\n" if torn else "") + json.dumps(sample, default=str) + "\n").encode())
@@ -151,11 +184,13 @@ class RunDir:
         previous file, never a torn one)."""
         p = self.path / name
         tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(text)
-            os.replace(tmp, p)
-        finally:
-            tmp.unlink(missing_ok=True)
+        with _writing(p):
+            try:
+                tmp.write_text(text)
+                os.replace(tmp, p)
+            finally:
+                with contextlib.suppress(OSError):
+                    tmp.unlink(missing_ok=True)
         return p
 
 

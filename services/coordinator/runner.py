@@ -67,6 +67,11 @@ class RunConfig:
     # Stored results (services/coordinator/reuse.py): "on" reuses every suite × backend result whose key is
     # unchanged and stores what it measures; "store" (--fresh) measures everything and stores it; "off" neither.
     reuse: str = "off"
+    # Per-call deadlines of a backend over gRPC (services/adapters/client.py): Describe, Reset, Retrieve, Stats; and
+    # Ingest, Prepare. A backend that accepts a call and never answers fails it at the deadline, named with the
+    # call, and the run goes on without it.
+    deadline_s: float = 60.0
+    ingest_deadline_s: float = 600.0
 
 
 @dataclass
@@ -194,8 +199,9 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         async def start(name: str) -> None:
             emit({"run_id": run_id, "phase": "start", "message": name})
             try:
+                deadlines = {"deadline_s": cfg.deadline_s, "ingest_deadline_s": cfg.ingest_deadline_s}
                 if name in cfg.targets:
-                    clients[name] = GrpcBackendClient(cfg.targets[name], name=name)
+                    clients[name] = GrpcBackendClient(cfg.targets[name], name=name, **deadlines)
                 elif cfg.in_process:
                     from services.adapters.base import BackendContext
 
@@ -204,7 +210,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                                                      compaction_llm_config=roles["compaction"]))
                 else:
                     proc = await rig.start_backend(name, embedder=cfg.embedder)
-                    clients[name] = GrpcBackendClient(proc.url, name=name)
+                    clients[name] = GrpcBackendClient(proc.url, name=name, **deadlines)
                 describes[name] = await clients[name].describe()
             except Exception as e:  # any start failure is reported, others go on
                 failures[name] = f"start failed: {type(e).__name__}: {e}"

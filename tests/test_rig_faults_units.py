@@ -1,0 +1,212 @@
+"""The rig's defences that the fault campaign (issue 49, tests/test_rig_faults.py) found missing, each on its own:
+a backend's garbage answer is a failure of that backend's call, not a crash of the run; a backend that never
+answers fails at the run's deadline named with the backend and the call; a results file that cannot be written is
+one error naming it, and what was written before stays whole; a run killed by SIGKILL leaves no process running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from services.adapters.client import GrpcBackendClient
+from services.common.errors import BackendFailed, BackendUnavailable
+from services.common.types import RetrieveQuery
+from services.coordinator.report import render_failures
+from services.coordinator.results import ResultsWriteError, RunDir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def _faulty_server(fault: str):
+    from services.adapters.base import BackendContext
+    from services.adapters.full_context.backend import FullContextBackend
+    from services.adapters.host import BackendHost
+    from services.adapters.server import SERVICE_NAME, MemoryBackendServicer
+    from services.common.grpc_util import start_server
+    from services.drills.faulty_backend import handlers
+
+    host = BackendHost(FullContextBackend({}, BackendContext(embedder_name="hash")))
+    await host.start()
+    server, health, port = await start_server(
+        lambda s: s.add_generic_rpc_handlers((handlers(MemoryBackendServicer(host), fault, "Retrieve"),)),
+        [SERVICE_NAME])
+    return server, health, port, host
+
+
+async def _retrieve_error(fault: str, deadline_s: float) -> tuple[Exception, float]:
+    from services.common.grpc_util import graceful_stop
+
+    server, health, port, host = await _faulty_server(fault)
+    client = GrpcBackendClient(f"127.0.0.1:{port}", name=fault, deadline_s=deadline_s)
+    try:
+        await client.reset("ns")  # every other call is served as usual
+        t0 = time.monotonic()
+        with pytest.raises(Exception) as info:
+            await client.retrieve("ns", RetrieveQuery(query="who is Peter?", top_k=3))
+        return info.value, time.monotonic() - t0
+    finally:
+        await client.close()
+        await graceful_stop(server, health, 0.2)
+        await host.close()
+
+
+async def test_a_garbage_answer_fails_that_backends_call_named_not_the_run():
+    # before: grpc.aio handed back None for bytes that are not a RetrieveResponse, and the probe's first read of
+    # it raised AttributeError, which ended the whole run (every backend's probes) with a traceback
+    err, _ = await _retrieve_error("garbage", 5.0)
+    assert isinstance(err, BackendFailed), repr(err)
+    assert str(err) == ("garbage: INTERNAL: Retrieve: the answer is not a RetrieveResponse message (it could not be "
+                        "parsed)")
+
+
+async def test_a_backend_that_never_answers_fails_at_the_deadline_named_with_the_call():
+    err, took = await _retrieve_error("hang", 0.5)
+    assert isinstance(err, BackendUnavailable) and err.code == "DEADLINE_EXCEEDED", repr(err)
+    assert str(err).startswith("hang: DEADLINE_EXCEEDED: Retrieve: ")
+    assert str(err).endswith("(no answer within the 0.5 s deadline)")
+    assert 0.4 < took < 3.0, took
+
+
+def test_a_run_file_that_cannot_be_written_is_one_error_naming_it(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ResultsWriteError) as info:
+        RunDir(tmp_path / "file" / "run")
+    assert str(info.value).startswith(f"cannot write {tmp_path / 'file' / 'run'}: Not a directory (")
+    rd = RunDir(tmp_path / "run")
+    rd.append_sample({"key": "a|1", "status": "ok"})
+    rd.write_run({"suite": "s"})
+    (tmp_path / "run").rename(tmp_path / "moved")
+    (tmp_path / "run").write_text("in the way")
+    with pytest.raises(ResultsWriteError) as info:
+        rd.append_sample({"key": "a|2", "status": "ok"})
+    assert str(info.value).startswith(f"cannot write {tmp_path / 'run' / 'samples.jsonl'}: Not a directory")
+    assert isinstance(info.value, OSError) and info.value.filename == str(tmp_path / "run" / "samples.jsonl")
+    with pytest.raises(ResultsWriteError, match=f"cannot write {tmp_path / 'run' / 'run.json'}: "):
+        rd.write_run({"suite": "s2"})
+    # what was written before is whole
+    assert (tmp_path / "moved" / "samples.jsonl").read_text() == '{"key": "a|1", "status": "ok"}\n'
+    assert json.loads((tmp_path / "moved" / "run.json").read_text()) == {"suite": "s"}
+
+
+def test_a_full_disk_mid_append_leaves_whole_lines_and_one_cut_last_line(tmp_path):
+    # RLIMIT_FSIZE in a child: a write past the limit fails with EFBIG after writing what fits, as ENOSPC does
+    code = textwrap.dedent(f"""
+        import resource, sys
+        sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'proto')!r}]
+        from services.coordinator.results import RunDir, ResultsWriteError
+        rd = RunDir({str(tmp_path / 'run')!r})
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+        try:
+            for i in range(100):
+                rd.append_sample({{"key": f"c|{{i:02d}}", "status": "ok", "pad": "x" * 60}})
+        except ResultsWriteError as e:
+            print(i, e)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    n, _, msg = r.stdout.strip().partition(" ")
+    assert msg.startswith(f"cannot write {tmp_path / 'run' / 'samples.jsonl'}: File too large ("), r
+    data = (tmp_path / "run" / "samples.jsonl").read_bytes()
+    assert len(data) == 1000
+    # a line: '{"key": "c|00", ' (16) + '"status": "ok", ' (16) + '"pad": "' (8) + 60 x + '"}' (2) + newline = 103
+    assert len(json.dumps({"key": "c|00", "status": "ok", "pad": "x" * 60})) + 1 == 103
+    assert int(n) == 9  # 9 whole lines (927 bytes) fit; the 10th was cut after 73 of its bytes
+    log = RunDir(tmp_path / "run").read_samples()
+    assert [s["key"] for s in log.samples] == [f"c|{i:02d}" for i in range(9)]
+    assert log.torn == [(10, "c|09")]  # the cut line, its key readable: a resume supersedes it
+
+
+def test_cli_reports_an_unwritable_out_in_one_line_naming_it(tmp_path):
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "file" / "run"
+    r = subprocess.run([sys.executable, "-m", "services.cli", "bench", "--suite", "octybot", "--backends", "bm25",
+                        "--out", str(out)], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env={**os.environ, "MEMRIG_STATE_DIR": str(tmp_path / "state")})
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert r.stderr.strip().splitlines()[-1].startswith(f"error: cannot write {out}: Not a directory (")
+
+
+def test_a_target_may_have_a_name_of_its_own(monkeypatch, tmp_path):
+    # README: `memrig bench --suite cortex-v1 --backends openclaw,mine --target mine=127.0.0.1:50051`; before, every
+    # name went through the registry and `mine` was "unknown backend 'mine'"
+    from services import cli
+    from services.coordinator import runner
+
+    seen = {}
+
+    async def fake_run_suite(cfg, progress=None, rig=None):
+        seen["cfg"] = cfg
+        return runner.RunOutcome(tmp_path, "succeeded", {}, {})
+
+    monkeypatch.setattr(runner, "run_suite", fake_run_suite)
+    monkeypatch.setenv("MEMRIG_STATE_DIR", str(tmp_path / "state"))
+    args = cli.build_parser().parse_args(["bench", "--suite", "octybot", "--backends", "bm25,mine", "--target",
+                                          "mine=127.0.0.1:50051", "--out", str(tmp_path / "o"), "--deadline-s", "2.5"])
+    assert cli.cmd_bench(args) == 0
+    cfg = seen["cfg"]
+    assert cfg.backends == ["bm25", "mine"] and cfg.targets == {"mine": "127.0.0.1:50051"}
+    assert (cfg.deadline_s, cfg.ingest_deadline_s) == (2.5, 600.0)
+    with pytest.raises(KeyError, match="unknown backend 'nope'"):  # a name with no target still must exist
+        cli.cmd_bench(cli.build_parser().parse_args(["bench", "--suite", "octybot", "--backends", "nope"]))
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "soon"])
+def test_deadline_flags_refuse_what_is_not_a_positive_number_of_seconds(value, capsys):
+    from services import cli
+
+    with pytest.raises(SystemExit) as info:
+        cli.build_parser().parse_args(["bench", "--suite", "octybot", "--deadline-s", value])
+    assert info.value.code == 2
+    assert "argument --deadline-s:" in capsys.readouterr().err
+
+
+def test_the_report_lists_the_probes_a_failed_backend_lost():
+    errors = [{"condition": "dense", "condition_context": ["backend:dense"], "probe_id": f"R{i:02d}",
+               "error": "backend dense unavailable"} for i in (3, 1, 2)]
+    errors.append({"condition": "bm25", "condition_context": ["backend:bm25"], "probe_id": "R09", "error": "x"})
+    text = render_failures(errors, {"dense": "failed mid-run: UNAVAILABLE: dense: UNAVAILABLE: Retrieve: gone"})
+    assert ("- backend **dense**: failed mid-run: UNAVAILABLE: dense: UNAVAILABLE: Retrieve: gone; 3 probe(s) lost: "
+            "R01, R02, R03") in text
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_guarded_command_killed_by_sigkill_leaves_no_child_running(tmp_path, guarded):
+    # the shape of `memrig bench`: a child in its own session (as the launcher starts every service); the command
+    # is then killed by SIGKILL, so none of its own cleanup runs
+    code = textwrap.dedent(f"""
+        import subprocess, sys, time
+        sys.path[:0] = [{str(ROOT)!r}]
+        from services.coordinator import guard
+        g = guard.protect() if {guarded} else None
+        p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+        print(p.pid, flush=True)
+        time.sleep(120)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    child = int(parent.stdout.readline())
+    try:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 8
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive(child) is (not guarded)  # unguarded: the child runs on (what issue 49's campaign found)
+    finally:
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)
