@@ -210,3 +210,17 @@ def test_a_guarded_command_killed_by_sigkill_leaves_no_child_running(tmp_path, g
     finally:
         if _alive(child):
             os.kill(child, signal.SIGKILL)
+
+
+def test_a_run_clears_the_half_written_files_a_killed_writer_left(tmp_path):
+    # a writer killed mid-write leaves .NAME.PID.tmp (write_text) or run.tmp (write_run): half a file nothing renames
+    rd = RunDir(tmp_path / "run")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()  # a PID that has exited
+    (rd.path / f".metrics.json.{dead}.tmp").write_text('{"half": ')
+    (rd.path / "run.tmp").write_text('{"suite": "oc')
+    live = rd.path / f".report.md.{os.getpid()}.tmp"  # a live writer's (this process) is left alone
+    live.write_text("being written")
+    rd.write_json("metrics.json", {"whole": True})
+    assert sorted(rd.clear_stale_temp()) == sorted([f".metrics.json.{dead}.tmp", "run.tmp"])
+    assert sorted(p.name for p in rd.path.iterdir()) == sorted([live.name, "metrics.json"])

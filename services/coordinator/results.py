@@ -114,6 +114,22 @@ class RunDir:
         with _writing(self.path):
             self.path.mkdir(parents=True, exist_ok=True)
 
+    def clear_stale_temp(self) -> list[str]:
+        """Remove what a writer killed mid-write left (`write_text`'s `.NAME.PID.tmp` of a PID no longer running,
+        `write_run`'s run.tmp): half a file that nothing will ever rename. Returns their names. Called when a run
+        starts in this directory; before, a resumed run kept a crashed run's torn temporary files for good."""
+        gone = []
+        for p in self.path.glob(".*.tmp"):
+            pid = p.name.rsplit(".", 2)[-2]
+            if pid.isdigit() and int(pid) != os.getpid() and not psutil.pid_exists(int(pid)):
+                p.unlink(missing_ok=True)
+                gone.append(p.name)
+        tmp = self.run_json.with_suffix(".tmp")
+        if tmp.exists():
+            tmp.unlink(missing_ok=True)
+            gone.append(tmp.name)
+        return gone
+
     @property
     def run_id(self) -> str:
         return self.path.name

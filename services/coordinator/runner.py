@@ -138,6 +138,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
     suite_cls = get_suite(cfg.suite)
     suite: Suite = suite_cls(cfg.options, seed=cfg.seed)
     run_dir = RunDir(cfg.out_dir or (RESULTS_ROOT / new_run_id(cfg.suite)))
+    run_dir.clear_stale_temp()  # half-written files of a run killed in this directory
     if not cfg.resume and run_dir.samples_path.exists():
         run_dir.samples_path.unlink()
     emit = progress or (lambda ev: None)
