@@ -24,8 +24,8 @@ The cases (one line each, PASS or FAIL with the figures):
   error naming the file, no traceback, every line written before intact, and a resume after the fix completes.
 After every case no process of it survives: every process whose environment carries the case's marker is gone.
 
-cortex-mock and the fault proxy killed under locust load are the `cortex-kill` case
-(services/drills/rig_faults_cortex.py).
+Not here yet: cortex-mock and the fault proxy killed under locust load with Redis-backed jobs (issue 49's fifth
+case); tests/test_cortex_mock_redis.py covers a worker SIGKILLed mid-job without load.
 """
 
 from __future__ import annotations
@@ -668,15 +668,6 @@ CASES: dict[str, Callable[[Campaign], CaseResult | list[CaseResult]]] = {
     "hang-garbage": Campaign.hang_garbage,
     "results-unwritable": Campaign.results_unwritable,
 }
-
-
-def _cortex_case(c: Campaign) -> list[CaseResult]:
-    from services.drills import rig_faults_cortex
-
-    return rig_faults_cortex.run_case(c.work / "cortex-kill", c.say)
-
-
-CASES["cortex-kill"] = _cortex_case
 
 
 def run_cases(campaign: Campaign, names: list[str]) -> list[CaseResult]:
