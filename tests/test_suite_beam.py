@@ -304,11 +304,30 @@ def test_a_nugget_is_carried_from_half_its_terms():
     assert B.nugget_share(["alpha"], "") == 0.0
 
 
+def test_stale_first_counts_an_original_shown_at_a_smaller_rung_than_the_update():
+    ku = {"groups": {"original_info": ["1"], "updated_info": ["2", "3"]}}
+
+    def first(shown_1000, shown_250=()):
+        return B.ability_values("knowledge_update", ku, [], acc(shown_1000, shown_250=shown_250), None, "q")
+
+    # both shown at 1,000, the original alone at 250: not stale, but the original came first
+    assert first({"1", "2"}, {"1"})["stale"] == 0.0 and first({"1", "2"}, {"1"})["stale_first"] == 1.0
+    # both at 250 already, or neither: the ladder cannot tell them apart, not counted
+    assert first({"1", "2"}, {"1", "2"})["stale_first"] == 0.0 and first({"1", "2"})["stale_first"] == 0.0
+    # the update first: not counted; the original alone at 1,000: stale, so counted too
+    assert first({"1", "3"}, {"3"})["stale_first"] == 0.0 and first({"1"})["stale_first"] == 1.0
+    assert first(set())["stale_first"] == 0.0
+    # a rung above the headline budget does not count
+    late = {"grader": 2, "tokens": 3000, "shown": {"1000": ["2"], "2000": ["1", "2"], "4000": ["1"]}}
+    assert B.stale_first(late, ["1"], ["2"]) == 0.0
+    assert B.stale_first(None, ["1"], ["2"]) is None and B.stale_first(late, [], ["2"]) is None
+
+
 def test_ability_values_read_the_set_shown_at_1000_tokens():
     ku = {"groups": {"original_info": ["1"], "updated_info": ["2", "3"]}}
     # updated shown at 1,000 (not at 250): read at the headline budget
     assert B.ability_values("knowledge_update", ku, [], acc({"3"}, shown_250=()), None, "q") == {
-        "update_shown": 1.0, "stale": 0.0, "nuggets@1000": None}
+        "update_shown": 1.0, "stale": 0.0, "stale_first": 0.0, "nuggets@1000": None}
     assert B.ability_values("knowledge_update", ku, [], acc(set(), shown_250={"3"}), None, "q")["update_shown"] \
         == 0.0
     assert B.ability_values("knowledge_update", ku, [], acc({"1"}), None, "q")["stale"] == 1.0
@@ -320,7 +339,7 @@ def test_ability_values_read_the_set_shown_at_1000_tokens():
     assert B.ability_values("knowledge_update", none_upd, [], acc({"1"}), None, "q")["stale"] is None
     same = {"groups": {"original_info": ["2"], "updated_info": ["2"]}}
     assert B.ability_values("knowledge_update", same, [], acc(set()), None, "q") == {
-        "update_shown": 0.0, "stale": None, "nuggets@1000": None}
+        "update_shown": 0.0, "stale": None, "stale_first": None, "nuggets@1000": None}
     cr = {"groups": {"first_statement": ["1", "2"], "second_statement": ["3"]}}
     assert B.ability_values("contradiction_resolution", cr, [], acc({"2", "3"}), None, "q")[
         "both_statements_shown"] == 1.0
@@ -358,7 +377,7 @@ def test_without_the_graders_account_nothing_is_scored():
     old = {"shown": {"1000": ["2"]}, "tokens": 5}  # an account from before the rig's grader: the backend's claim
     for a in (None, old):
         assert B.ability_values("knowledge_update", ku, ["1", "2"], a, "alpha", "q") == {
-            "update_shown": None, "stale": None, "nuggets@1000": None}
+            "update_shown": None, "stale": None, "stale_first": None, "nuggets@1000": None}
     assert B.ability_values("abstention", {}, [], None, None, "q") == {
         "abstention_tokens": None, "abstention_topic": None, "abstention_on_topic": None}
 
@@ -403,6 +422,7 @@ def test_every_ability_scored_by_hand(scored):
     # KU2 has no update message
     assert v["update_shown"] == {KU0: 0.0, KU1: 1.0, KU2: None}
     assert v["stale"] == {KU0: 1.0, KU1: 0.0, KU2: None}
+    assert v["stale_first"] == {KU0: 1.0, KU1: 0.0, KU2: None}  # KU1's update message comes before the original
     # contradiction: both statements / the first only
     assert v["both_statements_shown"] == {CR0: 1.0, CR1: 0.0}
     # event ordering: 30, 32, 36 of 30, [32, 34], 36 / both of [30], 36
@@ -433,6 +453,7 @@ def test_a_backend_that_shows_nothing(scored):
     assert {p: x for p, x in v[H].items() if x is not None} == {p: 0.0 for p in (
         KU0, KU1, IF, IE, CR0, CR1, EO0, EO1, PF, TR, MSR, KU2)}
     assert v["update_shown"] == {KU0: 0.0, KU1: 0.0, KU2: None} and v["stale"] == {KU0: 0.0, KU1: 0.0, KU2: None}
+    assert v["stale_first"] == {KU0: 0.0, KU1: 0.0, KU2: None}
     assert v["abstention_tokens"] == {ABS1: 0.0, ABS3: 0.0} and set(v["nuggets@1000"].values()) == {0.0}
 
 

@@ -40,8 +40,10 @@ messages shown at each budget (no order), so nothing here can say what was ranke
   is not evidence recall itself);
 - knowledge update: `update_shown` = some `updated_info` message is shown (None without one); `stale` = some
   `original_info` message that is not also an update message is shown while no `updated_info` message is (the agent
-  sees the old value only; None without updates or without an original apart from them). "Ranked above it" cannot
-  be read from a set: it is not scored;
+  sees the old value only; None without updates or without an original apart from them). `stale_first` also counts
+  an original "ranked above" the update, as far as the budget ladder can tell: some original message is shown at a
+  rung of the ladder up to B (250, 500, 1,000 tokens) where no update message is yet (the same None rule). Within
+  250 tokens, or between two rungs, the order is not seen: an original 50 tokens ahead of the update is not counted;
 - contradiction resolution: `both_statements_shown` = some `first_statement` and some `second_statement` message
   shown (None when either group is empty);
 - event ordering: `order_all_shown` = every referenced message shown (all the events' messages);
@@ -123,7 +125,7 @@ NUGGET_CARRIED = 0.5
 ON_TOPIC = 0.5
 # ability -> its own figures (besides evidence recall), in the order the report lists them
 ABILITY_METRICS = {
-    "knowledge_update": ("update_shown", "stale"),
+    "knowledge_update": ("update_shown", "stale", "stale_first"),
     "contradiction_resolution": ("both_statements_shown",),
     "event_ordering": ("order_all_shown",),
     "instruction_following": ("instruction_shown",),
@@ -131,9 +133,11 @@ ABILITY_METRICS = {
     "abstention": ("abstention_tokens", "abstention_topic", "abstention_on_topic"),
 }
 # lower is better (or: less injected) for these derived names; every other derived name is a higher-is-better rate
-SPECS = {"stale": (False, "rate"), "abstention_tokens": (False, "tokens"), "abstention_topic": (False, "rate"),
+SPECS = {"stale": (False, "rate"), "stale_first": (False, "rate"), "abstention_tokens": (False, "tokens"),
+         "abstention_topic": (False, "rate"),
          "abstention_on_topic": (False, "rate")}
 METRIC_LABELS = {"update_shown": "updated fact shown", "stale": "stale (original without update)",
+                 "stale_first": "stale or original first (by budget rung)",
                  "both_statements_shown": "both statements shown", "order_all_shown": "every event shown",
                  "instruction_shown": "instruction shown", "abstention_tokens": "tokens injected",
                  "abstention_topic": "question terms shown", "abstention_on_topic": "on topic"}
@@ -386,6 +390,16 @@ def _any(ids: list[str], shown: set[str]) -> bool:
     return any(x in shown for x in ids)
 
 
+def stale_first(acc: dict[str, Any] | None, orig: list[str], upd: list[str], at: int = AT) -> float | None:
+    """1 when, at some rung of the budget ladder up to `at` that the account holds, an original message is shown and
+    no update message is (module docstring, Scoring); None without an account from the grader, an update message,
+    or an original apart from them."""
+    if shown_at(acc, at) is None or not upd or not orig:
+        return None
+    rungs = [b for b in budget.BUDGETS if b <= at and str(b) in (acc or {}).get("shown", {})]
+    return float(any(_any(orig, s) and not _any(upd, s) for s in (shown_at(acc, b) or set() for b in rungs)))
+
+
 def ability_values(ability: str, meta: dict[str, Any], gold: list[str], acc: dict[str, Any] | None,
                    shown_text: str | None, question: str) -> dict[str, float | None]:
     """The ability's own figures for one probe (module docstring, Scoring), from its budget account and shown text;
@@ -399,6 +413,7 @@ def ability_values(ability: str, meta: dict[str, Any], gold: list[str], acc: dic
         ok = shown is not None and bool(upd)
         out["update_shown"] = float(_any(upd, shown)) if ok else None
         out["stale"] = float(_any(orig, shown) and not _any(upd, shown)) if ok and orig else None
+        out["stale_first"] = stale_first(acc, orig, upd)
     elif ability == "contradiction_resolution":
         a, b = groups.get("first_statement") or [], groups.get("second_statement") or []
         out["both_statements_shown"] = float(_any(a, shown) and _any(b, shown)) if shown is not None and a and b \
@@ -562,7 +577,8 @@ class BeamSuite(Suite):
         out["comparisons"] = C.compare_all(per_cond, baseline, [
             *dict.fromkeys((budget.HEADLINE_METRIC, RECALL)), "budget_recall_auc", (NUGGETS, True, "rate"),
             ("update_shown", True, "rate"),
-            ("stale", False, "rate"), ("both_statements_shown", True, "rate"), ("order_all_shown", True, "rate"),
+            ("stale", False, "rate"), ("stale_first", False, "rate"), ("both_statements_shown", True, "rate"),
+            ("order_all_shown", True, "rate"),
             ("instruction_shown", True, "rate"), ("token_spend", False, "tokens"), ("latency_ms", False, "ms")],
             seed=self.seed, clusters=clusters) if baseline else {}
         return out
@@ -582,8 +598,10 @@ class BeamSuite(Suite):
         out += [f"Every figure is read from what the rig finds in the first {hb} tokens the backend injects "
                 "(a message is shown when half its word 3-grams are there). Evidence recall = the share of the "
                 "question's `source_chat_ids` messages shown, over questions that have them. Per ability: knowledge "
-                "update, the updated fact shown, and *stale* = an original message shown without any update "
-                "message (the account holds sets, not ranks, so 'ranked above' is not scored); contradiction, both "
+                "update, the updated fact shown, *stale* = an original message shown without any update "
+                "message, and *stale or original first* = that, or an original shown at a smaller budget rung "
+                "(250, 500 tokens) than every update message (the account holds a set per rung: closer order is "
+                "not seen); contradiction, both "
                 "statements shown; event ordering, every referenced message shown; instruction / preference "
                 "following, the instruction's message shown when the later question comes; abstention, the tokens "
                 f"injected and whether at least {ON_TOPIC:.0%} of the question's content terms are in them. "
