@@ -32,7 +32,7 @@ of the conversation is an error naming the conversation, the question and the fi
 **Scoring**, on what the rig finds in the injected text (metrics/budget.py, metrics/shown.py: a message is shown at
 B tokens when half its word 3-grams are in the first B tokens of what the backend injects); every figure below is
 read at the headline budget B = 1,000 tokens from the retrieval's `budget` account, which holds only the *set* of
-messages shown at each budget (no order), so nothing here can say what was ranked above what:
+messages shown at each budget (no order within one), so order is read only between rungs of the ladder (`stale_first`):
 - `budget_recall@B` for the ladder 250 ... 4,000 (the share of gold messages shown), every ability with evidence;
   the suite's headline is `budget_recall@1000` over the questions with evidence, overall and per ability (the
   verdict reads the rig's headline metric, budget.HEADLINE_METRIC, from the same account: `shown@1000`, the
