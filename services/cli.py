@@ -119,7 +119,7 @@ def guarded():
     """Every process this command starts is stopped even if it is killed by SIGKILL (services/coordinator/guard.py)."""
     from services.coordinator import guard
 
-    g = guard.protect()
+    g = guard.protect(log=STATE_DIR / "guard.log")
     try:
         yield g
     finally:

@@ -9,8 +9,8 @@ five after one `kill -9` of `memrig bench`).
 process it starts from then on, and everything those start, inherits, and starts one small watcher process holding the read end of a pipe whose write
 end only the run holds. When the run exits, however it exits, the pipe reaches end of file and the watcher stops
 every process whose environment carries the token: SIGTERM (and SIGCONT, so a stopped process gets it), then
-SIGKILL to those still running after the grace period. A run that stopped its children itself leaves it nothing
-to do. By PID, found by the token: never by name, never a process group, never a process of another run.
+SIGKILL to those still running after the grace period, and notes what it stopped in the log it was given
+($MEMRIG_STATE_DIR/guard.log for the CLI). A run that stopped its children itself leaves it nothing to do. By PID, found by the token: never by name, never a process group, never a process of another run.
 """
 
 from __future__ import annotations
@@ -46,17 +46,21 @@ class Guard:
         self.proc = None
 
 
-def protect(env: dict[str, str] | None = None) -> Guard:
+def protect(env: dict[str, str] | None = None, log: str | Path | None = None) -> Guard:
     """Mark `env` (default: this process's environment, which every child started from now on inherits, whichever
     Rig starts it) with a fresh token and start the watcher for it. When the watcher cannot start: a Guard that
     does nothing, and the run goes on as before. Not for a command whose processes must outlive it (`memrig up`)."""
     token = uuid.uuid4().hex
     target = os.environ if env is None else env
-    base = {k: v for k, v in os.environ.items() if k != ENV}
+    # Its own small environment and no stdout/stderr of the command's: it is not one of the run's processes (a
+    # check of what a run left, by environment, does not count it) and never holds the command's output open (a
+    # caller reading it to its end does not wait for the sweep).
+    base = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TMPDIR") if k in os.environ}
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "services.coordinator.guard", token, str(os.getpid())],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=base,
-                                cwd=str(Path(__file__).resolve().parents[2]), start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", "services.coordinator.guard", token, str(os.getpid()),
+                                 str(log or "")], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=base, cwd=str(Path(__file__).resolve().parents[2]),
+                                start_new_session=True)
     except OSError as e:  # the run is not worse off than without its guard
         print(f"guard: not started ({e}); a run killed by SIGKILL would leave its processes running",
               file=sys.stderr)
@@ -115,7 +119,7 @@ def sweep(token: str, grace_s: float = GRACE_S) -> list[int]:
 
 
 def main(argv: list[str]) -> int:
-    token, parent = argv[0], argv[1]
+    token, parent, log = argv[0], argv[1], (argv[2] if len(argv) > 2 else "")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C at the terminal is the run's to handle
     try:
         while sys.stdin.buffer.read(65536):  # the run never writes: this returns at end of file, when it is gone
@@ -123,9 +127,14 @@ def main(argv: list[str]) -> int:
     except OSError:
         pass
     stopped = sweep(token)
-    if stopped:
-        print(f"guard: run {parent} ended without stopping {len(stopped)} process(es); stopped {stopped}",
-              file=sys.stderr, flush=True)
+    if stopped and log:  # what it did, for whoever wonders where the run's processes went
+        try:
+            Path(log).parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "a") as f:
+                f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} guard: process {parent} ended without stopping "
+                        f"{len(stopped)} process(es) it started; stopped {stopped}\n")
+        except OSError:
+            pass
     return 0
 
 
