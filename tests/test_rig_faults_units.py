@@ -212,6 +212,21 @@ def test_a_guarded_command_killed_by_sigkill_leaves_no_child_running(tmp_path, g
             os.kill(child, signal.SIGKILL)
 
 
+def test_a_closed_guard_takes_its_token_out_of_the_environment(tmp_path):
+    # an in-process command (a test calling cli.main) must not leave the finished run's token in the interpreter's
+    # environment: every process started later would carry it
+    from services.coordinator import guard
+
+    env = {"PATH": os.environ.get("PATH", "")}
+    g = guard.protect(env, log=tmp_path / "guard.log")
+    assert env[guard.ENV] == g.token
+    g.close()
+    assert guard.ENV not in env and g.proc is None
+    env[guard.ENV] = "another-runs-token"  # a later run's token is not the closed guard's to remove
+    g.close()
+    assert env[guard.ENV] == "another-runs-token"
+
+
 def test_a_run_clears_the_half_written_files_a_killed_writer_left(tmp_path):
     # a writer killed mid-write leaves .NAME.PID.tmp (write_text) or run.tmp (write_run): half a file nothing renames
     rd = RunDir(tmp_path / "run")

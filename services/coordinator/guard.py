@@ -28,12 +28,18 @@ GRACE_S = 5.0
 
 
 class Guard:
-    def __init__(self, token: str, proc: subprocess.Popen | None):
+    def __init__(self, token: str, proc: subprocess.Popen | None, env: dict[str, str] | None = None):
         self.token = token
         self.proc = proc
+        self.env = env  # the environment the token was put in, taken out again on close
 
     def close(self, wait_s: float = GRACE_S + 2.0) -> None:
-        """The run is done: the watcher sweeps (finding nothing when the run stopped its children) and exits."""
+        """The run is done: the token leaves the environment (a process started later in the same interpreter, e.g.
+        the next test, is not the finished run's) and the watcher sweeps (finding nothing when the run stopped its
+        children) and exits."""
+        if self.env is not None and self.env.get(ENV) == self.token:
+            del self.env[ENV]
+        self.env = None
         if self.proc is None:
             return
         try:
@@ -66,7 +72,7 @@ def protect(env: dict[str, str] | None = None, log: str | Path | None = None) ->
               file=sys.stderr)
         return Guard(token, None)
     target[ENV] = token
-    return Guard(token, proc)
+    return Guard(token, proc, target)
 
 
 def marked(token: str, exclude: set[int] | None = None) -> list[int]:
