@@ -169,6 +169,13 @@ class MemoryBackend(abc.ABC):
     def counters(self) -> dict[str, int]:
         return {}
 
+    def views(self) -> tuple[str, ...]:
+        """Search-time views of the memory this backend stores (RetrieveQuery.view), besides its own search: what
+        another configuration of the same system would search over the same state. Listed in Describe as the
+        capability ("views", "a,b"); the rig may then answer that configuration's probes from this backend's state
+        instead of storing the same thing twice (services/coordinator/views.py). None by default."""
+        return ()
+
 
 class SessionStore:
     """Per-namespace storage of ingested sessions and documents, for backends that keep them in memory.

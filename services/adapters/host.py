@@ -70,7 +70,8 @@ class BackendHost:
             "version": self.backend.version,
             "description": self.backend.description,
             "config": self.backend.describe_config(),
-            "capabilities": [{"name": n, "detail": d} for n, d in self.backend.capabilities],
+            "capabilities": [{"name": n, "detail": d} for n, d in self.backend.capabilities]
+            + ([{"name": "views", "detail": ",".join(self.backend.views())}] if self.backend.views() else []),
             "embedder": emb,
             "embedding_dim": dim,
         }
@@ -138,6 +139,10 @@ class BackendHost:
         try:
             validate_namespace(namespace)
             validate_query(query)
+            if query.view and query.view not in self.backend.views():
+                listed = ", ".join(self.backend.views()) or "none"
+                raise ValidationError("view", f"{self.backend.name} has no search view {query.view!r} (its views: "
+                                              f"{listed})")
         except ValidationError:
             self._observe("Retrieve", t0, "invalid")
             raise

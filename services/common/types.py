@@ -83,6 +83,7 @@ class RetrieveQuery:
     top_k: int = 6
     mode: str = "fast"  # "fast" | "full"
     reference_time: datetime | None = None
+    view: str = ""  # a search-time view the backend lists in its "views" capability; "" = its own search
 
 
 @dataclass(frozen=True)
@@ -355,6 +356,7 @@ def query_from_pb(req: pb.RetrieveRequest) -> RetrieveQuery:
         top_k=req.top_k,
         mode=_MODE_FROM_PB[req.mode],
         reference_time=ts_to_dt(req.reference_time),
+        view=req.view,
     )
 
 
@@ -365,6 +367,7 @@ def query_to_pb(namespace: str, q: RetrieveQuery) -> pb.RetrieveRequest:
         top_k=q.top_k,
         mode=_MODE_TO_PB.get(q.mode, pb.RETRIEVE_MODE_UNSPECIFIED),
         reference_time=dt_to_ts(q.reference_time),
+        view=q.view,
     )
 
 

@@ -171,18 +171,20 @@ class PrepareResponse(_message.Message):
     def __init__(self, note: _Optional[str] = ..., server_duration_ns: _Optional[int] = ...) -> None: ...
 
 class RetrieveRequest(_message.Message):
-    __slots__ = ("namespace", "query", "top_k", "mode", "reference_time")
+    __slots__ = ("namespace", "query", "top_k", "mode", "reference_time", "view")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     REFERENCE_TIME_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query: str
     top_k: int
     mode: RetrieveMode
     reference_time: _timestamp_pb2.Timestamp
-    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[RetrieveMode, str]] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    view: str
+    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[RetrieveMode, str]] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., view: _Optional[str] = ...) -> None: ...
 
 class ChannelScore(_message.Message):
     __slots__ = ("channel", "score")

@@ -91,6 +91,12 @@ SESSION_BOUNDARIES = ("new", "continue")
 LAST_SESSION = ("open", "closed")
 
 
+def same_writes(a: Profile, b: Profile) -> bool:
+    """Whether two profiles write the same state from the same conversation (flush rule, MEMORY.md, the hook's files,
+    transcripts): then they differ only in what they search, and one replay can serve both."""
+    return (a.flush, a.memory_md, a.hook, a.transcripts) == (b.flush, b.memory_md, b.hook, b.transcripts)
+
+
 def resolve_profile(name: str) -> Profile:
     if name not in PROFILES:
         raise ValueError(f"openclaw: profile must be one of {', '.join(PROFILES)}; got {name!r}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -137,6 +138,30 @@ class OpenClawRealBackend(WorkspaceReplayer):
         self._health: dict[str, Any] = {}
         # each agent's manager answers one throwaway search after its first sync (sidecar /sync): counted here
         self.n.update(first_searches=0, first_search_ms_total=0)
+        # Describe says which replay this is and which profile searches it: the rig pairs a `default` and a
+        # `sessions` backend of one run by the key and answers the second's probes through the first's views()
+        self.capabilities = (*type(self).capabilities, ("replay", self.replay_key()),
+                             ("profile", self.profile.name))
+
+    def replay_key(self) -> str:
+        """What decides the state a replay writes, besides the run's shared services (its embedder and flush model,
+        the same for every backend of one run): the backend and its configuration with the profile replaced by what
+        the profile writes (lifecycle.same_writes). Equal keys within one run, equal state."""
+        p = self.profile
+        cfg = {**self.config, "profile": f"writes:{p.flush}/{p.memory_md}/hook={p.hook}/transcripts={p.transcripts}"}
+        blob = json.dumps({"backend": self.name, "config": cfg,
+                           "embedder": self.context.embedder_name or os.environ.get("MEMRIG_EMBEDDER", "")},
+                          sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def views(self) -> tuple[str, ...]:
+        """The other profiles whose writes are this one's: OpenClaw indexes the session transcripts in `default` and
+        `sessions` alike (memory.search.rememberAcrossConversations), so `sessions` is this state searched with
+        OpenClaw's own per-search source filter ["memory", "sessions"] (what its memory_search tool passes), and
+        `default` is `sessions`' state searched with ["memory"] (tests/test_openclaw_real_views.py checks the lists
+        equal a backend of that profile's own, to the last bit)."""
+        return tuple(n for n, p in lifecycle.PROFILES.items()
+                     if n != self.profile.name and lifecycle.same_writes(p, self.profile) and p.transcripts)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -395,6 +420,8 @@ class OpenClawRealBackend(WorkspaceReplayer):
         ref = query.reference_time or datetime.now(UTC)
         now_ms = int(utc(ref).timestamp() * 1000)
         body = {"agent": agent_id(namespace), "query": query.query, "maxResults": int(query.top_k), "nowMs": now_ms}
+        if query.view:  # Host checked it is one of views()
+            body["sources"] = ["memory", "sessions"] if lifecycle.resolve_profile(query.view).search_sessions else ["memory"]
         if self.config["min_score"] is not None:
             body["minScore"] = float(self.config["min_score"])  # OpenClaw's search option; default 0.35
         res = await self._call("POST", "/search", body)

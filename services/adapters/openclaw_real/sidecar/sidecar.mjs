@@ -28,7 +28,7 @@
 //   POST /sync   {agent, workspace, force?}       → status of the agent's index after OpenClaw's sync, and
 //                                                   firstSearchMs: the manager's warm-up search after its first sync
 //                                                   (null on later syncs or with warmup false)
-//   POST /search {agent, query, maxResults, nowMs?, minScore?} → {results: [{path, startLine, endLine, score, vectorScore,
+//   POST /search {agent, query, maxResults, nowMs?, minScore?, sources?} → {results: [{path, startLine, endLine, score, vectorScore,
 //                                                     textScore, snippet, source}], searchMs}
 //   POST /prepare {agent, workspace?}             → {syncMs, searchMs, prepareMs, firstSearch}: the rig's untimed
 //                                                   setup before the agent's first timed search: OpenClaw's sync
@@ -430,6 +430,15 @@ const routes = {
       throw new HttpError(400, "nowMs: must be a finite number of milliseconds since the epoch");
     }
     const opts = { maxResults };
+    if (body.sources !== undefined && body.sources !== null) {
+      // OpenClaw's own per-search source filter (what its memory_search tool passes as `sources`), among the sources
+      // the agent indexes: the rig's `sessions` view of a default install searches the transcripts that install
+      // indexes anyway, as the sessions profile's configured searchSources would.
+      const ok = Array.isArray(body.sources) && body.sources.length > 0 &&
+        body.sources.every((s) => s === "memory" || s === "sessions");
+      if (!ok) throw new HttpError(400, "sources: must be a non-empty array of \"memory\" and/or \"sessions\"");
+      opts.sources = [...body.sources];
+    }
     if (body.minScore !== undefined) {
       if (!Number.isFinite(body.minScore) || body.minScore < 0 || body.minScore > 1) {
         throw new HttpError(400, "minScore: must be a number in [0, 1]");
