@@ -33,6 +33,7 @@ from services.common.errors import BackendError, BackendFailed, BackendUnavailab
 from services.common.llm_client import LLMClient, LLMConfig
 from services.common.tokens import tokenizer_name
 from services.coordinator import costs
+from services.coordinator import views as replay_views
 from services.coordinator.context import ProbeContext
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
 from services.coordinator.reuse import Reuse
@@ -245,7 +246,16 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         needed = {b for _, c in work for b in c.backends}
 
         retrieve_params = {b: (suite.retrieve_top_k(b), suite.retrieve_mode(b)) for b in clients}
-        ctx = ProbeContext(clients, data.corpora, llm, judge_llm, run_dir.path, suite.name,
+        streamed = suite.namespace_scoped and conditions and all(len(c.backends) == 1 for c in conditions)
+        # one replay for backends that store the same state (services/coordinator/views.py)
+        probe_ns = ({b: {p.namespace for p, c in work if c.backends[0] == b} for b in clients} if streamed
+                    else {b: set(data.corpora) for b in clients})
+        views = replay_views.plan(cfg.backends, describes, set(clients), {b for b in clients if b not in failures
+                                                                         and b not in reused}, probe_ns)
+        probe_clients = {**clients, **{b: replay_views.ViewClient(clients[a], a, v) for b, (a, v) in views.items()}}
+        if views:
+            run["replay_views"] = {b: {"replay_of": a, "view": v} for b, (a, v) in views.items()}
+        ctx = ProbeContext(probe_clients, data.corpora, llm, judge_llm, run_dir.path, suite.name,
                            judge_passes=cfg.judge_passes, retrieve_params=retrieve_params,
                            compaction_llm=compaction_llm)
 
@@ -254,13 +264,13 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
             run["backends"] = backend_entries()
             run_dir.write_run(run)
 
-        if suite.namespace_scoped and conditions and all(len(c.backends) == 1 for c in conditions):
+        if streamed:
             # per backend, one namespace at a time: ingest, its probes, release (bounded memory, flat cost)
             ingested(await run_streamed(suite, ctx, data, work, failures, run_dir, cfg, emit, rig,
-                                        prev.get("ingest", {}), ingested))
+                                        prev.get("ingest", {}), ingested, views))
         else:
             await _ingest_then_probes(suite, ctx, data, work, needed, clients, caps, failures, run_dir, cfg, emit,
-                                      ingested)
+                                      ingested, views)
         total = len(work)
 
         # -- score + report -------------------------------------------------------------------------
@@ -294,10 +304,14 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
 
 async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, needed: set[str], clients, caps,
                               failures: dict[str, str], run_dir: RunDir, cfg: RunConfig, emit: ProgressFn,
-                              ingested: Callable[[dict[str, Any]], None]) -> None:
+                              ingested: Callable[[dict[str, Any]], None],
+                              views: dict[str, tuple[str, str]] | None = None) -> None:
     """Every backend's namespaces ingested first (then `ingested(info)`), then every probe: for a suite whose
-    probes read several namespaces or several backends at once."""
+    probes read several namespaces or several backends at once. A backend of `views` ingests nothing: the one whose
+    replay it reads does (even with no probes of its own left), and its record is that replay's."""
     run_id = run_dir.run_id
+    views = {b: av for b, av in (views or {}).items() if b in needed}
+    needed = (set(needed) - set(views)) | {a for a, _ in views.values()}
     ingest_info: dict[str, Any] = {}
     lanes = asyncio.Semaphore(max(1, cfg.lanes))
 
@@ -320,6 +334,12 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
                 await ingest_backend(name)
 
     await asyncio.gather(*(ingest_group(g) for g in lane_groups([n for n in sorted(needed) if n in clients])))
+    for b, (a, _) in views.items():
+        if a in failures:
+            failures.setdefault(b, f"its replay is {a}'s, which failed: {failures[a]}"[:400])
+        elif a in ingest_info:
+            ingest_info[b] = {**ingest_info[a], "replay_of": a, "namespaces": {
+                ns: replay_views.shared_record(r, a) for ns, r in (ingest_info[a].get("namespaces") or {}).items()}}
     ingested({n: ingest_info[n] for n in sorted(ingest_info)})
 
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
@@ -381,7 +401,8 @@ async def ingest_namespace(client, bns: str, batch, settle_timeout_s: float) -> 
 async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[Probe, Condition]],
                        failures: dict[str, str], run_dir: RunDir, cfg: RunConfig, emit: ProgressFn,
                        rig: Rig | None, prev_ingest: dict[str, Any],
-                       checkpoint: Callable[[dict[str, Any]], None] = lambda info: None) -> dict[str, Any]:
+                       checkpoint: Callable[[dict[str, Any]], None] = lambda info: None,
+                       views: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
     """A namespace-scoped suite (Suite.namespace_scoped): per backend (`lanes` backends at a time, each its own
     process; lanes=1: one after another, so each one's cost is its own), one namespace at a time: reset, ingest,
     settle, that namespace's probes (bounded by `concurrency`), then Reset again to release it, so a backend holds one haystack, never the run's.
@@ -392,14 +413,24 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
     goes to `checkpoint` at most every CHECKPOINT_S seconds, and once more when the command is interrupted
     (services/common/interrupt.py runs it before the exit), so an interrupted run keeps every finished namespace's
     cost record. Before, the records of the last CHECKPOINT_S seconds were lost while their samples were kept, so a
-    resumed run skipped those namespaces and the cost table placed every later one at the wrong message count."""
+    resumed run skipped those namespaces and the cost table placed every later one at the wrong message count.
+    `views` ({B: (A, view)}, services/coordinator/views.py): B has no lane of its own; its probes of a namespace run
+    in A's lane right after A's, before A releases the namespace, and its records are A's replay's."""
     run_id = run_dir.run_id
+    views = views or {}
     lanes: dict[str, dict[str, list[tuple[Probe, Condition]]]] = {}
     for p, c in work:
         lanes.setdefault(c.backends[0], {}).setdefault(p.namespace, []).append((p, c))
-    total_ns = sum(len(v) for v in lanes.values())
-    total_msgs = sum(data.corpora[ns].message_count for v in lanes.values() for ns in v)
-    lanes_left = {ns: sum(1 for v in lanes.values() if ns in v) for v in lanes.values() for ns in v}
+    riders: dict[str, list[str]] = {}
+    rider_lanes: dict[str, dict[str, list[tuple[Probe, Condition]]]] = {}
+    for b, (a, _) in views.items():
+        if b in lanes:
+            riders.setdefault(a, []).append(b)
+            rider_lanes[b] = lanes.pop(b)
+    every = [*lanes.values(), *rider_lanes.values()]
+    total_ns = sum(len(v) for v in every)
+    total_msgs = sum(data.corpora[ns].message_count for v in every for ns in v)
+    lanes_left = {ns: sum(1 for v in every if ns in v) for v in every for ns in v}
     done_ns = done_msgs = 0
     t_start = last_checkpoint = time.monotonic()
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
@@ -441,6 +472,10 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
             samples = await asyncio.gather(*(one(p, c) for p, c in items))
             rec["retrieve_ms"] = [s["retrievals"][name]["latency_ms"] for s in samples
                                   if s.get("status") == "ok" and (s.get("retrievals") or {}).get(name)]
+            for b in riders.get(name, []):  # their probes on this replay, before it is released
+                if name in failures:
+                    failures.setdefault(b, f"its replay is {name}'s, which failed: {failures[name]}"[:400])
+                await ride(b, ns, rec)
             if client is not None and name not in failures:
                 t0 = time.perf_counter()
                 try:
@@ -453,6 +488,9 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
             if not lanes_left[ns]:  # every backend is done with it: the grader's index of its corpus goes too
                 ctx.release(ns)
             lane["namespaces"][ns] = rec
+            rode = sum(1 for b in riders.get(name, []) if ns in rider_lanes[b])
+            done_ns += rode
+            done_msgs += rode * rec["messages"]
             # what an interrupt writes: copies, taken here on the run's thread, never read while they change
             latest["info"] = {n: {**info[n], "namespaces": dict(info[n]["namespaces"])} for n in sorted(info)}
             done_ns += 1
@@ -465,6 +503,25 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
                 last_checkpoint = time.monotonic()
                 checkpoint({n: info[n] for n in sorted(info)})
         lane["duration_s"] = time.perf_counter() - t_lane
+        for b in riders.get(name, []):
+            info.setdefault(b, {"namespaces": {}, "mode": "streamed", "replay_of": name})["duration_s"] = \
+                lane["duration_s"]
+
+    async def ride(b: str, ns: str, host_rec: dict[str, Any]) -> None:
+        """B's probes of namespace ns on A's replay; B's record of it is A's replay's, with B's own retrieve times."""
+        host = views[b][0]
+        lane = info.setdefault(b, {"namespaces": dict((prev_ingest.get(b) or {}).get("namespaces") or {}),
+                                   "mode": "streamed", "lanes": max(1, cfg.lanes), "replay_of": host})
+        items = rider_lanes[b].get(ns, [])
+        if not items:
+            return
+        samples = await asyncio.gather(*(one(p, c) for p, c in items))
+        rec = replay_views.shared_record(host_rec, host)
+        rec["retrieve_ms"] = [s["retrievals"][b]["latency_ms"] for s in samples
+                              if s.get("status") == "ok" and (s.get("retrievals") or {}).get(b)]
+        ctx.forget(b, [p.id for p, _ in items])
+        lanes_left[ns] -= 1
+        lane["namespaces"][ns] = rec
 
     latest: dict[str, Any] = {}
     hook = interrupt.on_exit(lambda: checkpoint(latest["info"]) if latest else None)
