@@ -56,7 +56,7 @@ import aiohttp
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from loadtests import locust_scaling
+from loadtests import locust_scaling, trivial_target
 from loadtests.capacity_report import headline, machine_info, render_markdown, strip_blobs
 from loadtests.cpu_meter import StepCpu, cores_needed
 from loadtests.open_loop import (
@@ -71,7 +71,7 @@ from loadtests.open_loop import (
     summarise,
 )
 from loadtests.workload import memory_texts
-from services.common import event_loop, subcommand
+from services.common import event_loop, process, subcommand
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "memrig-bench"
@@ -400,14 +400,8 @@ def engine_cost_in_subprocess(args: list[Any], blas_threads: int) -> dict[str, A
 async def generator_ceiling(a: argparse.Namespace, cfg: DriverConfig, rig_dir: Path) -> dict[str, Any]:
     """The same driver and climb against a trivial server in its own process: what the generator can drive
     on this machine (the ceiling the mock's rate is compared to)."""
-    log = (rig_dir / "trivial_target.log").open("w")
-    p = subprocess.Popen([sys.executable, "-m", "loadtests.trivial_target", "--port", "0"], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=log, text=True)
+    p, port = await asyncio.to_thread(trivial_target.start, rig_dir / "trivial_target.log")
     try:
-        line = p.stdout.readline() if p.stdout else ""
-        if not line.startswith("READY"):
-            raise RuntimeError(f"trivial target did not start: {line!r}")
-        port = int(line.split("http=")[1].split()[0])
         target = HttpRetrieveTarget(f"http://127.0.0.1:{port}", API_KEY, a.concurrency, top_k=a.top_k, mode=a.mode,
                                     name="trivial")
         await target.start()
@@ -425,14 +419,7 @@ async def generator_ceiling(a: argparse.Namespace, cfg: DriverConfig, rig_dir: P
         finally:
             await target.close()
     finally:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        log.close()
+        process.stop(p, grace_s=10.0)
     return out
 
 

@@ -22,23 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from loadtests.run import _kill, free_port
+from loadtests import trivial_target
+from loadtests.run import free_port
 from loadtests.summary import load_locust_run, read_locust_json
+from services.common import process
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCUSTFILE = ROOT / "loadtests" / "trivial_locustfile.py"
-
-
-def start_trivial_target(log_path: Path) -> tuple[subprocess.Popen, int]:
-    log = log_path.open("w")
-    p = subprocess.Popen([sys.executable, "-m", "loadtests.trivial_target", "--port", "0"], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=log, text=True)
-    log.close()
-    line = p.stdout.readline() if p.stdout else ""
-    if not line.startswith("READY"):
-        _kill(p)
-        raise RuntimeError(f"trivial target did not start: {line!r}")
-    return p, int(line.split("http=")[1].split()[0])
 
 
 def master_argv(host: str, workers: int, users: int, duration_s: int, out: Path, port: int) -> list[str]:
@@ -62,26 +52,21 @@ def run_once(host: str, workers: int, users: int, duration_s: int, out: Path) ->
     env = dict(os.environ, PYTHONUNBUFFERED="1",
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
     load0 = os.getloadavg()[0]
-    with open(out / "locust_master.log", "w") as mlog:
-        master = subprocess.Popen(master_argv(host, workers, users, duration_s, out, port), stdout=mlog,
-                                  stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)
+    master = process.spawn(master_argv(host, workers, users, duration_s, out, port), out / "locust_master.log",
+                           env=env, cwd=ROOT)
     procs: list[subprocess.Popen] = []
     try:
         for i in range(workers):
-            with open(out / f"locust_worker{i}.log", "w") as wlog:
-                procs.append(subprocess.Popen(worker_argv(port), stdout=wlog, stderr=subprocess.STDOUT, env=env,
-                                              cwd=ROOT, start_new_session=True))
+            procs.append(process.spawn(worker_argv(port), out / f"locust_worker{i}.log", env=env, cwd=ROOT))
         code = master.wait(duration_s + 120)
         deadline = time.monotonic() + 15
         for w in procs:  # workers quit when the master tells them to
             try:
                 w.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                _kill(w)
+                process.stop(w)
     finally:
-        _kill(master)
-        for w in procs:
-            _kill(w)
+        process.stop(master, *procs)
     run = load_locust_run(out)
     counts: dict[float, int] = {}
     for e in read_locust_json(out / "locust.json"):
@@ -141,7 +126,7 @@ def processes_for(rate: float, per_process_rps: float | None) -> int | None:
 def measure(worker_counts: list[int], users: int, duration_s: int, out: Path) -> dict[str, Any]:
     """Start the trivial target, run every worker count against it, stop the target (by its PID). Blocking."""
     out.mkdir(parents=True, exist_ok=True)
-    target, port = start_trivial_target(out / "trivial_target.log")
+    target, port = trivial_target.start(out / "trivial_target.log")
     runs = []
     try:
         for w in worker_counts:
@@ -151,7 +136,7 @@ def measure(worker_counts: list[int], users: int, duration_s: int, out: Path) ->
                   f"load {r['load_avg_1m']}", flush=True)
             runs.append(r)
     finally:
-        _kill(target)
+        process.stop(target)
     return {"target": "loadtests/trivial_target.py", "locustfile": "loadtests/trivial_locustfile.py",
             "mode": "locust distributed (1 master + W workers, this host)", "cpu_count": os.cpu_count(),
             "users": users, "duration_s": duration_s, "runs": with_ratios(runs),

@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loadtests.summary import load_locust_run, summarise_locust_run
-from services.common import subcommand
+from services.common import process, subcommand
 from services.common.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,17 +57,6 @@ def worker_argv(a: argparse.Namespace, master_port: int) -> list[str]:
             "127.0.0.1", "--master-port", str(master_port), "--loglevel", "INFO"]
 
 
-def _kill(p: subprocess.Popen, grace: float = 5.0) -> None:
-    if p.poll() is not None:
-        return
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(grace)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait(5)
-
-
 def run_locust(a: argparse.Namespace, out: Path, host: str, env: dict[str, str]) -> int:
     """Run master (+ workers) to completion; return the master's exit code."""
     argv = locust_argv(a, out, host)
@@ -79,30 +67,24 @@ def run_locust(a: argparse.Namespace, out: Path, host: str, env: dict[str, str])
                  "--expect-workers", str(a.workers), "--expect-workers-max-wait", "60"]
     budget = (a.duration if a.shape == "none" else a.max_duration) + 90
     (out / "locust_command.json").write_text(json.dumps({"master": argv, "workers": a.workers}, indent=2))
-    with open(out / "locust_master.log", "w") as mlog:
-        master = subprocess.Popen(argv, stdout=mlog, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-                                  start_new_session=True)
+    master = process.spawn(argv, out / "locust_master.log", env=env, cwd=ROOT)
     try:
         for i in range(a.workers):
-            with open(out / f"locust_worker{i}.log", "w") as wlog:
-                workers.append(subprocess.Popen(worker_argv(a, port), stdout=wlog, stderr=subprocess.STDOUT,
-                                                env=env, cwd=ROOT, start_new_session=True))
+            workers.append(process.spawn(worker_argv(a, port), out / f"locust_worker{i}.log", env=env, cwd=ROOT))
         try:
             code = master.wait(budget)
         except subprocess.TimeoutExpired:
             print(f"locust master still running after {budget}s; stopping it", file=sys.stderr)
-            _kill(master)
+            process.stop(master)
             code = -1
         deadline = time.monotonic() + 15
         for w in workers:  # workers quit when the master tells them; give them a moment, then stop them
             try:
                 w.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                _kill(w)
+                process.stop(w)
     finally:
-        _kill(master)
-        for w in workers:
-            _kill(w)
+        process.stop(master, *workers)
     return code
 
 

@@ -1,32 +1,26 @@
 """Start and stop the rig's processes by PID.
 
 Every service prints `READY key=port ... pid=PID` on stdout when it serves; the launcher sends stdout and
-stderr to a log file per process and waits for that line. `memrig up` records what it started in a state file
-so `memrig down` stops exactly those PIDs (SIGTERM, then SIGKILL after a grace period). Each process it starts
-gets a Prometheus file_sd target file while it runs (services/common/prom_targets.py), so Prometheus scrapes
-processes on port 0 with no hand-written config.
+stderr to a log file per process and waits for that line (services/common/process.py spawns, waits and stops).
+`memrig up` records what it started in a state file so `memrig down` stops exactly those PIDs (SIGTERM, then
+SIGKILL after a grace period). Each process it starts gets a Prometheus file_sd target file while it runs
+(services/common/prom_targets.py), so Prometheus scrapes processes on port 0 with no hand-written config.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from services.adapters.registry import get_spec
-from services.common import interrupt, prom_targets
-from services.common.errors import DependencyError
-
-_READY_RE = re.compile(r"^READY((?:\s+\w+=\d+)+)\s*$", re.M)
+from services.common import interrupt, process, prom_targets
+from services.common.errors import LaunchError  # raised here; importable from here as before
 
 
 @dataclass(frozen=True)
@@ -71,31 +65,7 @@ class Proc:
     target: str = ""  # its Prometheus file_sd target file ("" when it serves no /metrics)
 
     def alive(self) -> bool:
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # pragma: no cover
-            return True
-        # A zombie child still answers kill(0); treat it as dead.
-        try:
-            with open(f"/proc/{self.pid}/stat") as f:
-                return f.read().split(") ", 1)[1][0] != "Z"
-        except OSError:
-            return True
-
-
-class LaunchError(DependencyError):
-    """A rig process that would not start or did not say READY in time; the message says which and why."""
-
-    dependency = "a rig process"
-
-
-def parse_ready(text: str) -> dict[str, int] | None:
-    m = _READY_RE.search(text)
-    if not m:
-        return None
-    return {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
+        return process.pid_alive(self.pid)
 
 
 class Rig:
@@ -129,24 +99,9 @@ class Rig:
             return self.procs[key]
         log_path = self.run_dir / f"{key.replace('/', '_')}.log"
         argv = [sys.executable, "-m", module, *args]
-        logf = open(log_path, "w")  # handed to the child
-        p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=self.env, cwd=os.getcwd(),
-                             start_new_session=True)
-        logf.close()
-        self._popen[key] = p
-        deadline = time.monotonic() + timeout
-        while True:
-            text = log_path.read_text(errors="replace") if log_path.exists() else ""
-            ports = parse_ready(text)
-            if ports:
-                break
-            if p.poll() is not None:
-                raise LaunchError(f"{key} exited with code {p.returncode} before it was ready; log {log_path}:\n"
-                                  + text[-2000:])
-            if time.monotonic() > deadline:
-                self._kill(p.pid)
-                raise LaunchError(f"{key} not ready after {timeout}s; log {log_path}:\n{text[-2000:]}")
-            await asyncio.sleep(0.05)
+        p = process.spawn(argv, log_path, env=self.env, cwd=os.getcwd())
+        self._popen[key] = p  # stop_all stops it even while it is still starting
+        ports = await process.wait_ready_async(p, key, log_path, timeout)
         url = url_template.format(**ports) if url_template else ""
         proc = Proc(key, p.pid, ports, url, str(log_path), argv, target=self._write_target(key, module, ports, p.pid))
         self.procs[key] = proc
@@ -267,33 +222,12 @@ class Rig:
         return total
 
     # ---------------------------------------------------------------------------------------------
-    def _kill(self, pid: int, grace: float = 5.0) -> None:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if pid in {p.pid for p in self._popen.values()}:
-                for p in self._popen.values():
-                    if p.pid == pid and p.poll() is not None:
-                        return
-            elif not Proc("", pid, {}, "", "").alive():
-                return
-            time.sleep(0.05)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        for p in self._popen.values():
-            if p.pid == pid:
-                p.wait(timeout=5)
-
     def stop(self, key: str) -> None:
+        """By PID, with grace; our own child (started by this Rig, not loaded from a state file) is reaped too."""
         proc = self.procs.pop(key, None)
         if proc is not None:
-            self._kill(proc.pid)
-            self._popen.pop(key, None)
+            child = self._popen.pop(key, None)
+            process.stop(child if child is not None and child.pid == proc.pid else proc.pid)
             prom_targets.remove_target(proc.target)
 
     def stop_order(self) -> list[str]:
@@ -306,8 +240,7 @@ class Rig:
             self.stop(key)
         # a child still starting (spawned, not READY yet) when the run was stopped is in no `procs` entry
         for key, p in list(self._popen.items()):
-            if p.poll() is None:
-                self._kill(p.pid)
+            process.stop(p)
             self._popen.pop(key, None)
 
     # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from services.common import prom_targets, subcommand
+from services.common import process, prom_targets, subcommand
+from services.common.errors import LaunchError
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -70,14 +71,12 @@ def start_prometheus(run_dir: Path, port: int, config_text: str, binary: str | N
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = run_dir / "prometheus.yml"
     cfg.write_text(config_text)
-    log = open(run_dir / "prometheus.log", "w")  # handed to the child
-    p = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={run_dir / 'data'}",
-                          f"--web.listen-address=127.0.0.1:{port}", f"--storage.tsdb.retention.time={retention}"],
-                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    log.close()
-    if not _wait_http(f"http://127.0.0.1:{port}/-/ready", 30, p):
-        stop_process(p)
-        raise RuntimeError(f"prometheus did not become ready; see {run_dir / 'prometheus.log'}")
+    p = process.spawn([binary, f"--config.file={cfg}", f"--storage.tsdb.path={run_dir / 'data'}",
+                       f"--web.listen-address=127.0.0.1:{port}", f"--storage.tsdb.retention.time={retention}"],
+                      run_dir / "prometheus.log")
+    if not _wait_http(f"http://127.0.0.1:{port}/-/ready", 30, p):  # Prometheus says READY over HTTP, not stdout
+        process.stop(p)
+        raise LaunchError(f"prometheus did not become ready; see {run_dir / 'prometheus.log'}")
     return p
 
 
@@ -100,21 +99,7 @@ def start_grafana(run_dir: Path, port: int, prometheus_url: str) -> subprocess.P
     home = next((d for d in ("/usr/share/grafana", "/usr/local/share/grafana") if Path(d).exists()), None)
     if home:
         cmd = [*cmd, f"--homepath={home}"]
-    log = open(run_dir / "grafana.log", "w")
-    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    log.close()
-    return p
-
-
-def stop_process(p: subprocess.Popen, grace_s: float = 5.0) -> None:
-    if p.poll() is not None:
-        return
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait(timeout=5)
+    return process.spawn(cmd, run_dir / "grafana.log", env=env)
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -139,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = render_prometheus_config(Path(args.config).read_text(), targets_dir)
     try:
         prom = start_prometheus(run_dir, args.prometheus_port, cfg)
-    except (FileNotFoundError, RuntimeError) as e:
+    except (FileNotFoundError, LaunchError) as e:
         print(f"memrig observe: {e}", file=sys.stderr)
         return 2
     prom_url = f"http://127.0.0.1:{args.prometheus_port}"
@@ -167,8 +152,8 @@ def run(args: argparse.Namespace) -> int:
                 break
             time.sleep(1.0)
     finally:
-        for p in reversed(procs):
-            stop_process(p)
+        for p in reversed(procs):  # Grafana before the Prometheus it reads
+            process.stop(p)
     return 0
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from services import observe
-from services.common import prom_targets
+from services.common import process, prom_targets
 
 REPO = Path(__file__).resolve().parents[1]
 DASHBOARDS = sorted((REPO / "deploy" / "grafana" / "dashboards").glob("*.json"))
@@ -201,7 +201,7 @@ async def test_prometheus_scrapes_a_short_run_and_every_panel_has_data(tmp_path)
         await res.stop()
         await mon.stop()
         if prom is not None:
-            observe.stop_process(prom)
+            process.stop(prom)
         rig.stop_all()
         prom_targets.remove_target(sim_target)
         await metrics_runner.cleanup()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -23,6 +22,7 @@ from memrig.v1 import memory_backend_pb2 as pb
 from memrig.v1 import memory_backend_pb2_grpc as pb_grpc
 from services.adapters.base import BackendContext, MemoryBackend
 from services.adapters.host import BackendHost
+from services.common import process
 from services.common.grpc_status import status_for
 from services.common.grpc_util import graceful_stop, install_stop_signals, start_server
 from services.common.metrics_http import start_metrics_server
@@ -134,7 +134,7 @@ async def serve_backend(
     stop = stop or asyncio.Event()
     install_stop_signals(stop)
     if announce:
-        print(f"READY grpc={bound} metrics={mport} pid={os.getpid()}", flush=True)
+        process.announce_ready(grpc=bound, metrics=mport)
     if ready is not None:
         ready.port = bound  # type: ignore[attr-defined]
         ready.set()

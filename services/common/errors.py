@@ -5,6 +5,8 @@
     │                     (services/common/types.py) and every service's own bad-request class subclass it
     ├── DependencyError   a service or resource the code needs failed or is missing (an LLM endpoint, the Cortex
     │                     API, a sidecar, a data set, kubectl)
+    │   └── LaunchError   a child process the rig started would not start or did not say READY in time
+    │                     (services/common/process.py)
     └── BackendError      a memory backend called over gRPC failed the call (services/adapters/client.py)
         ├── BackendUnavailable   not reached in time (UNAVAILABLE, DEADLINE_EXCEEDED)
         └── BackendFailed        reached and failed for good (FAILED_PRECONDITION, CANCELLED, UNKNOWN, INTERNAL)
@@ -55,6 +57,13 @@ class DependencyError(MemrigError, RuntimeError):
     @property
     def refused(self) -> bool:
         return self.status is not None and 400 <= self.status < 500 and self.status != 429
+
+
+class LaunchError(DependencyError):
+    """A rig process that would not start or did not say READY in time; the message says which and why (with the
+    tail of its log). Raised by services/common/process.py for every child the rig starts."""
+
+    dependency = "a rig process"
 
 
 class BackendError(MemrigError, RuntimeError):

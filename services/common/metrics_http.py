@@ -35,13 +35,13 @@ async def serve_http_until_stopped(runner: web.AppRunner, port: int) -> None:
     """Announce `READY http=<port> pid=<pid>` (what the launcher waits for), serve until SIGTERM/SIGINT, then clean
     up: the main loop of an aiohttp service started with `python -m services.<name>`."""
     import asyncio
-    import os
 
+    from services.common import process
     from services.common.grpc_util import install_stop_signals
 
     stop = asyncio.Event()
     install_stop_signals(stop)
-    print(f"READY http={port} pid={os.getpid()}", flush=True)
+    process.announce_ready(http=port)
     try:
         await stop.wait()
     finally:

@@ -21,6 +21,8 @@ import os
 import re
 from pathlib import Path
 
+from services.common.process import pid_alive
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -29,20 +31,6 @@ def targets_dir() -> Path:
     if explicit:
         return Path(explicit).resolve()
     return (Path(os.environ.get("MEMRIG_STATE_DIR", ".memrig")) / "targets").resolve()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - someone else's process: alive
-        return True
-    try:  # a zombie still answers kill(0)
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return True
 
 
 def prune_dead(directory: Path | None = None) -> list[Path]:
@@ -54,7 +42,7 @@ def prune_dead(directory: Path | None = None) -> list[Path]:
             pid = int(json.loads(f.read_text())[0]["labels"]["pid"])
         except (OSError, ValueError, KeyError, IndexError, TypeError):
             continue
-        if not _alive(pid):
+        if not pid_alive(pid):
             f.unlink(missing_ok=True)
             removed.append(f)
     return removed

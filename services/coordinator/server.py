@@ -16,6 +16,7 @@ import grpc
 from memrig.v1 import coordinator_pb2 as cpb
 from memrig.v1 import coordinator_pb2_grpc as cpb_grpc
 from services.adapters.registry import all_specs
+from services.common import process
 from services.common.errors import InputError
 from services.common.grpc_util import graceful_stop, install_stop_signals, start_server
 from services.common.metrics_http import start_metrics_server
@@ -126,7 +127,7 @@ async def serve(host: str, port: int, metrics_port: int | None, results: Path) -
         runner, mport = await start_metrics_server(host, metrics_port)
     stop = asyncio.Event()
     install_stop_signals(stop)
-    print(f"READY grpc={bound} metrics={mport} pid={os.getpid()}", flush=True)
+    process.announce_ready(grpc=bound, metrics=mport)
     try:
         await stop.wait()
     finally:

@@ -24,7 +24,7 @@ import sys
 
 from aiohttp import web
 
-from services.common import event_loop
+from services.common import event_loop, process
 from services.cortex_mock.app import CONFIG_KEY, ENGINE_KEY, WORKERS_KEY, make_app
 from services.cortex_mock.config import MockConfig, _keys_from, read_keys_file
 from services.cortex_mock.supervisor import WorkerSupervisor
@@ -169,9 +169,8 @@ async def serve(cfg: MockConfig) -> None:
         if siblings is not None:
             print(f"cortex-mock: {cfg.processes} processes on port {port}; siblings {siblings.pids()}",
                   file=sys.stderr, flush=True)
-        # `key=<digits>` pairs only: the launcher's READY pattern (services/launcher.py)
-        print(f"READY http={port} pid={os.getpid()}" + (f" processes={cfg.processes}" if siblings else ""),
-              flush=True)
+        # `key=<digits>` pairs only: the READY pattern (services/common/process.py)
+        process.announce_ready(http=port, **({"processes": cfg.processes} if siblings else {}))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from services.common import process
+from services.common.errors import LaunchError
 
 log = logging.getLogger("cortex_mock.supervisor")
 
@@ -55,18 +56,10 @@ class WorkerSupervisor:
 
     # -- spawning (blocking: call through asyncio.to_thread) ------------------------------------------
     def _spawn(self, slot: WorkerSlot) -> None:
-        p = subprocess.Popen(self._argv(), stdout=subprocess.PIPE, text=True, env=self.env)
-        deadline = time.monotonic() + self.ready_timeout_s
-        line = ""
-        while time.monotonic() < deadline:
-            line = p.stdout.readline() if p.stdout else ""
-            if line.startswith("READY") or (not line and p.poll() is not None):
-                break
-        if not line.startswith("READY"):
-            _kill(p)
-            raise RuntimeError(f"cortex-mock worker pid={p.pid} did not become ready")
-        if p.stdout is not None:
-            p.stdout.close()  # nothing more is read: a full pipe must never block the worker
+        """A worker in cortex-mock's own session (a Ctrl-C at cortex-mock's terminal reaches it too), its stderr
+        into cortex-mock's log, its stdout read until READY; one that is not ready is killed at once."""
+        p = process.spawn(self._argv(), None, env=self.env, new_session=False)
+        process.wait_ready(p, f"cortex-mock worker pid={p.pid}", None, self.ready_timeout_s, grace_s=0)
         slot.proc, slot.started_at, slot.respawn_at = p, self.clock(), None
 
     def start(self) -> None:
@@ -103,7 +96,7 @@ class WorkerSupervisor:
                     self._spawn(slot)
                     slot.restarts += 1
                     respawned.append(slot.index)
-                except RuntimeError:
+                except LaunchError:
                     log.exception("respawn of worker %d failed", slot.index)
                     slot.early_deaths += 1
                     slot.respawn_at = self.clock() + self.backoff_s(slot.early_deaths)
@@ -132,19 +125,4 @@ class WorkerSupervisor:
         """SIGTERM every live worker, SIGKILL any still running after `grace_s` (a worker's own shutdown is
         bounded by its --stop-grace-s, so the kill is the last resort)."""
         self._stopping = True
-        procs = [s.proc for s in self.slots if s.proc is not None]
-        for p in procs:
-            if p.poll() is None:
-                os.kill(p.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _kill(p)
-
-
-def _kill(p: subprocess.Popen) -> None:
-    if p.poll() is None:
-        os.kill(p.pid, signal.SIGKILL)
-    p.wait()
+        process.stop(*(s.proc for s in self.slots if s.proc is not None), grace_s=grace_s)

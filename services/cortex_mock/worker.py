@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 
+from services.common import process
 from services.cortex_mock.__main__ import build_parser, config_from_args
 from services.cortex_mock.engine import CortexEngine
 from services.cortex_mock.jobs import RedisJobs
@@ -51,7 +52,7 @@ async def run(argv: list[str] | None = None) -> None:
         loop.add_signal_handler(sig, on_signal)
     task = asyncio.create_task(jobs.serve(engine, a.concurrency, stop, stop_grace_s=a.stop_grace_s))
     await asyncio.sleep(0)
-    print(f"READY pid={os.getpid()}", flush=True)
+    process.announce_ready()
     try:
         await task
     finally:

@@ -12,7 +12,7 @@ import sys
 
 from aiohttp import web
 
-from services.common import event_loop
+from services.common import event_loop, process
 from services.fault_proxy.app import STATE, ProxyConfig, make_admin_app, make_proxy_app
 from services.fault_proxy.engine import FaultEngine
 from services.fault_proxy.shards import parse_shard_map
@@ -102,15 +102,15 @@ async def serve(a: argparse.Namespace) -> None:
     site = web.TCPSite(runner, a.host, a.port)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    ready = f"READY http={port}"
+    ports = {"http": port}
     if a.admin_port is not None:
         admin_runner = web.AppRunner(make_admin_app(app), access_log=None)
         await admin_runner.setup()
         runners.insert(0, admin_runner)
         admin_site = web.TCPSite(admin_runner, a.admin_host, a.admin_port)
         await admin_site.start()
-        ready += f" admin={admin_site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-    print(f"{ready} pid={os.getpid()}", flush=True)
+        ports["admin"] = admin_site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    process.announce_ready(**ports)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import socket
 import sys
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from services.common import process
 from services.local_llm import model as M
 
 DEFAULT_N_CTX = 8192
@@ -165,7 +165,7 @@ async def serve(args: argparse.Namespace) -> int:
     async def announce() -> None:
         while not server.started:
             await asyncio.sleep(0.02)
-        print(f"READY http={port} pid={os.getpid()}", flush=True)
+        process.announce_ready(http=port)
 
     task = asyncio.ensure_future(announce())
     await server.serve(sockets=[sock])

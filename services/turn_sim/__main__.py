@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -38,14 +37,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 async def amain(args: argparse.Namespace) -> int:
     from prometheus_client import REGISTRY
 
-    from services.common import prom_targets
+    from services.common import process, prom_targets
     from services.common.metrics_http import start_metrics_server
     from services.turn_sim.cost_scenarios import CostsConfig, render_costs_markdown, run_costs
 
     runner, port = await start_metrics_server(args.host, args.port, REGISTRY)
     # Found by Prometheus through file_sd whatever the port (services/common/prom_targets.py).
     target = prom_targets.write_target("turn-sim", "turn-sim", port)
-    print(f"READY http={port} pid={os.getpid()}", flush=True)
+    process.announce_ready(http=port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
