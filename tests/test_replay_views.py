@@ -128,3 +128,13 @@ async def test_a_riding_backend_records_what_it_records_on_its_own_replay(tmp_pa
     assert len(a) == 8 and a.keys() == b.keys()
     for pid in a:
         assert a[pid] == b[pid], pid
+
+
+def test_the_report_says_which_backend_searched_whose_replay():
+    from services.coordinator.report import render_replay_views
+
+    assert render_replay_views({}) == ""
+    text = render_replay_views({"replay_views": {"openclaw-real[profile=sessions]": {
+        "replay_of": "openclaw-real", "view": "sessions"}}})
+    assert text.startswith("> **One replay, two backends:** **openclaw-real[profile=sessions]** searched "
+                           "**openclaw-real**'s replay as its `sessions` view.")

@@ -84,6 +84,9 @@ def render_header(run: dict[str, Any]) -> str:
         reused = render_reused(run)
         if reused:
             lines += ["", reused]
+        shared = render_replay_views(run)
+        if shared:
+            lines += ["", shared]
         if any(n.startswith("openclaw") for n in backends):
             lines += ["", f"> {NATIVE_EMBEDDER_NOTE}", "", f"> {NATIVE_STATE_NOTE}"]
         setup = render_prepare(run)
@@ -108,6 +111,20 @@ def render_reused(run: dict[str, Any]) -> str:
             "config and code, third-party code, embedder, models, grader), so these backends were not started: "
             "their samples, and so their scores, are that run's, and **their latency, setup and cost figures were "
             "measured then**, under that run's load. `--fresh` measures everything again.")
+
+
+def render_replay_views(run: dict[str, Any]) -> str:
+    """The backends answered from another backend's replay (run.json `replay_views`, services/coordinator/views.py);
+    empty when none."""
+    views = run.get("replay_views") or {}
+    if not views:
+        return ""
+    items = "; ".join(f"**{n}** searched **{v['replay_of']}**'s replay as its `{v['view']}` view"
+                      for n, v in sorted(views.items()))
+    return (f"> **One replay, two backends:** {items}. They write the same state from a conversation and differ only "
+            "in what they search, so the conversation was replayed once; the lists are those of the backend's own "
+            "replay (tests/test_openclaw_real_views.py). Its ingest and settle figures are that replay's; its "
+            "retrieve latency is its own searches'.")
 
 
 def render_prepare(run: dict[str, Any]) -> str:
