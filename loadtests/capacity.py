@@ -72,6 +72,7 @@ from loadtests.open_loop import (
 )
 from loadtests.workload import memory_texts
 from services.common import event_loop, process, subcommand
+from services.common.errors import DependencyError
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "memrig-bench"
@@ -93,7 +94,7 @@ async def seed_memories(url: str, n: int, seed: int, batch: int = 250, parallel:
             async with sem, s.post(f"{url}/v1/ingest/conversation", json=body) as r:
                 data = await r.json()
                 if r.status != 200:
-                    raise RuntimeError(f"seeding batch {k}: HTTP {r.status} {str(data)[:300]}")
+                    raise DependencyError(f"seeding batch {k}: HTTP {r.status} {str(data)[:300]}", r.status)
                 return int(data.get("nodes_created", 0))
 
         created = sum(await asyncio.gather(*(one(k, b) for k, b in enumerate(batches))))
@@ -391,6 +392,8 @@ def engine_cost_in_subprocess(args: list[Any], blas_threads: int) -> dict[str, A
     out = subprocess.run([sys.executable, "-c", code, json.dumps(args)], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=1800)
     if out.returncode != 0:
+        # RuntimeError, no MemrigError branch: the child runs the rig's own engine on generated data, with no
+        # input and no service; its failure is a bug (the traceback is in the message)
         raise RuntimeError(f"engine cost run failed: {out.stderr[-2000:]}")
     res = json.loads(out.stdout.strip().splitlines()[-1])
     res["blas_threads"] = int(n)

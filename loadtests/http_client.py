@@ -117,6 +117,8 @@ class HttpClient:
     async def request(self, raw: bytes) -> tuple[int, bytes]:
         """Send one complete pre-encoded request; (status, body) of its response."""
         if self.closed:
+            # RuntimeError, no MemrigError branch: a call after close() is a bug in the caller, not bad input
+            # or a failed dependency (as aiohttp's "Session is closed")
             raise RuntimeError("HttpClient is closed")
         async with self._slots:
             conn = None

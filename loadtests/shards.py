@@ -124,6 +124,8 @@ async def one_round(a: argparse.Namespace, shards: int, out: Path) -> dict[str, 
         counts = await placement(urls, keys)
         errs = placement_errors(counts, names, a.memories)
         if errs:
+            # RuntimeError, no MemrigError branch: the rig's own proxy placed the tenants by its own shard map, so
+            # a tenant found elsewhere (or not countable) means the rig's setup is wrong, not its input or a service
             raise RuntimeError("tenant placement: " + "; ".join(errs))
         seeded_s = round(time.monotonic() - t0, 1)
         cfg = DriverConfig(concurrency=a.concurrency, max_pending=a.max_pending, timeout_s=a.timeout_s,

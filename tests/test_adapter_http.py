@@ -13,6 +13,7 @@ import yaml
 from aiohttp import web
 
 from services.adapters.http.backend import HttpBackend
+from services.adapters.http.client import ServiceError
 from services.adapters.http.mapping import MAPPINGS_DIR, MappingError, load_mapping, parse_mapping
 from services.common.types import Document, IngestBatch, Message, RetrieveQuery, Session, ValidationError
 from tests.fixtures_proxy import serve_app
@@ -205,8 +206,9 @@ async def test_failed_ingest_is_rolled_back(tmp_path):
     runner, port = await serve_app(app)
     b = HttpBackend({"mapping": fast_mapping(tmp_path), "base_url": f"http://127.0.0.1:{port}"})
     try:
-        with pytest.raises(RuntimeError, match=r"ingest failed \(http_500\).*1/1 units already sent were forgotten"):
+        with pytest.raises(ServiceError, match=r"ingest failed \(http_500\).*1/1 units already sent were forgotten") as e:
             await b.ingest("ns", two_sessions())
+        assert e.value.kind == "http_500" and e.value.status == 500  # the service's error, not a bare RuntimeError
         assert svc.memories == {}
         assert (await b.namespace_stats("ns")).items == 0
         assert [p for m, p, _ in svc.requests if m == "DELETE"] == ["/v1/memories/mem-1"]

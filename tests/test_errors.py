@@ -281,3 +281,58 @@ async def test_runner_lets_an_unknown_exception_through():
 
     with pytest.raises(KeyError):
         await run_one(Buggy(), None, Probe(id="p1", question="q"), Condition("t", ("backend:t",)), {})
+
+
+# -- a dependency's failure stays a DependencyError, with the caller's context in its message ---------------------
+async def test_a_failed_cortex_reset_is_the_cortex_apis_error_naming_the_reset():
+    from services.adapters.cortex.backend import CortexBackend
+    from services.adapters.cortex.client import CortexError, CortexHTTPError
+    from services.common.grpc_status import status_for
+
+    class Forgets:
+        def __init__(self, status: int):
+            self.status = status
+
+        async def forget_session(self, sid, timeout_ms, key):
+            raise CortexHTTPError("forget", self.status, "no")
+
+    b = CortexBackend({"base_url": "http://127.0.0.1:9"})
+    b.sent_sessions["ns"] = {"s1": {"m1"}}
+    b.client = Forgets(404)  # type: ignore[assignment]  # nothing stored under that session: not a failure
+    await b.reset("ns")
+    for status, code in ((503, grpc.StatusCode.UNAVAILABLE), (401, grpc.StatusCode.FAILED_PRECONDITION)):
+        b.sent_sessions["ns"] = {"s1": {"m1"}}
+        b.client = Forgets(status)  # type: ignore[assignment]
+        with pytest.raises(CortexError, match=f"cortex reset of 'ns' failed: Cortex forget failed: {status}") as e:
+            await b.reset("ns")
+        assert e.value.status == status and status_for(e.value, "cortex") == (
+            code, f"cortex needs the Cortex API, which {'refused the request' if status == 401 else 'is unavailable ('}"
+            + (f": {e.value}" if status == 401 else f"{e.value}); {CortexError.hint}."))
+
+
+def test_a_kustomization_that_does_not_build_is_bad_input_naming_its_directory(monkeypatch, tmp_path):
+    import subprocess
+
+    from services.k8s_check import kubectl
+
+    monkeypatch.setattr(kubectl, "kubectl_path", lambda: "kubectl")
+    monkeypatch.setattr(kubectl.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(
+        argv, 1, "", "error: accumulating resources: missing.yaml\n"))
+    with pytest.raises(InputError) as e:
+        kubectl.render(tmp_path)
+    assert e.value.field == str(tmp_path) and e.value.message == "error: accumulating resources: missing.yaml"
+    assert str(e.value) == f"kubectl kustomize {tmp_path}: error: accumulating resources: missing.yaml"
+
+
+def test_an_unreachable_remote_embedder_is_a_dependency_with_its_hint():
+    from services.common.embeddings import EmbedderError, RemoteEmbedder
+    from services.common.grpc_status import status_for
+
+    emb = object.__new__(RemoteEmbedder)  # not __init__: it probes the endpoint at once
+    emb.base_url, emb.model, emb.api_key, emb.timeout_s = "http://127.0.0.1:9/v1", "m", "", 2.0
+    emb.name = "remote:m@127.0.0.1:9"
+    with pytest.raises(EmbedderError, match=r"embedder remote:m@127.0.0.1:9: URLError") as e:
+        emb._encode_uncached(["x"])
+    code, msg = status_for(e.value, "dense")
+    assert code == grpc.StatusCode.UNAVAILABLE and msg.startswith("dense needs the embeddings endpoint")
+    assert msg.endswith(EmbedderError.hint + ".")

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from services.common.errors import DependencyError
+
 DEFAULT_EMBEDDER = "minilm"
 _WORD_RE = re.compile(r"[a-z0-9_]+")
 
@@ -218,6 +220,13 @@ class HashEmbedder(Embedder):
         return out
 
 
+class EmbedderError(DependencyError):
+    """The remote embeddings endpoint failed a call (unreachable, an HTTP error, or an answer that does not fit)."""
+
+    dependency = "the embeddings endpoint"
+    hint = "point MEMRIG_EMBED_BASE_URL at a live OpenAI-compatible /v1 base URL"
+
+
 class RemoteEmbedder(Embedder):
     """A real OpenAI-compatible `/v1/embeddings` endpoint (`embedder: "remote"`): MEMRIG_EMBED_BASE_URL (e.g.
     https://api.openai.com/v1), MEMRIG_EMBED_MODEL (default text-embedding-3-small, OpenClaw's default) and
@@ -253,12 +262,12 @@ class RemoteEmbedder(Embedder):
             with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
                 data = json.loads(r.read())["data"]
         except urllib.error.HTTPError as e:
-            raise RuntimeError(f"embedder {self.name}: HTTP {e.code}: {e.read()[:300]!r}") from e
+            raise EmbedderError(f"embedder {self.name}: HTTP {e.code}: {e.read()[:300]!r}", e.code) from e
         except (urllib.error.URLError, OSError, ValueError, KeyError) as e:
-            raise RuntimeError(f"embedder {self.name}: {type(e).__name__}: {e}") from e
+            raise EmbedderError(f"embedder {self.name}: {type(e).__name__}: {e}") from e
         rows = sorted(data, key=lambda d: d["index"])
         if len(rows) != len(texts):
-            raise RuntimeError(f"embedder {self.name}: {len(rows)} vectors for {len(texts)} inputs")
+            raise EmbedderError(f"embedder {self.name}: {len(rows)} vectors for {len(texts)} inputs")
         return np.asarray([d["embedding"] for d in rows], dtype=np.float32)
 
 

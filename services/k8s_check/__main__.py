@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from services.common.errors import InputError
 from services.k8s_check import checks
 from services.k8s_check.argv import argv_findings
 from services.k8s_check.isolation import isolation_findings, namespace_findings
@@ -62,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KubectlUnavailable as e:
             print(f"k8s-check: kubectl unavailable: {e}", file=sys.stderr)
             return 2
-        except RuntimeError as e:
+        except (InputError, RuntimeError) as e:  # an overlay that does not build, or another failure on it
             print(f"k8s-check: {d.name}: {e}", file=sys.stderr)
             bad += 1
             continue

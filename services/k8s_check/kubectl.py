@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from services.common.errors import DependencyError
+from services.common.errors import DependencyError, InputError
 
 REPO = Path(__file__).resolve().parents[2]
 CHECK_DIR = REPO / "deploy" / "k8s" / "check"
@@ -68,9 +68,11 @@ def kubectl_path() -> Path:
 
 
 def render(kustomization_dir: Path) -> list[dict[str, Any]]:
-    """`kubectl kustomize DIR` as a list of objects; a kustomize error raises RuntimeError with its message."""
+    """`kubectl kustomize DIR` as a list of objects. A kustomization that does not build is bad input to the check:
+    InputError naming the directory, with kustomize's message."""
     r = subprocess.run([str(kubectl_path()), "kustomize", str(kustomization_dir)], capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:
-        raise RuntimeError(f"kubectl kustomize {kustomization_dir}: {r.stderr.strip()}")
+        raise InputError(str(kustomization_dir), r.stderr.strip(),
+                         text=f"kubectl kustomize {kustomization_dir}: {r.stderr.strip()}")
     return [d for d in yaml.safe_load_all(r.stdout) if d]

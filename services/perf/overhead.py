@@ -17,6 +17,7 @@ from typing import Any
 
 import aiohttp
 
+from services.common.errors import DependencyError
 from services.perf import synth
 from services.perf.passes import consecutive_passes, median_of_passes, paired_difference_ms
 from services.perf.stats import difference, ratio
@@ -33,7 +34,7 @@ async def proxy_passthrough(direct_url: str, proxy_url: str, queries: list[str],
             async with s.request(method, base + path, data=body, headers=headers) as r:
                 await r.read()
                 if r.status >= 400:
-                    raise RuntimeError(f"{method} {base}{path}: HTTP {r.status}")
+                    raise DependencyError(f"{method} {base}{path}: HTTP {r.status}", r.status)
             return time.perf_counter_ns() - t0
 
         cases = [("health", "GET", "/health", [None])]
@@ -104,6 +105,8 @@ async def coordinator_per_probe(samples: int = 500) -> dict[str, Any]:
             run_dir.append_sample(sample)
             dt = time.perf_counter_ns() - t0
             if sample.get("status") != "ok":
+                # RuntimeError, no MemrigError branch: the backend is the in-process `none` control, with no input
+                # and no dependency that could fail; a failed probe here is a bug in the rig's own path
                 raise RuntimeError(f"coordinator overhead probe failed: {sample.get('error')}")
             r = sample["retrievals"]["stub"]
             if i >= 20:

@@ -537,11 +537,11 @@ class CortexBackend(MemoryBackend):
         for sid in sessions:
             try:
                 await self.client.forget_session(sid, self.config["forget_timeout_ms"], self.key_for(namespace))
-            except CortexHTTPError as e:
-                if e.status != 404:  # 404: nothing stored under that session
-                    raise RuntimeError(f"cortex reset of {namespace!r} failed: {e}") from e
             except CortexError as e:
-                raise RuntimeError(f"cortex reset of {namespace!r} failed: {e}") from e
+                if isinstance(e, CortexHTTPError) and e.status == 404:  # nothing stored under that session
+                    continue
+                # still the Cortex API's error (its status says whether it refused), with the reset named
+                raise CortexError(f"cortex reset of {namespace!r} failed: {e}", e.status) from e
         self.jobs.pop(namespace, None)
         self.indexed.pop(namespace, None)
         self.failed_jobs.pop(namespace, None)

@@ -210,8 +210,9 @@ class HttpBackend(StoreBackedBackend):
         except ServiceError as e:
             self.n["ingest_failures"] = self.n.get("ingest_failures", 0) + 1
             undone = await self._forget_units(namespace, sent)
-            raise RuntimeError(f"{m.service}: ingest failed ({e.kind}): {e}; "
-                               f"{undone}/{len(sent)} units already sent were forgotten again") from e
+            # still the service's error (its kind and status say what failed), with the ingest and the rollback named
+            raise ServiceError(e.kind, f"{m.service}: ingest failed ({e.kind}): {e}; "
+                               f"{undone}/{len(sent)} units already sent were forgotten again", e.status) from e
         self.store.apply(namespace, batch)
         st = self.state[namespace]
         st.units.extend(sent)
@@ -359,7 +360,8 @@ class HttpBackend(StoreBackedBackend):
             elif r.per == "namespace" and r.request is not None:
                 await self.send(r.request, self.variables(namespace), self.mapping.timeouts_ms.reset)
         except ServiceError as e:
-            raise RuntimeError(f"{self.mapping.service}: reset of {namespace!r} failed ({e.kind}): {e}") from e
+            raise ServiceError(e.kind, f"{self.mapping.service}: reset of {namespace!r} failed ({e.kind}): {e}",
+                               e.status) from e
         self.state[namespace] = NamespaceState(generation=(st.generation if st else 0) + (r.per == "none"))
         self.evidence_by_ref.pop(namespace, None)
         self.store.reset(namespace)
