@@ -7,6 +7,7 @@ real Cortex URL), with a toxiproxy-style admin API, a seeded per-request decisio
 Files: faults.py (fault definitions, validation, pure decisions; with fault_types.py, one class per type, and
 actions.py, what a decision returns), engine.py (numbering, state, waits, log),
 store.py (local or Redis fault state; the password from REDIS_PASSWORD), shards.py (which upstream owns a
-tenant), app.py (HTTP: proxy + admin API), metrics.py, admin_client.py
+tenant), app.py (HTTP: the proxy path), admin.py (HTTP: the admin API), state.py (what the two share), metrics.py,
+admin_client.py
 (async client for drills and locust timelines), __main__.py (CLI).
 """

@@ -13,9 +13,11 @@ import sys
 from aiohttp import web
 
 from services.common import event_loop, process
-from services.fault_proxy.app import STATE, ProxyConfig, make_admin_app, make_proxy_app
+from services.fault_proxy.admin import make_admin_app
+from services.fault_proxy.app import make_proxy_app
 from services.fault_proxy.engine import FaultEngine
 from services.fault_proxy.shards import parse_shard_map
+from services.fault_proxy.state import STATE, ProxyConfig
 from services.fault_proxy.store import LocalStore, RedisStore
 
 
