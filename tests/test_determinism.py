@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from services.coordinator.determinism import compare_runs, quality_view
+from services.coordinator.determinism import quality_differences, quality_view
 from services.coordinator.results import RunDir
 from services.coordinator.runner import RunConfig, finalize, run_suite
 from services.coordinator.suites.locomo import LocomoSuite
@@ -45,7 +45,7 @@ async def test_two_runs_identical_and_sample_order_irrelevant(tmp_path):
         outcome = await run_suite(cfg)
         assert outcome.state == "succeeded", outcome.failures
         outs.append(out)
-    assert compare_runs(*outs) == []
+    assert quality_differences(*outs) == []
     views = [quality_view(json.loads((o / "metrics.json").read_text())) for o in outs]
     assert json.dumps(views[0], sort_keys=True) == json.dumps(views[1], sort_keys=True)
     suite = LocomoSuite({"data_dir": str(root), "full": True, "answer": False}, seed=7)

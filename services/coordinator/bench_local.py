@@ -33,7 +33,7 @@ from services.adapters.registry import get_spec
 from services.common import llm_cache
 from services.common.llm_roles import ROLES
 from services.common.types import ValidationError
-from services.coordinator.determinism import compare_runs
+from services.coordinator.determinism import quality_differences
 from services.coordinator.plan import RunPlan, SuitePlan, run_plan, run_settings
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
 from services.coordinator.run_report import strip_suite_verdict
@@ -131,7 +131,7 @@ async def run_bench_local(p: BenchLocalPlan) -> int:
             if p.compare_with and entry.get("dir"):
                 prev = p.compare_with / s.suite
                 entry["compare_with"] = str(prev)
-                entry["differences"] = (compare_runs(p.out / s.suite, prev) if (prev / "metrics.json").exists()
+                entry["differences"] = (quality_differences(p.out / s.suite, prev) if (prev / "metrics.json").exists()
                                         else [f"{prev}/metrics.json not found"])
         return after
 

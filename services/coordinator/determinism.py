@@ -4,7 +4,9 @@ tables except wall-clock timings.
 `quality_view(metrics)` blanks the timing figures (latency summaries, per-probe latency metrics and their
 comparisons, durations) and the addresses of the services a run started and recomputes each scorecard without the timing comparisons, so two runs can be compared
 byte for byte: `json.dumps(quality_view(m), sort_keys=True)` and `suite.render(quality_view(m))` must be equal.
-`compare_runs(a, b)` does that for two run directories and lists the first differences.
+`quality_differences(a, b)` does that for two run directories and lists the first differences (`memrig compare`,
+services/coordinator/compare.py `compare_runs`, is the other comparison: which figures moved beyond their
+intervals).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def quality_view(metrics: dict[str, Any]) -> dict[str, Any]:
     return _strip(copy.deepcopy(metrics))
 
 
-def compare_runs(a: str | Path, b: str | Path, limit: int = 10) -> list[str]:
+def quality_differences(a: str | Path, b: str | Path, limit: int = 10) -> list[str]:
     """Differences between two runs' metrics.json quality views ([] when identical)."""
     ma = quality_view(json.loads((Path(a) / "metrics.json").read_text()))
     mb = quality_view(json.loads((Path(b) / "metrics.json").read_text()))
