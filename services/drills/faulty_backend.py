@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 
 import grpc
@@ -21,6 +20,7 @@ from services.adapters.base import BackendContext
 from services.adapters.host import BackendHost
 from services.adapters.server import SERVICE_NAME, MemoryBackendServicer
 from services.common.grpc_util import graceful_stop, start_server
+from services.common.process import announce_ready
 
 CALLS = ("Describe", "Reset", "Ingest", "Settle", "Prepare", "Retrieve", "Stats")
 # Not a protocol buffer: field 31's tag with wire type 7, which does not exist, then bytes.
@@ -71,7 +71,7 @@ async def serve(fault: str, call: str, port: int, embedder: str | None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    print(f"READY grpc={bound} pid={os.getpid()}", flush=True)
+    announce_ready(grpc=bound)
     try:
         await stop.wait()
     finally:

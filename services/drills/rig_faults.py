@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.common import process
+
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "MEMRIG_RIG_FAULTS"  # in every process a case starts (inherited down the tree): how survivors are found
 SUITE = "octybot"
@@ -148,32 +150,15 @@ class Bench:
 
 def start_service(argv: list[str], log: Path, env: dict[str, str], timeout_s: float = 120.0
                   ) -> tuple[subprocess.Popen, dict[str, int]]:
-    """A rig service as this drill's child, its output in `log`; (process, the ports of its READY line)."""
-    with open(log, "w") as f:
-        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        m = re.search(r"^READY((?:[ \t]+\w+=\d+)*)[ \t]*$", log.read_text(errors="replace"), re.M)
-        if m:
-            return p, {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
-        if p.poll() is not None or time.monotonic() > deadline:
-            stop_children(p)
-            raise RuntimeError(f"{argv[2]} did not start: {log.read_text(errors='replace')[-1500:]}")
-        time.sleep(0.05)
+    """A rig service as this drill's child, its output in `log`; (process, the ports of its READY line). One that
+    exits first or is not ready in time is a LaunchError naming it, with its log's tail (services/common/process)."""
+    p = process.spawn(argv, log, env=env, cwd=ROOT)
+    return p, process.wait_ready(p, argv[2] if len(argv) > 2 else argv[0], log, timeout_s, grace_s=3.0)
 
 
 def stop_children(*procs: subprocess.Popen, grace_s: float = 3.0) -> None:
     """SIGTERM, up to grace_s for all, then SIGKILL; by PID, reaped."""
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-    deadline = time.monotonic() + grace_s
-    for p in procs:
-        try:
-            p.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(timeout=5)
+    process.stop(*procs, grace_s=grace_s)
 
 
 def backend_pid(run_dir: Path, name: str) -> int | None:
@@ -337,8 +322,10 @@ class Campaign:
             b = self.bench(self.bench_args(self.baseline_dir, BACKENDS, "--fresh"), self.env(self.baseline_dir.parent, token))
             code = b.wait()
             if code != 0:
+                # the campaign's own reference run: no case can be judged without it (a rig bug, not input)
                 raise RuntimeError(f"the uninterrupted run failed ({code}): {b.err[-2000:]}")
             if left := survivors(token):
+                # a rig bug the campaign exists to find, in the run every case is compared with
                 raise RuntimeError(f"the uninterrupted run left processes running: {left}")
         return self.baseline_dir
 
