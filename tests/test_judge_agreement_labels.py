@@ -12,7 +12,7 @@ import pytest
 
 from services.common import prompts
 from services.coordinator import judge_agreement as J
-from services.coordinator.suites.common import prompt_id
+from services.coordinator.judges import prompt_id
 
 # A made-up conversation in LoCoMo's format (not LoCoMo data): six answerable questions and one of category 5.
 QA = [

@@ -1,12 +1,13 @@
 """Judge-score metrics (services/coordinator/metrics/judge.py) by hand: the 0-3 rubric's rates and mean, the
-majority vote across judge passes (ties to the lower, sceptical score) and each metric's registered direction."""
+majority vote across judge passes (judges.py; ties to the lower, sceptical score) and each metric's registered direction."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from services.coordinator.metrics.judge import LABELS, judge_distribution, majority_vote
+from services.coordinator.judges import majority_vote
+from services.coordinator.metrics.judge import LABELS, judge_distribution
 from services.coordinator.metrics.registry import get_metric
 
 

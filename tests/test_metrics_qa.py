@@ -2,6 +2,7 @@
 
 import pytest
 
+from services.coordinator.judges import parse_binary_label
 from services.coordinator.metrics import qa
 
 
@@ -50,11 +51,11 @@ def test_exact_match():
 
 
 def test_binary_label_parsing_and_j():
-    assert qa.parse_binary_label('{"label": "CORRECT"}') is True
-    assert qa.parse_binary_label('{"label":"WRONG"}') is False
-    assert qa.parse_binary_label("The answer is INCORRECT") is False
-    assert qa.parse_binary_label("CORRECT") is True
-    assert qa.parse_binary_label("maybe") is None
+    assert parse_binary_label('{"label": "CORRECT"}') is True
+    assert parse_binary_label('{"label":"WRONG"}') is False
+    assert parse_binary_label("The answer is INCORRECT") is False
+    assert parse_binary_label("CORRECT") is True
+    assert parse_binary_label("maybe") is None
     assert qa.binary_j([True, False, True, True]) == 0.75
     assert qa.binary_j([]) is None
 

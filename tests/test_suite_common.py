@@ -12,21 +12,23 @@ from pathlib import Path
 import pytest
 
 from services.common import prompts
-from services.coordinator.suites import common
-from services.coordinator.suites.common import (
+from services.coordinator.judges import (
     SAMPLED_PASS_TEMPERATURE,
     binary_judge,
+    judge_pass_settings,
+    pairwise_judge,
+    parse_pairwise,
+    prompt_id,
+    rubric_judge,
+)
+from services.coordinator.suites import common
+from services.coordinator.suites.common import (
     compare_all,
     fmt,
     fmt_ci,
     judge_label,
-    judge_pass_settings,
     metric_spec,
-    pairwise_judge,
-    parse_pairwise,
-    prompt_id,
     render_comparisons,
-    rubric_judge,
     stable_seed,
     stratified_sample,
     summary,
@@ -407,7 +409,8 @@ def test_stratified_sample_of_more_than_256():
 
 
 def test_qa_judge_verdicts_from_either_judge():
-    from services.coordinator.suites.common import judge_agreement_line, judged_correct, qa_judge_used
+    from services.coordinator.judges import judged_correct, qa_judge_used
+    from services.coordinator.suites.common import judge_agreement_line
 
     assert judged_correct({"judge": {"score": 2}}) is True and judged_correct({"judge": {"score": 1}}) is False
     assert judged_correct({"binary_judge": {"correct": True}}) is True
@@ -426,8 +429,8 @@ def test_qa_judge_verdicts_from_either_judge():
 
 
 def test_qa_judge_uses_the_chosen_judge(monkeypatch):
-    from services.coordinator import judge_agreement as JA
-    from services.coordinator.suites.common import qa_judge
+    from services.coordinator import judges as JA
+    from services.coordinator.judges import qa_judge
 
     monkeypatch.setattr(JA, "QA_JUDGE", "model 0-3")
     out = asyncio.run(qa_judge(Ctx(['{"score": 3, "reason": "ok"}']), "q", "g", "a"))

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from services.common import prompts
 from services.coordinator.suites import common as C
 from services.coordinator.suites import locomo as L
 from services.coordinator.suites.locomo import LocomoSuite
@@ -175,7 +176,7 @@ class _Ctx:
         return {"answer": "a cat"}
 
     async def _judge(self, messages, temperature=0.0):
-        if messages[0]["content"].startswith(L.C.prompts.JUDGE_MARKER):
+        if messages[0]["content"].startswith(prompts.JUDGE_MARKER):
             return SimpleNamespace(text='{"score": 3, "reason": "ok"}')
         return SimpleNamespace(text='{"label": "CORRECT"}')
 
@@ -197,10 +198,10 @@ def test_run_probe_prompts_per_category_and_judges_only_when_asked():
         ctx = _Ctx()
         body = asyncio.run(s.run_probe(ctx, _probe(cat), cond))
         assert ctx.asked == (q, ["the cat"]) and body["answer_question"] == q
-        assert L.C.judged_correct(body) is None  # judge off by default
+        assert L.judges.judged_correct(body) is None  # judge off by default
     judged = LocomoSuite({"judge": True}, seed=0)
-    assert L.C.judged_correct(asyncio.run(judged.run_probe(_Ctx(), _probe("4"), cond))) is True
-    assert L.C.judged_correct(asyncio.run(judged.run_probe(_Ctx(), _probe("5"), cond))) is None
+    assert L.judges.judged_correct(asyncio.run(judged.run_probe(_Ctx(), _probe("4"), cond))) is True
+    assert L.judges.judged_correct(asyncio.run(judged.run_probe(_Ctx(), _probe("5"), cond))) is None
     assert [c.answer for c in LocomoSuite({"answer": False}, seed=0).conditions(["b"], {})] == [False]
     assert [c.answer for c in s.conditions(["b"], {})] == [True]
 

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from services.common import prompts
 from services.coordinator.suites import longmemeval as L
 from services.coordinator.suites.longmemeval import KS, LongMemEvalSuite
 from tests.fixtures_golden import LME_SAMPLES, lme_sample
@@ -164,7 +165,7 @@ class _Ctx:
         return {"answer": "Lisbon"}
 
     async def _judge(self, messages, temperature=0.0):
-        if messages[0]["content"].startswith(L.C.prompts.JUDGE_MARKER):
+        if messages[0]["content"].startswith(prompts.JUDGE_MARKER):
             return SimpleNamespace(text='{"score": 3, "reason": "ok"}')
         return SimpleNamespace(text='{"label": "CORRECT"}')
 
@@ -185,7 +186,7 @@ def test_run_probe_retrieves_at_the_deepest_k_and_answers_only_when_asked():
     assert body["retrievals"]["b"]["memories"][0]["evidence_ids"] == ["s1_1"]
     # the answer reads the same retrieval cut at the headline budget (all of it here: 3 tokens < 1,000)
     assert ctx.blocks == ["one two three"] and body["context_tokens"] == count_tokens("one two three")
-    assert body["answer"] == "Lisbon" and L.C.judged_correct(body) is True
+    assert body["answer"] == "Lisbon" and L.judges.judged_correct(body) is True
 
 
 def _two_conditions():

@@ -9,6 +9,7 @@ import pytest
 from services.adapters.base import MemoryBackend, SessionStore
 from services.adapters.client import InProcessBackendClient
 from services.common.types import Memory, RetrieveResult
+from services.coordinator import judges
 from services.coordinator.suites import common as C
 from services.coordinator.suites.arclight import ArclightSuite
 from services.coordinator.suites.octybot import OctybotSuite
@@ -133,7 +134,7 @@ async def test_pairwise_order_randomised_and_mapped_back():
 
     orders = set()
     for seed in range(12):
-        r = await C.pairwise_judge(Ctx(), "q?", "port 4000", "it is 4000 port", "no idea", seed)
+        r = await judges.pairwise_judge(Ctx(), "q?", "port 4000", "it is 4000 port", "no idea", seed)
         orders.add(tuple(r["order_shown"]))
         assert r["winner"] == "a"  # whatever the order shown, the better answer (a) wins
     assert orders == {("a", "b"), ("b", "a")}
@@ -144,9 +145,9 @@ async def test_binary_judge_majority():
         judge_passes = 3
         judge_llm = FakeLLM()
 
-    r = await C.binary_judge(Ctx(), "Where?", "Portland", "She lives in Portland")
+    r = await judges.binary_judge(Ctx(), "Where?", "Portland", "She lives in Portland")
     assert r["correct"] is True and r["passes"] == [1, 1, 1] and r["prompt"] == "BINARY_JUDGE_SYSTEM"
-    r = await C.binary_judge(Ctx(), "Where?", "Portland", "Seattle")
+    r = await judges.binary_judge(Ctx(), "Where?", "Portland", "Seattle")
     assert r["correct"] is False
 
 

@@ -1,7 +1,7 @@
 """An on-disk response cache for chat completions, so a rerun of the same run costs no model time.
 
 Only calls whose reply is meant to be reproducible are cached: temperature 0, or any temperature with a stated
-`seed` (one named draw: the judges' passes 2..N, suites/common.judge_pass_settings; a rerun then reproduces the
+`seed` (one named draw: the judges' passes 2..N, coordinator/judges.judge_pass_settings; a rerun then reproduces the
 same draws even where the endpoint cannot), and no streaming. The key is the SHA-256 of a canonical JSON
 of what decides the reply:
 

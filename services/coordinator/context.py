@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import re
 from dataclasses import asdict
 from pathlib import Path
@@ -24,10 +23,9 @@ from services.common.llm_client import LLMClient
 from services.common.tokens import count_tokens
 from services.common.transcripts import compact, render_session
 from services.common.types import IngestBatch, Memory, RetrieveQuery, RetrieveResult
+from services.coordinator.judges import rubric_judge
 from services.coordinator.metrics import budget, shown
 from services.coordinator.suites.base import Condition, Probe
-
-_JSON_RE = re.compile(r"\{.*\}", re.S)
 
 
 def default_format(memories: list[Memory]) -> str:
@@ -46,19 +44,6 @@ def text_hit(texts: list[str], expected: list[str]) -> bool:
         if e and any(e in t for t in norm):
             return True
     return False
-
-
-def parse_judge_score(text: str) -> int | None:
-    m = _JSON_RE.search(text or "")
-    if m:
-        try:
-            v = json.loads(m.group(0)).get("score")
-            if isinstance(v, int | float) and 0 <= int(v) <= 3:
-                return int(v)
-        except (json.JSONDecodeError, AttributeError):
-            pass
-    m2 = re.search(r"\b([0-3])\b", text or "")
-    return int(m2.group(1)) if m2 else None
 
 
 class ProbeContext:
@@ -226,9 +211,7 @@ class ProbeContext:
         }
 
     async def judge(self, question: str, ground_truth: str, answer: str) -> dict[str, Any]:
-        """The 0-3 rubric judge (suites.common.rubric_judge: passes, seeds, majority vote)."""
-        from services.coordinator.suites.common import rubric_judge
-
+        """The 0-3 rubric judge (judges.rubric_judge: passes, seeds, majority vote)."""
         return await rubric_judge(self, question, ground_truth, answer)
 
     async def answer_and_judge(self, probe: Probe, condition: Condition) -> dict[str, Any]:
@@ -271,4 +254,4 @@ def retrieval_record(res: RetrieveResult, latency_ns: int, expected: list[str]) 
     }
 
 
-__all__ = ["ProbeContext", "BackendError", "default_format", "text_hit", "retrieval_record", "parse_judge_score"]
+__all__ = ["ProbeContext", "BackendError", "default_format", "text_hit", "retrieval_record"]

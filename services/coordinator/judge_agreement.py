@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from services.common import prompts
+from services.coordinator.judges import QA_JUDGE, QA_JUDGE_PROMPT, binary_judge, prompt_id, rubric_judge
 from services.coordinator.metrics.qa import exact_match, locomo_f1, token_f1
 from services.llm_mock import binary_judge as mock_binary
 from services.llm_mock import judge as mock_judge
@@ -354,11 +356,9 @@ async def model_verdicts(items: Sequence[Mapping[str, Any]], ctx: Any, judges: S
                          score_tokens: int | None = SCORE_TOKENS
                          ) -> tuple[dict[str, list[int]], dict[str, list[Any]]]:
     """The judge model's verdicts on every item (`judges`: "0-3" and/or "binary"), through ctx.judge_llm (the
-    rig's LLM client and its response cache) with the suites' own judge calls (suites/common.py rubric_judge,
+    rig's LLM client and its response cache) with the suites' own judge calls (judges.py rubric_judge,
     binary_judge); the 0-3 calls capped at `score_tokens` (None: uncapped). Returns ({judge: verdicts}, {judge:
     raw per item: the 0-3 score, the binary reply})."""
-    from services.coordinator.suites.common import binary_judge, rubric_judge
-
     for j in judges:
         if j not in MODEL_JUDGES:
             raise ValueError(f"judges: {j!r} is not a model judge; expected {', '.join(MODEL_JUDGES)}")
@@ -488,9 +488,6 @@ def make_record(res: Mapping[str, Any], labels_path: str, digest: str, judge_ide
     """The small JSON the suite reports read (qa_judge_line): which judge agrees best with the human labels, and
     every judge's kappa, interval and false rejections, bound to the labels digest, the judge model and the
     prompts' ids."""
-    from services.common import prompts
-    from services.coordinator.suites.common import prompt_id
-
     return {
         "labels": labels_path, "labels_sha256": digest, "n": res["n"], "questions": res["questions"],
         "judge_model": {k: judge_ident.get(k) for k in ("model", "quantization", "sha256", "offline_mock")
@@ -503,11 +500,6 @@ def make_record(res: Mapping[str, Any], labels_path: str, digest: str, judge_ide
     }
 
 
-# The suites' judge for model-made QA accuracy: the one the human labels chose (README, "Which judge a careful
-# reader agrees with"): with the local model the 0-3 rubric judge (score >= 2 = correct) agreed at kappa 0.721
-# [0.514, 0.888] on judge_labels_locomo.jsonl (n=57), the binary judge at 0.336 [0.166, 0.523].
-QA_JUDGE = "model 0-3"
-QA_JUDGE_PROMPT = {"model 0-3": "JUDGE_SYSTEM", "model binary": "BINARY_JUDGE_SYSTEM"}
 DEFAULT_LABELS = Path(__file__).resolve().parent / "suites" / "data" / "judge_labels_locomo.jsonl"
 
 
@@ -517,9 +509,6 @@ def qa_judge_line(judge: Mapping[str, Any] | None, which: str = QA_JUDGE,
     labels, from the agreement record beside the labels file. The figure is quoted only when the record
     matches the labels (digest), the judge's prompt (id) and the judge model (name and file digest);
     otherwise the line says what does not match, so a figure never borrows another judge's agreement."""
-    from services.common import prompts
-    from services.coordinator.suites.common import prompt_id
-
     judge = judge or {}
     prompt = QA_JUDGE_PROMPT.get(which, which)
     name = judge.get("model") or "?"

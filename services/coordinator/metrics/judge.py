@@ -54,17 +54,6 @@ def judge_distribution(scores: Sequence[int]) -> dict[str, float | None]:
     }
 
 
-def majority_vote(scores: Sequence[int]) -> int:
-    """The most frequent score across judge passes; ties go to the lower score (the sceptical choice)."""
-    if not scores:
-        raise ValueError("majority_vote needs at least one score")
-    counts: dict[int, int] = {}
-    for s in scores:
-        counts[s] = counts.get(s, 0) + 1
-    best = max(counts.values())
-    return min(s for s, c in counts.items() if c == best)
-
-
 @metric("judge_score", higher_is_better=True, unit="score")
 def judge_score(score: int) -> float:
     """The 0-3 rubric score of one judged answer (the majority of its passes); the mean over probes is the suite's

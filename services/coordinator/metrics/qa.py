@@ -16,7 +16,6 @@ LoCoMo's scoring (snap-research/locomo `task_eval/evaluation.py`, facts restated
 
 from __future__ import annotations
 
-import re
 import string
 from collections import Counter
 from collections.abc import Sequence
@@ -107,18 +106,6 @@ def exact_match(prediction: object, gold: object) -> float:
 def binary_j(labels: Sequence[bool]) -> float | None:
     """count(judge said CORRECT) / count(judged answers) (Mem0-style 'J'); None when nothing was judged."""
     return sum(1 for x in labels if x) / len(labels) if labels else None
-
-
-def parse_binary_label(text: str) -> bool | None:
-    """CORRECT -> True, WRONG -> False, from a JSON {"label": ...} reply or bare text; None if neither."""
-    t = (text or "").upper()
-    m = re.search(r'"LABEL"\s*:\s*"(CORRECT|WRONG)"', t)
-    if m:
-        return m.group(1) == "CORRECT"
-    has_c, has_w = "CORRECT" in t.replace("INCORRECT", ""), ("WRONG" in t or "INCORRECT" in t)
-    if has_c != has_w:
-        return has_c
-    return None
 
 
 @metric("f1_cats_1_4", higher_is_better=True, unit="rate")

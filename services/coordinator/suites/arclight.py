@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.common.types import IngestBatch, Message, Session
+from services.coordinator import judges
 from services.coordinator.metrics.judge import judge_distribution
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.suites import common as C
@@ -120,7 +121,7 @@ class ArclightSuite(Suite):
             base = Condition(condition.name.split(" + ")[0], tuple(condition.context[:-1]))
             blocks, _ = await ctx.gather_context(probe, base)
             base_answer = (await ctx.answer(probe.question, blocks))["answer"]
-            body["pairwise"] = await C.pairwise_judge(ctx, probe.question, probe.ground_truth, base_answer,
+            body["pairwise"] = await judges.pairwise_judge(ctx, probe.question, probe.ground_truth, base_answer,
                                                       body["answer"], C.stable_seed(self.seed, probe.id, condition.name))
             body["pairwise"]["a"], body["pairwise"]["b"] = base.name, condition.name
         return body

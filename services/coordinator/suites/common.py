@@ -1,5 +1,6 @@
 """Helpers shared by the quality suites: condition builders, per-probe metric tables from samples, paired
-comparisons with CIs and p-values, the binary and pairwise judges, and Markdown rendering bits.
+comparisons with CIs and p-values, and Markdown rendering bits. The judges themselves (rubric, binary,
+pairwise, the QA judge) are in services/coordinator/judges.py.
 
 Everything here reads only samples (the dicts the runner appends to samples.jsonl: its base fields —
 condition, probe_id, category, expected, evidence_ids, meta — plus what a suite's run_probe returned), so a
@@ -16,13 +17,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from services.common import prompts
 from services.common.tokens import count_tokens
 from services.coordinator import baseline as baseline_rule_module
 from services.coordinator import stats
+from services.coordinator.judge_agreement import qa_judge_line
 from services.coordinator.metrics import budget
-from services.coordinator.metrics.judge import majority_vote
-from services.coordinator.metrics.qa import parse_binary_label
 from services.coordinator.metrics.registry import get_metric
 from services.coordinator.suites.base import Condition, SuiteUnavailable
 
@@ -226,176 +225,6 @@ def scorecard_baseline(pv: Any, metric: str, means: Mapping[str, float | None] |
 
 
 # ------------------------------------------------------------------------------------------------------
-# Judges
-
-
-def prompt_id(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-# Temperature of passes 2..N when a judge runs several passes and none was stated: at temperature 0 every pass would
-# be the same call (and a response-cache hit), so the majority vote would decide nothing.
-SAMPLED_PASS_TEMPERATURE = 0.7
-
-
-def judge_pass_settings(ctx: Any) -> list[dict[str, Any]]:
-    """The (temperature, seed) of each judge pass: ctx.judge_passes passes (at least one). One pass: at
-    ctx.judge_temperature (default 0), no seed, the greedy reply. N > 1 passes: pass i (0-based) samples with
-    seed i at ctx.judge_temperature, or at SAMPLED_PASS_TEMPERATURE when that is 0, so the passes are N
-    distinct draws and the majority vote is over them (each draw is still reproducible: same seed, same reply,
-    which is why seeded calls are cached)."""
-    n = max(1, int(getattr(ctx, "judge_passes", 1)))
-    t = float(getattr(ctx, "judge_temperature", 0.0))
-    if n == 1:
-        return [{"temperature": t, "seed": None}]
-    return [{"temperature": t if t > 0 else SAMPLED_PASS_TEMPERATURE, "seed": i} for i in range(n)]
-
-
-async def _judge_call(ctx: Any, system: str, user: str, setting: Mapping[str, Any]) -> Any:
-    """One judge call; ctx.judge_max_tokens (when set) caps the reply (judge_agreement's score-only calls)."""
-    kw: dict[str, Any] = {"temperature": setting["temperature"]}
-    if setting["seed"] is not None:
-        kw["seed"] = setting["seed"]
-    if getattr(ctx, "judge_max_tokens", None):
-        kw["max_tokens"] = ctx.judge_max_tokens
-    return await ctx.judge_llm.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
-                                    **kw)
-
-
-def _pass_record(settings: list[dict[str, Any]]) -> dict[str, Any]:
-    rec: dict[str, Any] = {"temperature": settings[0]["temperature"]}
-    if settings[0]["seed"] is not None:
-        rec["seeds"] = [s["seed"] for s in settings]
-    return rec
-
-
-async def rubric_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[str, Any]:
-    """The 0-3 rubric judge (prompts.JUDGE_SYSTEM): one call per pass (judge_pass_settings), the majority
-    score (metrics.judge.majority_vote). Records every pass and its reply."""
-    from services.coordinator.context import parse_judge_score
-
-    settings = judge_pass_settings(ctx)
-    passes, reasons = [], []
-    for st in settings:
-        res = await _judge_call(ctx, prompts.JUDGE_SYSTEM, prompts.judge_user(question, gold, answer), st)
-        s = parse_judge_score(res.text)
-        if s is None:
-            raise ValueError(f"judge reply has no 0-3 score: {res.text[:200]!r}")
-        passes.append(s)
-        reasons.append(res.text.strip()[:300])
-    out = {"score": majority_vote(passes), "passes": passes, "reasons": reasons}
-    if len(settings) > 1:
-        out.update(_pass_record(settings))
-    return out
-
-
-async def binary_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[str, Any]:
-    """Binary CORRECT/WRONG judge (prompts.BINARY_JUDGE_SYSTEM), one call per pass (judge_pass_settings),
-    majority vote (ties -> WRONG, the sceptical choice). Records the prompt id and every pass."""
-    settings = judge_pass_settings(ctx)
-    passes: list[int] = []
-    raw: list[str] = []
-    for st in settings:
-        res = await _judge_call(ctx, prompts.BINARY_JUDGE_SYSTEM, prompts.judge_user(question, gold, answer), st)
-        label = parse_binary_label(res.text)
-        if label is None:
-            raise ValueError(f"binary judge reply has no CORRECT/WRONG label: {res.text[:200]!r}")
-        passes.append(1 if label else 0)
-        raw.append(res.text.strip()[:200])
-    out = {"correct": bool(majority_vote(passes)), "passes": passes, "raw": raw,
-           "prompt": "BINARY_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.BINARY_JUDGE_SYSTEM)}
-    if len(settings) > 1:
-        out.update(_pass_record(settings))
-    return out
-
-
-async def qa_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[str, Any]:
-    """The judge behind model-made QA accuracy (LoCoMo's J, LongMemEval's QA accuracy): the one that agrees best
-    with the human labels (judge_agreement.QA_JUDGE). Returns the sample fields it fills: {"judge": 0-3 result}
-    for the rubric judge, {"binary_judge": label result} for the binary one (judged_correct reads either)."""
-    from services.coordinator.judge_agreement import QA_JUDGE
-
-    if QA_JUDGE == "model 0-3":
-        res = await rubric_judge(ctx, question, gold, answer)
-        return {"judge": {**res, "prompt": "JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.JUDGE_SYSTEM)}}
-    return {"binary_judge": await binary_judge(ctx, question, gold, answer)}
-
-
-def judged_correct(sample: Mapping[str, Any]) -> bool | None:
-    """Whether a QA judge accepted the sample's answer: a 0-3 score of 2 or 3 (`judge`), else the binary label
-    (`binary_judge`); None when neither judged it."""
-    j = sample.get("judge")
-    if isinstance(j, Mapping) and j.get("score") is not None:
-        return int(j["score"]) >= 2
-    b = sample.get("binary_judge")
-    if isinstance(b, Mapping) and b.get("correct") is not None:
-        return bool(b["correct"])
-    return None
-
-
-def qa_judge_used(samples: Iterable[Mapping[str, Any]]) -> str | None:
-    """Which judge made a run's QA accuracy: "model 0-3" when its samples carry 0-3 scores, "model binary" when
-    they carry binary labels, None when nothing was judged."""
-    kinds = {"model 0-3" if isinstance(s.get("judge"), Mapping) and s["judge"].get("score") is not None
-             else "model binary" for s in samples if judged_correct(s) is not None}
-    return "model 0-3" if "model 0-3" in kinds else ("model binary" if kinds else None)
-
-
-def judge_agreement_line(metrics: Mapping[str, Any], which: str | None = None) -> list[str]:
-    """The line under a model-made QA / judge figure: which judge and prompt (`which`, default the run's
-    metrics["qa_judge"]), and its agreement with the human labels (judge_agreement.qa_judge_line). Nothing
-    when no model judged (llm-mock or no judge)."""
-    judge, which = metrics.get("judge"), which or metrics.get("qa_judge")
-    if not which or not isinstance(judge, Mapping) or judge.get("offline_mock"):
-        return []
-    from services.coordinator.judge_agreement import qa_judge_line
-
-    return ["", qa_judge_line(judge, which) + "."]
-
-
-def parse_pairwise(text: str) -> str | None:
-    """'X', 'Y' or 'TIE' from a pairwise judge reply ({"winner": "X"} or bare text)."""
-    import re
-
-    t = (text or "").upper()
-    m = re.search(r'"WINNER"\s*:\s*"(X|Y|TIE)"', t)
-    if m:
-        return m.group(1)
-    m = re.search(r"\b(X|Y|TIE)\b", t)
-    return m.group(1) if m else None
-
-
-async def pairwise_judge(ctx: Any, question: str, gold: str, answer_a: str, answer_b: str, seed: int
-                         ) -> dict[str, Any]:
-    """Blind pairwise comparison with randomised order (seed 001 §10.1): a seeded coin decides whether A is
-    shown as "Response X" or "Response Y"; each pass (judge_pass_settings) gives a verdict mapped back to
-    a/b/tie and the majority (ties -> tie) is the result. The order shown is recorded."""
-    rng = random.Random(seed)
-    a_first = rng.random() < 0.5
-    x, y = (answer_a, answer_b) if a_first else (answer_b, answer_a)
-    order = ["a", "b"] if a_first else ["b", "a"]
-    verdicts: list[str] = []
-    raw: list[str] = []
-    settings = judge_pass_settings(ctx)
-    for st in settings:
-        res = await _judge_call(ctx, prompts.PAIRWISE_JUDGE_SYSTEM, prompts.pairwise_judge_user(question, gold, x, y),
-                                st)
-        v = parse_pairwise(res.text)
-        if v is None:
-            raise ValueError(f"pairwise judge reply has no X/Y/TIE verdict: {res.text[:200]!r}")
-        verdicts.append("tie" if v == "TIE" else (order[0] if v == "X" else order[1]))
-        raw.append(res.text.strip()[:200])
-    counts = {k: verdicts.count(k) for k in ("a", "b", "tie")}
-    best = max(counts.values())
-    top = [k for k, c in counts.items() if c == best]
-    out = {"winner": top[0] if len(top) == 1 else "tie", "verdicts": verdicts, "order_shown": order,
-           "raw": raw, "prompt": "PAIRWISE_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.PAIRWISE_JUDGE_SYSTEM)}
-    if len(settings) > 1:
-        out.update(_pass_record(settings))
-    return out
-
-
-# ------------------------------------------------------------------------------------------------------
 # Rendering
 
 
@@ -438,6 +267,16 @@ def judge_label(metrics: Mapping[str, Any]) -> str:
         label = j.get("label") or f"LLM judge {j.get('model')}"
     passes = j.get("passes")
     return f"judge: {label}" + (f", {passes} pass(es), majority vote" if passes else "")
+
+
+def judge_agreement_line(metrics: Mapping[str, Any], which: str | None = None) -> list[str]:
+    """The line under a model-made QA / judge figure: which judge and prompt (`which`, default the run's
+    metrics["qa_judge"]), and its agreement with the human labels (judge_agreement.qa_judge_line). Nothing
+    when no model judged (llm-mock or no judge)."""
+    judge, which = metrics.get("judge"), which or metrics.get("qa_judge")
+    if not which or not isinstance(judge, Mapping) or judge.get("offline_mock"):
+        return []
+    return ["", qa_judge_line(judge, which) + "."]
 
 
 def mock_tag(metrics: Mapping[str, Any], kind: str = "answer") -> str:

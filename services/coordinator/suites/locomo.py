@@ -21,7 +21,7 @@ Scores (keyed by the category NUMBER; papers disagree on names):
 - QA: LoCoMo's official token F1 per category (metrics/qa.py); category 5 (adversarial) is scored the
   official way (the answer must say "not mentioned" / "no information available") and reported apart, and
   the headline "F1 (cats 1-4)" leaves it out as Mem0/Zep/A-Mem do. EM alongside. Optional J: the share of answers
-  the QA judge accepts (suites/common.qa_judge: the judge that agrees best with the human labels).
+  the QA judge accepts (judges.qa_judge: the judge that agrees best with the human labels).
 
 Default size fits the bench budget: 4 conversations (seeded choice) × up to 30 questions stratified by
 category (seeded): the conversation is the statistical unit, and 4 of them give intervals that held their 95%
@@ -39,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.common.types import IngestBatch, Message, Session
+from services.coordinator import judges
 from services.coordinator.metrics import budget
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.metrics.qa import exact_match, locomo_f1
@@ -260,7 +261,7 @@ class LocomoSuite(Suite):
         body.update(await ctx.answer(q, [shown]))
         body["answer_question"] = q
         if self.options["judge"] and probe.category != "5":
-            body.update(await C.qa_judge(ctx, probe.question, probe.ground_truth, body["answer"]))
+            body.update(await judges.qa_judge(ctx, probe.question, probe.ground_truth, body["answer"]))
         return body
 
     def more_units(self, data: dict[str, Any]) -> tuple[str, int] | None:
@@ -291,7 +292,7 @@ class LocomoSuite(Suite):
                     vals.setdefault("f1_cats_1_4", {})[pid] = f1 if r["category"] != "5" else None
                     vals.setdefault("exact_match", {})[pid] = (exact_match(r["answer"], r.get("ground_truth", ""))
                                                                if r["category"] != "5" else None)
-                if (ok := C.judged_correct(r)) is not None:
+                if (ok := judges.judged_correct(r)) is not None:
                     vals.setdefault("binary_j", {})[pid] = 1.0 if ok else 0.0
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
                 vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
@@ -302,7 +303,7 @@ class LocomoSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "category_names": CATEGORY_NAMES,
-                               "data": C.load_info(self), "qa_judge": C.qa_judge_used(samples)}
+                               "data": C.load_info(self), "qa_judge": judges.qa_judge_used(samples)}
         per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]

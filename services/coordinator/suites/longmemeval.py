@@ -24,7 +24,7 @@ to a gold session; grow the cut-off until k distinct sessions), and recall_all a
 Headline: recall at a context budget (metrics/budget.py): the share of gold turns (user turns with has_answer)
 the agent is shown in the first 1,000 tokens of what the backend injects for the top-50 retrieval, the ladder 250 ...
 4,000 beside it; answers get the same 1,000 tokens.
-QA: accuracy through the QA judge (suites/common.qa_judge: the judge that agrees best with the human labels),
+QA: accuracy through the QA judge (judges.qa_judge: the judge that agrees best with the human labels),
 per question type.
 
 Default: a seeded sample of 30 questions stratified by question type; `full: true` for all.
@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from services.common.types import IngestBatch, Message, Session
+from services.coordinator import judges
 from services.coordinator.metrics import budget
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.metrics.retrieval import (
@@ -235,7 +236,7 @@ class LongMemEvalSuite(Suite):
         if not condition.answer:
             return body
         body.update(await ctx.answer(probe.question, [shown]))
-        body.update(await C.qa_judge(ctx, probe.question, probe.ground_truth, body["answer"]))
+        body.update(await judges.qa_judge(ctx, probe.question, probe.ground_truth, body["answer"]))
         return body
 
     # ------------------------------------------------------------------------------------------------
@@ -273,7 +274,7 @@ class LongMemEvalSuite(Suite):
                             memory_recall_at_k(mems, gold, k, "all")
                 if not skip:
                     C.budget_values(vals, pid, rec, gold_t, answerable=not meta.get("abstention"))
-                if (ok := C.judged_correct(r)) is not None:
+                if (ok := judges.judged_correct(r)) is not None:
                     vals.setdefault("qa_accuracy", {})[pid] = 1.0 if ok else 0.0
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
                 vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
@@ -282,7 +283,7 @@ class LongMemEvalSuite(Suite):
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.name, "conditions": {}, "data": C.load_info(self),
-                               "qa_judge": C.qa_judge_used(samples)}
+                               "qa_judge": judges.qa_judge_used(samples)}
         per_cond = self.probe_values(samples).values
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]

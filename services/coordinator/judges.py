@@ -1,0 +1,239 @@
+"""The judges: how a model's reply becomes a verdict, in one place.
+
+- **parsing**: a 0-3 rubric score (`parse_judge_score`), a CORRECT/WRONG label (`parse_binary_label`), a pairwise
+  winner (`parse_pairwise`);
+- **passes**: how many calls a judge makes and at which temperature and seed (`judge_pass_settings`), and how their
+  verdicts are combined (`majority_vote`, ties to the sceptical side);
+- **the judges**: the 0-3 rubric judge (`rubric_judge`), the binary judge (`binary_judge`), the blind pairwise
+  judge (`pairwise_judge`);
+- **the QA judge**: which of them makes model-made QA accuracy (`QA_JUDGE`, chosen by the human labels), calling
+  it (`qa_judge`) and reading its verdict back from a sample (`judged_correct`, `qa_judge_used`).
+
+The suites (suites/*.py), the probe context (context.py) and the judge-agreement study (judge_agreement.py) all call
+the judges here; this module imports none of them, so the judges no longer sit in an import circle. What a judge
+reads of its caller is duck-typed: `judge_llm`, `judge_passes`, `judge_temperature` and, optionally,
+`judge_max_tokens`. The figures computed from the verdicts (judge mean, grounded and hallucination rates, QA
+accuracy) are metrics, in metrics/judge.py and metrics/qa.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from services.common import prompts
+
+_JSON_RE = re.compile(r"\{.*\}", re.S)
+
+
+def prompt_id(text: str) -> str:
+    """The id a judge's verdicts record of its prompt: the first 12 hex digits of its sha256 (the agreement record
+    quotes a kappa only for the prompt it was measured with)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+# ------------------------------------------------------------------------------------------------------
+# Parsing a judge's reply
+
+
+def parse_judge_score(text: str) -> int | None:
+    """The 0-3 score of a rubric judge reply: {"score": N} in its JSON, else the first bare digit 0-3; None if neither."""
+    m = _JSON_RE.search(text or "")
+    if m:
+        try:
+            v = json.loads(m.group(0)).get("score")
+            if isinstance(v, int | float) and 0 <= int(v) <= 3:
+                return int(v)
+        except (json.JSONDecodeError, AttributeError):
+            pass
+    m2 = re.search(r"\b([0-3])\b", text or "")
+    return int(m2.group(1)) if m2 else None
+
+
+def parse_binary_label(text: str) -> bool | None:
+    """CORRECT -> True, WRONG -> False, from a JSON {"label": ...} reply or bare text; None if neither."""
+    t = (text or "").upper()
+    m = re.search(r'"LABEL"\s*:\s*"(CORRECT|WRONG)"', t)
+    if m:
+        return m.group(1) == "CORRECT"
+    has_c, has_w = "CORRECT" in t.replace("INCORRECT", ""), ("WRONG" in t or "INCORRECT" in t)
+    if has_c != has_w:
+        return has_c
+    return None
+
+
+def parse_pairwise(text: str) -> str | None:
+    """'X', 'Y' or 'TIE' from a pairwise judge reply ({"winner": "X"} or bare text)."""
+    t = (text or "").upper()
+    m = re.search(r'"WINNER"\s*:\s*"(X|Y|TIE)"', t)
+    if m:
+        return m.group(1)
+    m = re.search(r"\b(X|Y|TIE)\b", t)
+    return m.group(1) if m else None
+
+
+# ------------------------------------------------------------------------------------------------------
+# Passes and the vote
+
+
+# Temperature of passes 2..N when a judge runs several passes and none was stated: at temperature 0 every pass would
+# be the same call (and a response-cache hit), so the majority vote would decide nothing.
+SAMPLED_PASS_TEMPERATURE = 0.7
+
+
+def judge_pass_settings(ctx: Any) -> list[dict[str, Any]]:
+    """The (temperature, seed) of each judge pass: ctx.judge_passes passes (at least one). One pass: at
+    ctx.judge_temperature (default 0), no seed, the greedy reply. N > 1 passes: pass i (0-based) samples with
+    seed i at ctx.judge_temperature, or at SAMPLED_PASS_TEMPERATURE when that is 0, so the passes are N
+    distinct draws and the majority vote is over them (each draw is still reproducible: same seed, same reply,
+    which is why seeded calls are cached)."""
+    n = max(1, int(getattr(ctx, "judge_passes", 1)))
+    t = float(getattr(ctx, "judge_temperature", 0.0))
+    if n == 1:
+        return [{"temperature": t, "seed": None}]
+    return [{"temperature": t if t > 0 else SAMPLED_PASS_TEMPERATURE, "seed": i} for i in range(n)]
+
+
+async def _judge_call(ctx: Any, system: str, user: str, setting: Mapping[str, Any]) -> Any:
+    """One judge call; ctx.judge_max_tokens (when set) caps the reply (judge_agreement's score-only calls)."""
+    kw: dict[str, Any] = {"temperature": setting["temperature"]}
+    if setting["seed"] is not None:
+        kw["seed"] = setting["seed"]
+    if getattr(ctx, "judge_max_tokens", None):
+        kw["max_tokens"] = ctx.judge_max_tokens
+    return await ctx.judge_llm.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
+                                    **kw)
+
+
+def _pass_record(settings: list[dict[str, Any]]) -> dict[str, Any]:
+    rec: dict[str, Any] = {"temperature": settings[0]["temperature"]}
+    if settings[0]["seed"] is not None:
+        rec["seeds"] = [s["seed"] for s in settings]
+    return rec
+
+
+def majority_vote(scores: Sequence[int]) -> int:
+    """The most frequent score across judge passes; ties go to the lower score (the sceptical choice)."""
+    if not scores:
+        raise ValueError("majority_vote needs at least one score")
+    counts: dict[int, int] = {}
+    for s in scores:
+        counts[s] = counts.get(s, 0) + 1
+    best = max(counts.values())
+    return min(s for s, c in counts.items() if c == best)
+
+
+# ------------------------------------------------------------------------------------------------------
+# The judges
+
+
+async def rubric_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[str, Any]:
+    """The 0-3 rubric judge (prompts.JUDGE_SYSTEM): one call per pass (judge_pass_settings), the majority
+    score (majority_vote). Records every pass and its reply."""
+    settings = judge_pass_settings(ctx)
+    passes, reasons = [], []
+    for st in settings:
+        res = await _judge_call(ctx, prompts.JUDGE_SYSTEM, prompts.judge_user(question, gold, answer), st)
+        s = parse_judge_score(res.text)
+        if s is None:
+            raise ValueError(f"judge reply has no 0-3 score: {res.text[:200]!r}")
+        passes.append(s)
+        reasons.append(res.text.strip()[:300])
+    out = {"score": majority_vote(passes), "passes": passes, "reasons": reasons}
+    if len(settings) > 1:
+        out.update(_pass_record(settings))
+    return out
+
+
+async def binary_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[str, Any]:
+    """Binary CORRECT/WRONG judge (prompts.BINARY_JUDGE_SYSTEM), one call per pass (judge_pass_settings),
+    majority vote (ties -> WRONG, the sceptical choice). Records the prompt id and every pass."""
+    settings = judge_pass_settings(ctx)
+    passes: list[int] = []
+    raw: list[str] = []
+    for st in settings:
+        res = await _judge_call(ctx, prompts.BINARY_JUDGE_SYSTEM, prompts.judge_user(question, gold, answer), st)
+        label = parse_binary_label(res.text)
+        if label is None:
+            raise ValueError(f"binary judge reply has no CORRECT/WRONG label: {res.text[:200]!r}")
+        passes.append(1 if label else 0)
+        raw.append(res.text.strip()[:200])
+    out = {"correct": bool(majority_vote(passes)), "passes": passes, "raw": raw,
+           "prompt": "BINARY_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.BINARY_JUDGE_SYSTEM)}
+    if len(settings) > 1:
+        out.update(_pass_record(settings))
+    return out
+
+
+async def pairwise_judge(ctx: Any, question: str, gold: str, answer_a: str, answer_b: str, seed: int
+                         ) -> dict[str, Any]:
+    """Blind pairwise comparison with randomised order (seed 001 §10.1): a seeded coin decides whether A is
+    shown as "Response X" or "Response Y"; each pass (judge_pass_settings) gives a verdict mapped back to
+    a/b/tie and the majority (ties -> tie) is the result. The order shown is recorded."""
+    rng = random.Random(seed)
+    a_first = rng.random() < 0.5
+    x, y = (answer_a, answer_b) if a_first else (answer_b, answer_a)
+    order = ["a", "b"] if a_first else ["b", "a"]
+    verdicts: list[str] = []
+    raw: list[str] = []
+    settings = judge_pass_settings(ctx)
+    for st in settings:
+        res = await _judge_call(ctx, prompts.PAIRWISE_JUDGE_SYSTEM, prompts.pairwise_judge_user(question, gold, x, y),
+                                st)
+        v = parse_pairwise(res.text)
+        if v is None:
+            raise ValueError(f"pairwise judge reply has no X/Y/TIE verdict: {res.text[:200]!r}")
+        verdicts.append("tie" if v == "TIE" else (order[0] if v == "X" else order[1]))
+        raw.append(res.text.strip()[:200])
+    counts = {k: verdicts.count(k) for k in ("a", "b", "tie")}
+    best = max(counts.values())
+    top = [k for k, c in counts.items() if c == best]
+    out = {"winner": top[0] if len(top) == 1 else "tie", "verdicts": verdicts, "order_shown": order,
+           "raw": raw, "prompt": "PAIRWISE_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.PAIRWISE_JUDGE_SYSTEM)}
+    if len(settings) > 1:
+        out.update(_pass_record(settings))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------
+# The QA judge
+
+# The suites' judge for model-made QA accuracy: the one the human labels chose (README, "Which judge a careful
+# reader agrees with"): with the local model the 0-3 rubric judge (score >= 2 = correct) agreed at kappa 0.721
+# [0.514, 0.888] on judge_labels_locomo.jsonl (n=57), the binary judge at 0.336 [0.166, 0.523].
+QA_JUDGE = "model 0-3"
+QA_JUDGE_PROMPT = {"model 0-3": "JUDGE_SYSTEM", "model binary": "BINARY_JUDGE_SYSTEM"}
+
+
+async def qa_judge(ctx: Any, question: str, gold: str, answer: str) -> dict[str, Any]:
+    """The judge behind model-made QA accuracy (LoCoMo's J, LongMemEval's QA accuracy): the one that agrees best
+    with the human labels (QA_JUDGE). Returns the sample fields it fills: {"judge": 0-3 result}
+    for the rubric judge, {"binary_judge": label result} for the binary one (judged_correct reads either)."""
+    if QA_JUDGE == "model 0-3":
+        res = await rubric_judge(ctx, question, gold, answer)
+        return {"judge": {**res, "prompt": "JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.JUDGE_SYSTEM)}}
+    return {"binary_judge": await binary_judge(ctx, question, gold, answer)}
+
+
+def judged_correct(sample: Mapping[str, Any]) -> bool | None:
+    """Whether a QA judge accepted the sample's answer: a 0-3 score of 2 or 3 (`judge`), else the binary label
+    (`binary_judge`); None when neither judged it."""
+    j = sample.get("judge")
+    if isinstance(j, Mapping) and j.get("score") is not None:
+        return int(j["score"]) >= 2
+    b = sample.get("binary_judge")
+    if isinstance(b, Mapping) and b.get("correct") is not None:
+        return bool(b["correct"])
+    return None
+
+
+def qa_judge_used(samples: Iterable[Mapping[str, Any]]) -> str | None:
+    """Which judge made a run's QA accuracy: "model 0-3" when its samples carry 0-3 scores, "model binary" when
+    they carry binary labels, None when nothing was judged."""
+    kinds = {"model 0-3" if isinstance(s.get("judge"), Mapping) and s["judge"].get("score") is not None
+             else "model binary" for s in samples if judged_correct(s) is not None}
+    return "model 0-3" if "model 0-3" in kinds else ("model binary" if kinds else None)
