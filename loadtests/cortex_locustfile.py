@@ -45,6 +45,13 @@ class JobFailed(DependencyError):
     dependency = "the Cortex API under load"
 
 
+def http_failure(r) -> str:
+    """`HTTP <status>`; with no answer at all (status 0) the socket error's class too, so a refused or reset
+    connection reads as such: `HTTP 0 (ConnectionRefusedError)`."""
+    err = getattr(r, "error", None) if r.status_code == 0 else None
+    return f"HTTP {r.status_code}" + (f" ({type(err).__name__})" if err is not None else "")
+
+
 class CortexUser(FastHttpUser):
     host = os.environ.get("MEMRIG_CORTEX_URL", "http://127.0.0.1:8792")
     wait_time = between(_WAIT[0], _WAIT[-1])
@@ -61,7 +68,7 @@ class CortexUser(FastHttpUser):
     def _post(self, path: str, body: dict, name: str | None = None):
         with self.client.post(path, json=body, name=name or path, catch_response=True) as r:
             if r.status_code >= 400 or r.status_code == 0:
-                r.failure(f"HTTP {r.status_code}")
+                r.failure(http_failure(r))
                 return None
             try:
                 return r.json()
@@ -98,8 +105,8 @@ class CortexUser(FastHttpUser):
         while time.time() - t0 < JOB_TIMEOUT_S:
             with self.client.get(f"/v1/jobs/{job_id}", name="/v1/jobs/[id]", catch_response=True) as r:
                 if r.status_code >= 400 or r.status_code == 0:
-                    r.failure(f"HTTP {r.status_code}")
-                    return JobFailed(f"poll HTTP {r.status_code}")
+                    r.failure(http_failure(r))
+                    return JobFailed(f"poll {http_failure(r)}")
                 try:
                     status = r.json().get("status")
                 except Exception as e:

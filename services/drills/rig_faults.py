@@ -649,11 +649,54 @@ class Campaign:
         return res
 
 
+    # -- cortex-proxy-kill -----------------------------------------------------------------------
+    def cortex_proxy_kill(self) -> CaseResult:
+        """cortex-mock (API process and Redis workers), then the fault proxy, SIGKILLed under locust load and
+        restarted on the same Redis and data directory (services/drills/cortex_kill.py)."""
+        from services.drills import cortex_kill as ck
+
+        t0 = time.monotonic()
+        d = self.case_dir("cortex-proxy-kill")
+        token = uuid.uuid4().hex
+        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'proto'}", MARK: token, "PYTHONUNBUFFERED": "1"}
+        for k in ("REDIS_URL", "MEMRIG_CORTEX_API_KEYS", "MEMRIG_CORTEX_API_KEYS_FILE", "MEMRIG_LOCUST_METRICS_PORT"):
+            env.pop(k, None)
+        res = CaseResult("cortex-proxy-kill", f"SIGKILL cortex-mock (API + {ck.WORKERS} Redis workers, one mid-job), "
+                                              f"then the fault proxy, under locust load ({ck.USERS} users)")
+        if shutil.which("redis-server") is None:
+            res.problems.append("[requires:redis] redis-server is not installed (apt-get install -y redis-server)")
+        else:
+            ck.run(res, d, env)
+        left = survivors(token)
+        res.facts["survivors"] = left
+        res.check(not left, f"processes survived the case: {left}")
+        f = res.facts
+        if "clients" in f:
+            bw = f["clients"]["by_window"]
+            res.rig_did = (f"clients saw {_kinds(bw.get('cortex-mock'))} while cortex-mock was down, "
+                           f"{_kinds(bw.get('fault-proxy'))} while the proxy was down, no failure outside "
+                           f"({f['failures']} of {f['requests']} requests); after the restarts {f['jobs_before']} "
+                           f"jobs and {f['memories_before']} memories as before the kill, the job in flight "
+                           f"re-run (attempts {sorted(f['in_flight_attempts'].values())}), "
+                           f"{f['pending_at_kill']} queued ones done, {f['drill_memories']} drill memories once each, "
+                           "the proxy's fault kept")
+        else:
+            res.rig_did = "did not run"
+        res.lost = "nothing" if res.passed else "see problems"
+        res.wall_s = time.monotonic() - t0
+        return res
+
+
+def _kinds(c: dict[str, int] | None) -> str:
+    return ", ".join(f"{n} x {k}" for k, n in sorted((c or {}).items(), key=lambda kv: -kv[1])) or "nothing"
+
+
 CASES: dict[str, Callable[[Campaign], CaseResult | list[CaseResult]]] = {
     "backend-kill": Campaign.backend_kill,
     "coordinator-kill": Campaign.coordinator_kill,
     "hang-garbage": Campaign.hang_garbage,
     "results-unwritable": Campaign.results_unwritable,
+    "cortex-proxy-kill": Campaign.cortex_proxy_kill,
 }
 
 
