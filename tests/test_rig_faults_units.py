@@ -239,3 +239,129 @@ def test_a_run_clears_the_half_written_files_a_killed_writer_left(tmp_path):
     rd.write_json("metrics.json", {"whole": True})
     assert sorted(rd.clear_stale_temp()) == sorted([f".metrics.json.{dead}.tmp", "run.tmp"])
     assert sorted(p.name for p in rd.path.iterdir()) == sorted([live.name, "metrics.json"])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# cortex-proxy-kill (services/drills/cortex_kill.py): what it compares and what it found
+
+
+def _job(status: str, attempts: int = 1, result: str = "", kind: str = "ingest_conversation") -> dict:
+    return {"status": status, "attempts": attempts, "tenant_id": "t1", "kind": kind, "worker": "w", "result": result}
+
+
+def _state(jobs: dict, memories: dict, applied: list[str]) -> dict:
+    return {"jobs": jobs, "tenants": {"t1": {"memories": memories, "applied": applied}}}
+
+
+def _mem(text: str, job: str, ns: str = "u1") -> dict:
+    return {"text": text, "ns": ns, "job": job}
+
+
+def test_the_state_after_the_restart_keeps_what_was_there_and_adds_only_unfinished_jobs_work():
+    from services.drills.cortex_kill import state_problems
+
+    before = _state({"j1": _job("completed", result='{"n": 1}'), "j2": _job("running"), "j3": _job("pending", 0)},
+                    {"m1": _mem("Ana owns the ledger.", "j1")}, ["j1"])
+    after = _state({"j1": _job("completed", result='{"n": 1}'), "j2": _job("completed", 2, '{"n": 1}'),
+                    "j3": _job("completed", 1, '{"n": 1}'), "j4": _job("completed", 1, '{"n": 1}')},
+                   {"m1": _mem("Ana owns the ledger.", "j1"), "m2": _mem("Bo runs the cron.", "j2"),
+                    "m3": _mem("Cy moved the bucket.", "j3"), "m4": _mem("Di wrote the export.", "j4")},
+                   ["j1", "j2", "j3", "j4"])
+    assert state_problems(before, after) == []
+    # each way of losing, changing or doubling, named
+    lost = _state({"j1": after["jobs"]["j1"], "j2": _job("failed", 3), "j4": after["jobs"]["j4"]},
+                  {"m1": _mem("Ana owns the ledger!", "j1"), "m4": _mem("Di wrote the export.", "j4"),
+                   "m5": _mem("Di wrote the export.", "j4"), "m6": _mem("Ed late.", "j1")}, ["j1", "j4"])
+    assert state_problems(before, lost) == [
+        "job j2 (running at the kill) ended failed, not completed",
+        "job j3 (pending before the kill) is gone",
+        "job j2 is failed after the drain",
+        "memory m1 of t1 changed: 'Ana owns the ledger.' -> 'Ana owns the ledger!'",
+        "memory m6 of t1 is new but its job j1 had completed before the kill",
+        "t1: 'Di wrote the export.' stored 2 times in namespace u1",
+    ]
+    gone = _state(after["jobs"], {}, ["j2", "j3", "j4"])
+    assert state_problems(before, gone) == ["memory m1 of t1 ('Ana owns the ledger.') is gone",
+                                            "t1: applied jobs gone: ['j1']",
+                                            "completed ingest jobs with nothing applied: ['j1']"]
+
+
+def test_client_failures_are_placed_in_their_kill_window_and_judged_by_its_kind():
+    from loadtests.request_log import RequestRecord
+    from services.drills.cortex_kill import Window, classify, failure_kind
+
+    # as the request log and locust's failures CSV write them
+    assert failure_kind("CatchResponseError: HTTP 502") == failure_kind("CatchResponseError('HTTP 502')") == "HTTP 502"
+    assert failure_kind("JobFailed('poll HTTP 0 (ConnectionRefusedError)')") == \
+        "JobFailed: poll HTTP 0 (ConnectionRefusedError)"
+
+    def rec(start: float, end: float, error: str = "", typ: str = "POST") -> RequestRecord:
+        return RequestRecord(typ, "/v1/retrieve", start, end, (end - start) * 1000, not error, error)
+
+    windows = [Window("cortex-mock", 10.0, 14.0), Window("fault-proxy", 20.0, 23.0)]
+    seen = classify([rec(1, 2), rec(9.9, 10.5, "CatchResponseError: HTTP 502"), rec(12, 12.1, "CatchResponseError: HTTP 502"),
+                     rec(8, 13, "JobFailed: poll HTTP 502", "JOB"), rec(13, 13.1, "CatchResponseError: HTTP 0 (ConnectionRefusedError)"),
+                     rec(15, 15.1), rec(21, 21.1, "CatchResponseError: HTTP 0 (ConnectionRefusedError)"),
+                     rec(22, 22.1, "CatchResponseError: HTTP 502"), rec(24, 24.2), rec(30, 30.1, "CatchResponseError: HTTP 500")],
+                    windows)
+    assert seen["by_window"] == {"cortex-mock": {"HTTP 502": 2, "JobFailed: poll HTTP 502": 1,
+                                                 "HTTP 0 (ConnectionRefusedError)": 1},
+                                 "fault-proxy": {"HTTP 0 (ConnectionRefusedError)": 1, "HTTP 502": 1}}
+    assert seen["outside"] == ["POST /v1/retrieve: CatchResponseError: HTTP 500"]
+    assert seen["unexpected"] == ["cortex-mock window: POST /v1/retrieve: CatchResponseError: HTTP 0 (ConnectionRefusedError)",
+                                  "fault-proxy window: POST /v1/retrieve: CatchResponseError: HTTP 502"]
+    assert seen["ok_after"] == {"cortex-mock": 2, "fault-proxy": 1}
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    import shutil
+
+    from services.drills.cortex_kill import free_port, redis_client
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("[requires:redis] redis-server binary not installed (apt-get install -y redis-server)")
+    port = free_port()
+    p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
+                          "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r = redis_client(f"redis://127.0.0.1:{port}/0")
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            r.ping()
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                p.kill()
+                raise
+            time.sleep(0.05)
+    r.close()
+    yield f"redis://127.0.0.1:{port}/0"
+    p.terminate()
+    p.wait(10)
+
+
+@pytest.mark.slow  # starts cortex-mock and its worker
+def test_the_workers_of_a_cortex_mock_killed_by_sigkill_stop_with_it(tmp_path, redis_url):
+    # before: a worker spawned by cortex-mock ran on for good when cortex-mock was SIGKILLed (claiming jobs; a
+    # restart added as many again), which issue 49's cortex-proxy-kill case found
+    from services.common import process
+    from services.drills.cortex_kill import children
+
+    log = tmp_path / "cortex.log"
+    p = process.spawn([sys.executable, "-m", "services.cortex_mock", "--port", "0", "--workers", "1", "--redis-url",
+                       redis_url, "--embedder", "hash", "--data-dir", str(tmp_path / "data")], log, cwd=ROOT)
+    workers: list[int] = []
+    try:
+        process.wait_ready(p, "cortex-mock", log, 60)
+        workers = children(p.pid)
+        assert len(workers) == 1
+        p.send_signal(signal.SIGKILL)
+        p.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(workers[0]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(workers[0]), log.read_text()[-1500:]
+        assert "cortex-mock (pid %d) is gone; stopping" % p.pid in log.read_text()
+    finally:
+        process.stop(p, *[w for w in workers if _alive(w)], grace_s=0)

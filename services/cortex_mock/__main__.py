@@ -97,7 +97,7 @@ def worker_argv(cfg: MockConfig, data_dir: str) -> list[str]:
             "--redis-url", cfg.redis_url or "", "--redis-prefix", cfg.redis_prefix,
             "--settle-delay-ms", str(cfg.settle_delay_ms), "--extractor", cfg.extractor,
             "--job-delay-ms", str(cfg.job_delay_ms), "--lease-ms", str(cfg.lease_ms),
-            "--max-attempts", str(cfg.max_attempts)]
+            "--max-attempts", str(cfg.max_attempts), "--parent-pid", str(os.getpid())]
     if cfg.embedder:
         argv += ["--embedder", cfg.embedder]
     return argv
