@@ -71,3 +71,31 @@ def test_an_unwritable_or_full_results_directory_is_one_error_naming_the_file(ca
     assert full.facts["size"] <= 150_000 and full.facts["kept"] >= 1
     for r in (mid, full):
         assert r.facts["table_differences"] == [] and r.facts["survivors"] == []
+
+
+def test_cortex_mock_and_the_proxy_killed_under_load_lose_no_job_and_no_memory(tmp_path):
+    # its own campaign: this case needs no uninterrupted bench run
+    import shutil
+
+    from services.drills.cortex_kill import DRILL_TEXTS, WORKERS
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("[requires:redis] redis-server binary not installed (apt-get install -y redis-server)")
+    with Campaign(tmp_path, say=lambda s: None) as c:
+        res = c.cortex_proxy_kill()
+    _passed(res)
+    f = res.facts
+    assert len(f["cortex_pids"]) == 1 + WORKERS and f["survivors"] == []
+    assert f["state_problems"] == []
+    # a job was running in a killed worker; after the restart it ran again and completed
+    assert f["in_flight"] and all(a >= 2 for a in f["in_flight_attempts"].values())
+    # the drill's 4 jobs (2 namespaces x 2 texts): one memory each
+    assert f["drill_memories"] == sum(len(t) for t in DRILL_TEXTS.values()) == 4
+    assert f["memories_after"] >= f["memories_before"] > 0 and f["jobs_after"] >= f["jobs_before"] > 0
+    # the clients: 502s from the proxy while cortex-mock was down, no answer while the proxy was; none outside
+    bw = f["clients"]["by_window"]
+    assert bw["cortex-mock"].get("HTTP 502", 0) > 0
+    assert any(k.startswith("HTTP 0 (") for k in bw["fault-proxy"])
+    assert f["clients"]["outside"] == [] and f["clients"]["unexpected"] == []
+    assert sum(f["csv_failures"].values()) == f["failures"] == sum(sum(c.values()) for c in bw.values())
+    assert f["proxy_faults"] == ["rf-kept"]

@@ -446,6 +446,8 @@ def run(res: Any, d: Path, env: dict[str, str]) -> None:
         before = snapshot(r, d / "cortex-data")
         signal_all(pids, signal.SIGKILL)
         rig.cortex.wait(10)
+        res.check(wait_for(lambda: not any(process.pid_alive(p) for p in pids), 5),
+                  f"cortex-mock's processes outlived SIGKILL: {[p for p in pids if process.pid_alive(p)]}")
         in_flight = {j: b for j, b in before["jobs"].items() if b["status"] == "running"}
         pending = {j: b for j, b in before["jobs"].items() if b["status"] == "pending"}
         res.facts.update(cortex_pids=pids, in_flight=sorted(in_flight), pending_at_kill=len(pending),
