@@ -5,7 +5,8 @@
 What the campaign found and the rig now does (each also tested alone in tests/test_rig_faults_units.py): a backend's
 garbage answer ended the whole run with an AttributeError; a deadline did not name the call; a results file that
 could not be written was a traceback without its path; `kill -9` of `memrig bench` left its five services running;
-a resume kept the killed run's half-written .metrics.json.PID.tmp.
+a resume kept the killed run's half-written .metrics.json.PID.tmp; a cortex-mock killed by SIGKILL left its Redis
+workers running.
 """
 
 from __future__ import annotations

@@ -362,6 +362,6 @@ def test_the_workers_of_a_cortex_mock_killed_by_sigkill_stop_with_it(tmp_path, r
         while _alive(workers[0]) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _alive(workers[0]), log.read_text()[-1500:]
-        assert "cortex-mock (pid %d) is gone; stopping" % p.pid in log.read_text()
+        assert f"cortex-mock (pid {p.pid}) is gone; stopping" in log.read_text()
     finally:
         process.stop(p, *[w for w in workers if _alive(w)], grace_s=0)

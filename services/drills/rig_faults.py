@@ -22,10 +22,12 @@ The cases (one line each, PASS or FAIL with the figures):
 - results-unwritable: --out under a regular file; the results directory replaced by a file mid-run; the disk full
   mid-run (RLIMIT_FSIZE in the coordinator, so writes past the limit fail with EFBIG as on a full disk). A one-line
   error naming the file, no traceback, every line written before intact, and a resume after the fix completes.
+- cortex-proxy-kill (services/drills/cortex_kill.py; no bench run): cortex-mock with Redis-backed jobs (its API
+  process and its worker processes, one mid-job) SIGKILLed under locust load through the fault proxy, then the
+  proxy; each restarted on its port, Redis and data dir. The clients' failures are 502s while cortex-mock is down
+  and unanswered requests while the proxy is, none outside; the jobs and memories read right before the kill are
+  all there after the restart, the unfinished jobs completed once, no memory lost or doubled.
 After every case no process of it survives: every process whose environment carries the case's marker is gone.
-
-Not here yet: cortex-mock and the fault proxy killed under locust load with Redis-backed jobs (issue 49's fifth
-case); tests/test_cortex_mock_redis.py covers a worker SIGKILLed mid-job without load.
 """
 
 from __future__ import annotations
