@@ -365,3 +365,31 @@ def test_the_workers_of_a_cortex_mock_killed_by_sigkill_stop_with_it(tmp_path, r
         assert f"cortex-mock (pid {p.pid}) is gone; stopping" in log.read_text()
     finally:
         process.stop(p, *[w for w in workers if _alive(w)], grace_s=0)
+
+
+async def test_the_reaper_logs_each_dead_workers_own_job_count(redis_url, caplog):
+    # before: the count logged was the running total, so a second dead worker with no job was logged as having
+    # requeued the first one's (seen in cortex-proxy-kill's log: "2 job(s) of dead worker" for a worker that held 1)
+    import logging
+
+    from services.cortex_mock.jobs import RedisJobs
+
+    now = [1_000.0]
+    jobs = RedisJobs(redis_url, "reaplog", lease_ms=1000, max_attempts=3, clock=lambda: now[0])
+    try:
+        for wid, n in (("wa", 2), ("wb", 0), ("wc", 1)):
+            for _ in range(n):
+                rec = await jobs.submit("tenant", "ingest", "{}")
+                await jobs.r.lrem(jobs.queue_key, 1, rec["job_id"])
+                await jobs.r.lpush(jobs.processing_key(wid), rec["job_id"])
+            await jobs.r.sadd("reaplog:workers", wid)
+            await jobs.renew_lease(wid)
+        now[0] += 2.0  # every lease expired
+        with caplog.at_level(logging.WARNING, "cortex_mock.jobs"):
+            assert await jobs.reap_once() == 3
+        said = sorted(r.getMessage() for r in caplog.records if "dead worker" in r.getMessage())
+        assert said == ["reaper: requeued/failed 1 job(s) of dead worker wc",
+                        "reaper: requeued/failed 2 job(s) of dead worker wa"]
+    finally:
+        await jobs.r.flushdb()
+        await jobs.r.aclose()

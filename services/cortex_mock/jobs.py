@@ -311,13 +311,14 @@ class RedisJobs:
         for wid in await self.r.smembers(f"{self.p}:workers"):
             if await self.lease_alive(wid):
                 continue
-            moved += int(await self._reap(
+            n = int(await self._reap(
                 keys=[self.processing_key(wid), self.queue_key, f"{self.p}:counts"],
                 args=[f"{self.p}:job:", self.max_attempts, f"worker {wid} lost mid-job (lease expired)", self.clock()]))
             if not await self.r.llen(self.processing_key(wid)):
                 await self.r.srem(f"{self.p}:workers", wid)
-            if moved:
-                log.warning("reaper: requeued/failed %d job(s) of dead worker %s", moved, wid)
+            if n:  # this worker's own jobs (the running total named the wrong worker)
+                log.warning("reaper: requeued/failed %d job(s) of dead worker %s", n, wid)
+            moved += n
         return moved
 
     async def renew_lease(self, wid: str) -> None:
