@@ -39,6 +39,15 @@ EXPECTED = {
     **{f"shown@{b}": (True, "rate", shown) for b in (250, 500, 1000, 2000, 4000)},
     "budget_recall_auc": (True, "rate", budget), "budget_tokens": (False, "tokens", budget),
     "budget_unlocated": (False, "count", budget),
+    # figures registered under the formula that computes them: cut-off families (`<name>@K` covers `<name>@5`), the
+    # primary message's rank, Octybot's pass by kind, LoCoMo's F1 over every category, per-probe tokens and latency
+    **{f"{n}@K": (True, "rate", retrieval) for n in (
+        "turn_recall", "session_recall", "recall", "memory_recall", "turn_recall_any", "session_recall_any",
+        "recall_any", "primary_hit", "turn_recall_all", "session_recall_all", "turn_ndcg_any", "session_ndcg_any",
+        "t2s_recall_any", "t2s_recall_all", "t2s_ndcg_any", "turn_memory_recall_all", "session_memory_recall_all")},
+    "primary_mrr": (True, "rate", retrieval), "retrieval_pass": (True, "rate", retrieval),
+    "store_pass": (True, "rate", retrieval), "f1": (True, "rate", qa), "context_tokens": (False, "tokens", tokens),
+    "latency_ms": (False, "ms", latency),
 }
 
 
@@ -87,6 +96,17 @@ def test_registry_rules():
         m.name = "x"  # type: ignore[misc]
     with pytest.raises(KeyError, match="unknown metric 'nope'"):
         get_metric("nope")
+    # a cut-off family covers every k, and only whole numbers after the @
+    assert get_metric("session_recall@7") is get_metric("session_recall@K")
+    with pytest.raises(registry.UnknownMetric, match="unknown metric 'session_recall@x'"):
+        get_metric("session_recall@x")
+    # direction: the registry's; a suite's declaration only for a name the registry does not hold; else an error
+    assert registry.direction("token_spend") == (False, "tokens") and registry.direction("turn_recall@5") == (True, "rate")
+    assert registry.direction("stale", {"stale": (False, "rate")}) == (False, "rate")
+    with pytest.raises(ValueError, match="metric 'mrr': the suite says higher_is_better=False"):
+        registry.direction("mrr", {"mrr": (False, "rate")})
+    with pytest.raises(registry.UnknownMetric, match="metric 'made_up' is not in the metric registry"):
+        registry.direction("made_up")
     copy = all_metrics()
     copy.pop("mrr")
     assert "mrr" in all_metrics()

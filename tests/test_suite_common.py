@@ -95,8 +95,15 @@ def test_unit_of(name, unit):
 def test_metric_spec():
     assert metric_spec("abstained_rate") == ("abstained_rate", False, "rate")
     assert metric_spec("token_spend") == ("token_spend", False, "tokens")
-    assert metric_spec("session_recall@5") == ("session_recall@5", True, "rate")  # unregistered: a rate
-    assert metric_spec(("x", False, "ms")) == ("x", False, "ms")
+    assert metric_spec("session_recall@5") == ("session_recall@5", True, "rate")  # the session_recall@K family
+    assert metric_spec(("x", False, "ms")) == ("x", False, "ms")  # a name only the suite computes, declared
+    # an unknown bare name is an error naming it, not a guessed higher-is-better rate; so is a contradicting tuple
+    with pytest.raises(KeyError, match="metric 'made_up' is not in the metric registry"):
+        metric_spec("made_up")
+    with pytest.raises(KeyError, match="metric 'made_up' is not in the metric registry"):
+        unit_of("made_up")
+    with pytest.raises(ValueError, match="metric 'mrr': the suite says higher_is_better=False"):
+        metric_spec(("mrr", False, "rate"))
 
 
 def test_summary_of_a_plain_list_keeps_its_order_and_unit():
@@ -362,17 +369,17 @@ def test_names_compared_by_value_not_identity():
 
     tok, base = json.loads('["token_spend", "base"]')
     assert unit_of(tok) == "tokens" and unit_of(json.loads('"latency_ms"')) == "ms"
-    per = {"base": {"m": {"p1": 0.0, "p2": 1.0}}, "sys": {"m": {"p1": 1.0, "p2": 1.0}}}
-    assert sorted(compare_all(per, base, ["m"])) == ["sys"]
+    per = {"base": {"mrr": {"p1": 0.0, "p2": 1.0}}, "sys": {"mrr": {"p1": 1.0, "p2": 1.0}}}
+    assert sorted(compare_all(per, base, ["mrr"])) == ["sys"]
 
 
 def test_default_seeds_are_zero():
     vals = {f"p{i}": (i * 7919 % 13) / 13 for i in range(30)}
     other = {k: min(1.0, v + 0.1 * (int(k[1:]) % 3)) for k, v in vals.items()}
     assert summary(vals) == summary(vals, seed=0) != summary(vals, seed=1)
-    per = {"a": {"m": vals}, "b": {"m": other}}
-    assert compare_all(per, "a", ["m"]) == compare_all(per, "a", ["m"], seed=0)
-    assert compare_all(per, "a", ["m"]) != compare_all(per, "a", ["m"], seed=1)
+    per = {"a": {"mrr": vals}, "b": {"mrr": other}}
+    assert compare_all(per, "a", ["mrr"]) == compare_all(per, "a", ["mrr"], seed=0)
+    assert compare_all(per, "a", ["mrr"]) != compare_all(per, "a", ["mrr"], seed=1)
 
 
 def test_judges_one_pass_by_default_and_cut_at_200():

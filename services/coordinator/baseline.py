@@ -15,19 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from services.adapters.registry import role_of
-from services.coordinator.metrics.registry import get_metric
+from services.coordinator.metrics.registry import direction as registry_direction
 
 NATIVE_ROLES = ("native", "native-port")
 CONTROL_ORDER = ("full-context", "compacted")
 
 
 def direction(metric: str) -> bool:
-    """higher_is_better of a registered metric; an unregistered one is an error naming it."""
-    try:
-        return get_metric(metric).higher_is_better
-    except KeyError:
-        raise KeyError(f"metric {metric!r} is not in the metric registry (services/coordinator/metrics): its "
-                       "direction is unknown, so no baseline can be chosen by it") from None
+    """higher_is_better of a metric, from the metric registry (registry.direction); an unregistered one is an error
+    naming it."""
+    return registry_direction(metric)[0]
 
 
 def means_of(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]], metric: str) -> dict[str, float | None]:

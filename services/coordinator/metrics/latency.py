@@ -29,3 +29,9 @@ def latency_p99_ms(values_ms: Sequence[float]) -> float | None:
 def latency_summary(values_ms: Sequence[float]) -> dict[str, float | None]:
     """n, p50/p95/p99 and mean of per-call latencies already in ms."""
     return summary(values_ms, (50, 95, 99), stats=("mean",))
+
+
+@metric("latency_ms", higher_is_better=False, unit="ms")
+def retrieve_latency_ms(latency_ns: int) -> float:
+    """The client-observed time of one probe's retrieve, in ms (its percentiles over probes are latency_p50_ms ...)."""
+    return latency_ns / 1e6

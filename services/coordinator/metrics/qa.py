@@ -119,3 +119,7 @@ def f1_cats_1_4(prediction: str, ground_truth: str, category: int) -> float | No
 def qa_accuracy(correct: bool) -> float:
     """1 when the QA judge labels the answer CORRECT, else 0; the mean is QA accuracy (LongMemEval)."""
     return 1.0 if correct else 0.0
+
+
+# LoCoMo's F1 over every category (f1_cats_1_4 leaves out category 5)
+metric("f1", higher_is_better=True, unit="rate")(locomo_f1)

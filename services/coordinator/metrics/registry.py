@@ -1,12 +1,16 @@
 """The metric registry: one home for every metric, each with `higher_is_better` and its formula.
 
 A metric is a pure function registered with `@metric(name, higher_is_better=...)`; its docstring states the
-formula. Reports and the scorecard look metrics up here to know which direction is better.
+formula. A metric read at several cut-offs is registered once as `<name>@K` and covers every `<name>@<k>` (LoCoMo's
+"session_recall@5" is "session_recall@K" at k = 5). `direction` is the one place a metric's direction and unit are
+read (the scorecards, the verdict, the baseline rule, intervals' units, `memrig compare`); a name the registry does
+not hold is an UnknownMetric naming it, never a guessed higher-is-better rate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,11 +40,41 @@ def metric(name: str, higher_is_better: bool, unit: str = ""):
     return deco
 
 
+class UnknownMetric(KeyError):
+    """A metric name the registry does not hold (nor a suite declares): its direction is unknown, and a guessed one
+    could turn a loss into a win."""
+
+
+_AT_K = re.compile(r"^(.+)@\d+$")
+
+
 def get_metric(name: str) -> Metric:
+    """The registered metric of that name, or of its `<name>@K` family for a `<name>@<k>`; else UnknownMetric."""
     _load_all()
-    if name not in METRICS:
-        raise KeyError(f"unknown metric {name!r}")
-    return METRICS[name]
+    if name in METRICS:
+        return METRICS[name]
+    m = _AT_K.match(name)
+    if m and f"{m.group(1)}@K" in METRICS:
+        return METRICS[f"{m.group(1)}@K"]
+    raise UnknownMetric(f"unknown metric {name!r}")
+
+
+def direction(name: str, declared: Mapping[str, tuple[bool, str]] | None = None) -> tuple[bool, str]:
+    """(higher_is_better, unit) of a metric: the registry's; for a name it does not hold, what the suite computing it
+    declares (`declared`: its ProbeValues.specs or scorecard tuples, for figures only that suite defines). A
+    declaration contradicting the registry, and a name neither holds, are errors naming the metric."""
+    try:
+        m = get_metric(name)
+    except UnknownMetric:
+        if declared and name in declared:
+            return declared[name]
+        raise UnknownMetric(f"metric {name!r} is not in the metric registry (services/coordinator/metrics) and its "
+                            "suite does not declare it: its direction is unknown") from None
+    own = (declared or {}).get(name)
+    if own is not None and own[0] != m.higher_is_better:
+        raise ValueError(f"metric {name!r}: the suite says higher_is_better={own[0]}, the metric registry "
+                         f"{m.higher_is_better}")
+    return m.higher_is_better, m.unit or (own[1] if own else "rate")
 
 
 def all_metrics() -> dict[str, Metric]:

@@ -296,3 +296,25 @@ def doc_hit(hit: bool) -> float:
 def uncontained(returned: bool, contained: bool) -> float:
     """1 when a poisoned memory came back outside a sound containment envelope, else 0 (lower is better)."""
     return 1.0 if returned and not contained else 0.0
+
+
+# The cut-off families the suites report, each one of the formulas above at k (registry.get_metric reads
+# "turn_recall@5" as "turn_recall@K" at k = 5). LoCoMo ranks turns, sessions and memories (evidence_recall_at_k,
+# recall_any_at_k, memory_recall_at_k); LongMemEval sessions, turns, turns cut to sessions the official way
+# (lme_turn2session_at_k: its recall_any, recall_all and ndcg_any) and memories (memory_recall_at_k, mode "all");
+# MADial the gold and the primary messages.
+for _name, _fn in (
+        ("turn_recall@K", evidence_recall_at_k), ("session_recall@K", evidence_recall_at_k),
+        ("recall@K", evidence_recall_at_k), ("memory_recall@K", memory_recall_at_k),
+        ("turn_recall_any@K", recall_any_at_k), ("session_recall_any@K", recall_any_at_k),
+        ("recall_any@K", recall_any_at_k), ("primary_hit@K", recall_any_at_k),
+        ("turn_recall_all@K", recall_all_at_k), ("session_recall_all@K", recall_all_at_k),
+        ("turn_ndcg_any@K", ndcg_any_at_k), ("session_ndcg_any@K", ndcg_any_at_k),
+        ("t2s_recall_any@K", lme_turn2session_at_k), ("t2s_recall_all@K", lme_turn2session_at_k),
+        ("t2s_ndcg_any@K", lme_turn2session_at_k),
+        ("turn_memory_recall_all@K", memory_recall_at_k), ("session_memory_recall_all@K", memory_recall_at_k)):
+    metric(_name, higher_is_better=True, unit="rate")(_fn)
+metric("primary_mrr", higher_is_better=True, unit="rate")(evidence_mrr)  # MADial: the primary message's rank
+# Octybot's pass split by what the probe tests (retrieving a stated fact, or a fact the agent was told to store)
+metric("retrieval_pass", higher_is_better=True, unit="rate")(every_expected_present)
+metric("store_pass", higher_is_better=True, unit="rate")(every_expected_present)

@@ -27,3 +27,7 @@ def efficiency_ratio(baseline_tokens: float | None, system_tokens: float | None)
     if baseline_tokens is None or system_tokens is None or system_tokens <= 0:
         return None
     return float(baseline_tokens) / float(system_tokens)
+
+
+# The judged suites (Cortex V1, Arclight) name the tokens they inject per turn after the sample field
+metric("context_tokens", higher_is_better=False, unit="tokens")(token_spend)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from services.common.errors import DependencyError, InputError
 from services.common.types import IngestBatch
+from services.coordinator.metrics.registry import direction
 
 if TYPE_CHECKING:
     from services.coordinator.context import ProbeContext
@@ -123,27 +124,9 @@ class ProbeValues:
     backend_of: dict[str, str] = field(default_factory=dict)
 
     def spec(self, metric: str) -> tuple[bool, str]:
-        """(higher_is_better, unit): the metric registry's when it has the metric (the one source of a metric's
-        direction); else the suite's own spec for its derived names, tokens and latency as lower-is-better counts,
-        else a higher-is-better rate. A suite spec that contradicts the registry is an error."""
-        from services.coordinator.metrics.registry import all_metrics
-
-        registered = all_metrics().get(metric)
-        if registered is not None:
-            own = self.specs.get(metric)
-            if own is not None and own[0] != registered.higher_is_better:
-                raise ValueError(f"metric {metric!r}: the suite says higher_is_better={own[0]}, the metric registry "
-                                 f"{registered.higher_is_better}")
-            return registered.higher_is_better, registered.unit or (own[1] if own else "rate")
-        if metric in self.specs:
-            return self.specs[metric]
-        if metric == self.tokens:
-            return False, "tokens"
-        if metric == self.latency:
-            return False, "ms"
-        from services.coordinator.suites.common import metric_spec
-
-        return metric_spec(metric)[1], metric_spec(metric)[2]
+        """(higher_is_better, unit): metrics.registry.direction, the one source of a metric's direction (this suite's
+        `specs` only declare what the registry does not hold; a contradiction or an unknown name is an error)."""
+        return direction(metric, self.specs)
 
 
 def condition_backends(samples: list[dict[str, Any]]) -> dict[str, str]:

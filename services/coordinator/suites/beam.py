@@ -132,10 +132,13 @@ ABILITY_METRICS = {
     "preference_following": ("instruction_shown",),
     "abstention": ("abstention_tokens", "abstention_topic", "abstention_on_topic"),
 }
-# lower is better (or: less injected) for these derived names; every other derived name is a higher-is-better rate
+# the direction and unit of every figure only this suite computes (the metric registry holds the rest; an undeclared,
+# unregistered name is an error): lower is better (or: less injected) for the stale and abstention figures
 SPECS = {"stale": (False, "rate"), "stale_first": (False, "rate"), "abstention_tokens": (False, "tokens"),
          "abstention_topic": (False, "rate"),
-         "abstention_on_topic": (False, "rate")}
+         "abstention_on_topic": (False, "rate"),
+         **{name: (True, "rate") for name in ("update_shown", "both_statements_shown", "order_all_shown",
+                                               "instruction_shown", NUGGETS, "answer_nuggets")}}
 METRIC_LABELS = {"update_shown": "updated fact shown", "stale": "stale (original without update)",
                  "stale_first": "stale or original first (by budget rung)",
                  "both_statements_shown": "both statements shown", "order_all_shown": "every event shown",
@@ -545,7 +548,7 @@ class BeamSuite(Suite):
                                "data": C.load_info(self)}
         pv = self.probe_values(samples)
         per_cond = pv.values
-        unit = lambda m: pv.spec(m)[1] if m in SPECS else C.unit_of(m)  # noqa: E731
+        unit = lambda m: pv.spec(m)[1]  # noqa: E731
         for cond, rows in C.by_condition(samples).items():
             vals = per_cond[cond]
             ability = {r["probe_id"]: r["category"] for r in rows}

@@ -22,7 +22,7 @@ from services.coordinator import baseline as baseline_rule_module
 from services.coordinator import stats
 from services.coordinator.judge_agreement import qa_judge_line
 from services.coordinator.metrics import budget
-from services.coordinator.metrics.registry import get_metric
+from services.coordinator.metrics.registry import direction
 from services.coordinator.suites.base import Condition, SuiteUnavailable
 
 # ------------------------------------------------------------------------------------------------------
@@ -100,10 +100,8 @@ def summary(values: Mapping[str, float | None] | Iterable[float | None], seed: i
 
 
 def unit_of(metric: str) -> str:
-    """The unit of a metric name for intervals: registered metrics say; token and latency names are counts;
-    everything else in the real-data suites is a rate or a score in [0, 1]."""
-    return metric_spec(metric)[2] if metric not in ("token_spend", "latency_ms") else \
-        ("tokens" if metric == "token_spend" else "ms")
+    """The unit of a metric name for intervals (metrics.registry.direction: an unregistered name is an error)."""
+    return direction(metric)[1]
 
 
 def default_data_dir() -> Path:
@@ -178,15 +176,12 @@ MetricSpec = str | tuple[str, bool, str]
 
 
 def metric_spec(spec: MetricSpec) -> tuple[str, bool, str]:
-    """(name, higher_is_better, unit): a registered metric name, or an explicit tuple for derived names such
-    as "session_recall@5" (unregistered names default to a higher-is-better rate)."""
+    """(name, higher_is_better, unit) by metrics.registry.direction: a registered metric name, or a tuple declaring a
+    name only this suite computes (a tuple contradicting the registry, or an unknown bare name, is an error)."""
     if isinstance(spec, tuple):
-        return spec
-    try:
-        m = get_metric(spec)
-        return spec, m.higher_is_better, m.unit
-    except KeyError:
-        return spec, True, "rate"
+        name, hib, unit = spec
+        return (name, *direction(name, {name: (hib, unit)}))
+    return (spec, *direction(spec))
 
 
 def compare_all(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None]]], baseline: str,

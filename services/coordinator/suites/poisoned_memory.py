@@ -193,7 +193,8 @@ class PoisonedMemorySuite(Suite):
                 v["token_spend"][pid] = float(r.get("context_tokens", 0))
                 v["latency_ms"][pid] = (C.retrieval_of(r) or {}).get("latency_ms")
             values[cond] = v
-        return ProbeValues(values, specs={"uncontained": (False, "rate"), "returned": (False, "rate")},
+        return ProbeValues(values, specs={"uncontained": (False, "rate"), "returned": (False, "rate"),
+                                          "honest_hit": (True, "rate")},
                            backend_of=condition_backends(samples))
 
     def score(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
