@@ -126,6 +126,7 @@ def _bad_input_cases():
     from services.coordinator.compare import CompareError
     from services.coordinator.credit_agreement import CreditLabelError
     from services.coordinator.metrics.budget import SpanError
+    from services.coordinator.metrics.registry import UnknownMetric
     from services.coordinator.suites.base import OptionError
     from services.coordinator.suites.beam import BeamDataError
     from services.coordinator.verdict import VerdictError
@@ -153,6 +154,7 @@ def _bad_input_cases():
         (AuthError, (401, "Missing x-api-key header"), "header.x-api-key"),
         (SpanError, ("memories[2].evidence_spans[0].end", "past the text"), "memories[2].evidence_spans[0].end"),
         (CompareError, ("--fail-on", "matches no metric"), "--fail-on"),
+        (UnknownMetric, ("made_up", "unknown metric 'made_up'"), "metric"),
         (VerdictError, ("run/run.json", "missing"), "run/run.json"),
         (DigestMismatch, ("locomo.json", "ab", "cd"), "locomo.json"),
         (FaultExists, ("slow",), "name"),

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from services.common.errors import InputError
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -40,9 +42,16 @@ def metric(name: str, higher_is_better: bool, unit: str = ""):
     return deco
 
 
-class UnknownMetric(KeyError):
+class UnknownMetric(InputError, KeyError):
     """A metric name the registry does not hold (nor a suite declares): its direction is unknown, and a guessed one
-    could turn a loss into a win."""
+    could turn a loss into a win. An InputError (the name is what to fix, e.g. a headline given on the command line)
+    and a KeyError, as get_metric's lookups raised before."""
+
+    status = 404
+
+    def __init__(self, name: str, message: str):
+        super().__init__("metric", message, text=message)
+        self.metric = name
 
 
 _AT_K = re.compile(r"^(.+)@\d+$")
@@ -56,7 +65,7 @@ def get_metric(name: str) -> Metric:
     m = _AT_K.match(name)
     if m and f"{m.group(1)}@K" in METRICS:
         return METRICS[f"{m.group(1)}@K"]
-    raise UnknownMetric(f"unknown metric {name!r}")
+    raise UnknownMetric(name, f"unknown metric {name!r}")
 
 
 def direction(name: str, declared: Mapping[str, tuple[bool, str]] | None = None) -> tuple[bool, str]:
@@ -68,7 +77,7 @@ def direction(name: str, declared: Mapping[str, tuple[bool, str]] | None = None)
     except UnknownMetric:
         if declared and name in declared:
             return declared[name]
-        raise UnknownMetric(f"metric {name!r} is not in the metric registry (services/coordinator/metrics) and its "
+        raise UnknownMetric(name, f"metric {name!r} is not in the metric registry (services/coordinator/metrics) and its "
                             "suite does not declare it: its direction is unknown") from None
     own = (declared or {}).get(name)
     if own is not None and own[0] != m.higher_is_better:
