@@ -59,3 +59,15 @@ async def test_two_runs_identical_and_sample_order_irrelevant(tmp_path):
     (outs[0] / "samples.jsonl").write_text("\n".join(lines) + "\n")
     finalize(RunDir(outs[0]))
     assert (outs[0] / "metrics.json").read_text() == before
+
+
+def test_tree_differences_name_each_place_by_its_path():
+    from services.coordinator.determinism import tree_differences
+
+    a = {"m": {"bm25": [0.5, 0.25], "dense": 1}, "only_a": True}
+    b = {"m": {"bm25": [0.5, 0.75], "dense": 1}, "n": [1, 2, 3]}
+    assert tree_differences(a, b, "metrics") == [
+        "metrics.m.bm25[1]: 0.25 != 0.75", "metrics.n: None != [1, 2, 3]", "metrics.only_a: True != None"]
+    assert tree_differences({"x": [1]}, {"x": [1, 2]}, "") == [".x: [1] != [1, 2]"]  # a length change is one
+    assert tree_differences(a, b, "metrics", limit=1) == ["metrics.m.bm25[1]: 0.25 != 0.75"]
+    assert tree_differences(a, a, "metrics") == []

@@ -66,10 +66,9 @@ def quality_view(metrics: dict[str, Any]) -> dict[str, Any]:
     return _strip(copy.deepcopy(metrics))
 
 
-def quality_differences(a: str | Path, b: str | Path, limit: int = 10) -> list[str]:
-    """Differences between two runs' metrics.json quality views ([] when identical)."""
-    ma = quality_view(json.loads((Path(a) / "metrics.json").read_text()))
-    mb = quality_view(json.loads((Path(b) / "metrics.json").read_text()))
+def tree_differences(x: Any, y: Any, root: str, limit: int = 10) -> list[str]:
+    """Where two JSON-like trees differ, as `path: a != b` lines, at most `limit`: dicts by key, lists of one
+    length by index, anything else by equality (a list that changed length is one difference)."""
     diffs: list[str] = []
 
     def walk(x: Any, y: Any, path: str) -> None:
@@ -84,5 +83,12 @@ def quality_differences(a: str | Path, b: str | Path, limit: int = 10) -> list[s
         elif x != y:
             diffs.append(f"{path}: {x!r} != {y!r}")
 
-    walk(ma, mb, "metrics")
+    walk(x, y, root)
     return diffs
+
+
+def quality_differences(a: str | Path, b: str | Path, limit: int = 10) -> list[str]:
+    """Differences between two runs' metrics.json quality views ([] when identical)."""
+    ma = quality_view(json.loads((Path(a) / "metrics.json").read_text()))
+    mb = quality_view(json.loads((Path(b) / "metrics.json").read_text()))
+    return tree_differences(ma, mb, "metrics", limit)

@@ -244,23 +244,10 @@ def tables(run_dir: Path) -> dict[str, Any]:
 
 
 def table_differences(a: Path, b: Path) -> list[str]:
-    ta, tb = tables(a), tables(b)
-    out = []
+    """Where two runs' tables differ (at most 5 places; [] when equal)."""
+    from services.coordinator.determinism import tree_differences
 
-    def walk(x: Any, y: Any, where: str) -> None:
-        if len(out) >= 5:
-            return
-        if isinstance(x, dict) and isinstance(y, dict):
-            for k in sorted(set(x) | set(y)):
-                walk(x.get(k), y.get(k), f"{where}.{k}")
-        elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
-            for i, (u, v) in enumerate(zip(x, y, strict=True)):
-                walk(u, v, f"{where}[{i}]")
-        elif x != y:
-            out.append(f"{where}: {x!r} vs {y!r}")
-
-    walk(ta, tb, "")
-    return out
+    return tree_differences(tables(a), tables(b), "", limit=5)
 
 
 # ------------------------------------------------------------------------------------------------------
