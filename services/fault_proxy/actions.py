@@ -6,12 +6,9 @@ definition raises, the request a fault sees and the actions a decision returns f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from services.common.errors import InputError
-
-if TYPE_CHECKING:
-    from services.fault_proxy.fault_types import ConcurrencyState
 
 STAGES = ("request", "response")
 MAX_MS = 86_400_000.0  # 24 h: no delay/timeout attribute beyond it (1e300 ms is a typo, not a plan)
@@ -83,6 +80,16 @@ class Truncate:
 @dataclass(frozen=True)
 class ReplaceBody:
     body: bytes
+
+
+@dataclass
+class ConcurrencyState:
+    """A concurrency limit's count of the requests it admitted that have not ended yet."""
+
+    in_flight: int = 0
+
+    def release(self) -> None:
+        self.in_flight = max(0, self.in_flight - 1)
 
 
 @dataclass(frozen=True)

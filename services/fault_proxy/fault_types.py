@@ -9,7 +9,7 @@ import json
 import math
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from services.fault_proxy.actions import (
     MAX_MS,
@@ -17,6 +17,7 @@ from services.fault_proxy.actions import (
     STAGES,
     Abort,
     Admit,
+    ConcurrencyState,
     Decision,
     Delay,
     FaultError,
@@ -28,8 +29,19 @@ from services.fault_proxy.actions import (
     Truncate,
 )
 
-if TYPE_CHECKING:
-    from services.fault_proxy.faults import FaultSpec
+
+class FaultView(Protocol):
+    """What a fault type reads of its stored fault (faults.FaultSpec is one): its name, its validated attributes
+    and when it was added. A protocol, so this module does not import faults.py, which imports it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def attributes(self) -> dict[str, Any]: ...
+
+    @property
+    def created_at(self) -> float: ...
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -114,11 +126,11 @@ class FaultType:
         return dict(attrs)
 
     @classmethod
-    def new_state(cls, spec: FaultSpec, now: float) -> Any:
+    def new_state(cls, spec: FaultView, now: float) -> Any:
         return None
 
     @classmethod
-    def decide(cls, spec: FaultSpec, info: RequestInfo, rng: random.Random, now: float, state: Any) -> Decision:
+    def decide(cls, spec: FaultView, info: RequestInfo, rng: random.Random, now: float, state: Any) -> Decision:
         raise NotImplementedError
 
 
@@ -458,14 +470,6 @@ class RateLimit(FaultType):
         drawn["retry_after_s"] = _r(ra)
         return Decision(Respond(a["status"], error_body(spec.name, a["status"], "rate limited (injected)"),
                                 (("Retry-After", _fmt_retry_after(ra)),)), drawn)
-
-
-@dataclass
-class ConcurrencyState:
-    in_flight: int = 0
-
-    def release(self) -> None:
-        self.in_flight = max(0, self.in_flight - 1)
 
 
 @register
