@@ -133,7 +133,7 @@ def _bad_input_cases():
     from services.cortex_mock.app import AuthError, BodyInvalid
     from services.cortex_mock.validation import RequestInvalid
     from services.datasets import DigestMismatch
-    from services.embeddings_api.app import EmbeddingRequestError
+    from services.embeddings_api.service import EmbeddingRequestError
     from services.fault_proxy.actions import FaultError
     from services.fault_proxy.store import FaultExists, FaultNotFound
     from services.k8s_check.argv import ParseFailed
@@ -201,7 +201,7 @@ def test_http_status_of_each_family():
     from services.common.llm_client import LLMError
     from services.cortex_mock.app import AuthError, BodyInvalid
     from services.cortex_mock.validation import RequestInvalid
-    from services.embeddings_api.app import EmbeddingRequestError
+    from services.embeddings_api.service import EmbeddingRequestError
     from services.fault_proxy.store import FaultExists, FaultNotFound
     from services.launcher import LaunchError
 

@@ -143,7 +143,7 @@ def test_a_new_registry_never_inherits_metrics_of_a_collected_one_with_its_id():
     from prometheus_client import CollectorRegistry, Gauge
 
     from collectors.prom import get_metric
-    from services.embeddings_api.app import _metrics
+    from services.embeddings_api.service import _metrics
 
     reused = 0
     for _ in range(50):  # with id()-keyed caches an id was reused within the first rounds and this failed

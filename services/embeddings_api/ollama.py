@@ -12,7 +12,7 @@ Shapes (Ollama's API documentation, docs/api.md):
   (durations in nanoseconds, prompt_eval_count = cl100k tokens).
 - `/api/embeddings` (Ollama's older endpoint): request `model`, `prompt` (one string); response `{"embedding": [...]}`.
 - `/api/tags`: the served models as `{"models": [{"name", "model", "modified_at", "size", "digest", "details"}]}`.
-A model is named by a rig embedder name or alias (see app.MODEL_ALIASES), optionally with Ollama's `:latest` tag.
+A model is named by a rig embedder name or alias (see service.MODEL_ALIASES), optionally with Ollama's `:latest` tag.
 Errors are Ollama's `{"error": "<message>"}` (HTTP 400, 404 for an unknown model) with the message starting with the
 field at fault, plus `"param"` naming it.
 """
@@ -27,7 +27,7 @@ from typing import Any
 from aiohttp import web
 
 from services.common.tokens import count_tokens
-from services.embeddings_api.app import (
+from services.embeddings_api.service import (
     MODEL_ALIASES,
     EmbeddingRequestError,
     EmbeddingsService,

@@ -25,7 +25,7 @@ import numpy as np
 from aiohttp import web
 
 from services.common.tokens import count_tokens
-from services.embeddings_api.app import (
+from services.embeddings_api.service import (
     EmbeddingRequestError,
     EmbeddingsService,
     encode_vectors,
