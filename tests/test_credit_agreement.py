@@ -11,6 +11,7 @@ import pytest
 
 from services.common.llm_client import ChatResult
 from services.coordinator import credit_agreement as CA
+from services.coordinator import credit_record
 from services.coordinator.metrics import budget
 
 
@@ -122,9 +123,9 @@ def test_the_headline_rule_is_the_one_the_recorded_measurement_found_best():
     rec = json.loads(CA.RECORD.read_text())
     assert rec["result"]["best"] == budget.HEADLINE_RULE
     assert rec["labels_sha256"] == CA.labels_digest(CA.LABELS)
-    a = CA.headline_agreement()
+    a = credit_record.headline_agreement()
     assert a is not None and a["kappa_weighted"] == rec["result"]["rules"][budget.HEADLINE_RULE]["kappa_weighted"]
-    assert f"{a['kappa_weighted']:.2f}" in CA.headline_note()
+    assert f"{a['kappa_weighted']:.2f}" in credit_record.headline_note()
 
 
 def test_before_after_sets_the_claimed_verdict_beside_the_shown_one(tmp_path):

@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 
 from services.common.errors import InputError
+from services.coordinator.credit_record import RECORD
 from services.coordinator.judge_agreement import bootstrap_kappa, cohen_kappa
 from services.coordinator.metrics import budget, shown
 
 DATA = Path(__file__).resolve().parent / "suites" / "data"
 LABELS = DATA / "credit_labels.jsonl"
-RECORD = DATA / "credit_labels.agreement.json"
 CANDIDATES = ("message", "answer", "message-or-answer", "claimed")
 LEVELS = (0, 1, 2)
 N_RESAMPLES = 1000
@@ -356,33 +356,6 @@ def render(res: Mapping[str, Any], left_out: Mapping[str, int], labels_path: str
 
 def labels_digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def headline_agreement(record: str | Path = RECORD) -> dict[str, Any] | None:
-    """The recorded agreement of the rule that heads the verdict (for the reports): {rule, kappa_weighted, ci,
-    items, labels_sha256}, or None when no measurement is recorded."""
-    path = Path(record)
-    if not path.exists():
-        return None
-    rec = json.loads(path.read_text())
-    r = (rec.get("result") or {}).get("rules", {}).get(budget.HEADLINE_RULE) or {}
-    if r.get("kappa_weighted") is None:
-        return None
-    return {"rule": budget.HEADLINE_RULE, "kappa_weighted": r["kappa_weighted"], "ci": r.get("ci"),
-            "items": r.get("n"), "labels_sha256": rec.get("labels_sha256"), "command": rec.get("command")}
-
-
-def headline_note(record: str | Path = RECORD) -> str:
-    """One sentence for a report, beside the headline: the rule and its agreement with the blind labels."""
-    a = headline_agreement(record)
-    if a is None:
-        return "decided by the rig from the injected text; the rule's agreement with blind labels is not measured " \
-               "(memrig credit-agreement)."
-    ci = a["ci"]
-    cis = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
-    return (f"decided by the rig from the injected text, by its `{a['rule']}` rule, which agrees with a blind reader's labels "
-            f"at quadratic weighted kappa {a['kappa_weighted']:.2f}{cis} over {a['items']} items "
-            "(`memrig credit-agreement`).")
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from services.adapters.registry import role_of
 from services.common.errors import InputError
 from services.coordinator import baseline as baseline_rule
 from services.coordinator import stats
+from services.coordinator.credit_record import headline_note
 from services.coordinator.metrics.latency import latency_summary
 from services.coordinator.results import RunDir
 from services.coordinator.suites.base import ProbeValues, Suite
@@ -428,8 +429,6 @@ def render_markdown(verdict: dict[str, Any], title: str | None = None) -> str:
              "turn · retrieve p50/p95 ms. Each cell links to its suite's section; every figure is in verdict.json.",
              ""]
     if any((v.get("headline") or {}).get("metric") in GRADED_HEADLINES for v in suites.values()):
-        from services.coordinator.credit_agreement import headline_note
-
         lines += [f"> **What was shown:** {headline_note()} Per-probe values: probes.jsonl in each suite's "
                   "directory.", ""]
     if verdict.get("answers_by_mock"):
