@@ -25,7 +25,7 @@ from services.common.transcripts import compact, render_session
 from services.common.types import IngestBatch, Memory, RetrieveQuery, RetrieveResult
 from services.coordinator.judges import rubric_judge
 from services.coordinator.metrics import budget, shown
-from services.coordinator.suites.base import Condition, Probe
+from services.coordinator.suites.probe import Condition, Probe
 
 
 def default_format(memories: list[Memory]) -> str:

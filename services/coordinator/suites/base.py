@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from services.common.errors import DependencyError, InputError
 from services.common.types import IngestBatch
 from services.coordinator.metrics.registry import direction
+from services.coordinator.suites.probe import Condition, Probe
 
 if TYPE_CHECKING:
     from services.coordinator.context import ProbeContext
@@ -85,21 +85,6 @@ class SuiteUnavailable(DependencyError):
 
 
 @dataclass
-class Probe:
-    id: str
-    question: str
-    category: str = ""
-    ground_truth: str = ""
-    # Strings whose presence in retrieved text counts as a retrieval hit (case-insensitive).
-    expected: list[str] = field(default_factory=list)
-    # Gold evidence ids (message ids) for evidence-based Recall@K.
-    evidence_ids: list[str] = field(default_factory=list)
-    namespace: str = "default"
-    reference_time: datetime | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
 class SuiteData:
     corpora: dict[str, IngestBatch]  # namespace -> what to ingest
     probes: list[Probe]
@@ -138,21 +123,6 @@ def condition_backends(samples: list[dict[str, Any]]) -> dict[str, str]:
         if blocks and s["condition"] not in out:
             out[s["condition"]] = blocks[-1]
     return out
-
-
-@dataclass(frozen=True)
-class Condition:
-    """How one answer is produced. `context` lists the blocks, in order: "compaction" (the one-shot summary of
-    the namespace) or "backend:<name>" (that backend's retrieval for the probe). `answer` false means the
-    condition is retrieval-only (no LLM answer, no judge)."""
-
-    name: str
-    context: tuple[str, ...] = ()
-    answer: bool = True
-
-    @property
-    def backends(self) -> list[str]:
-        return [c.split(":", 1)[1] for c in self.context if c.startswith("backend:")]
 
 
 class Suite(abc.ABC):
