@@ -3,7 +3,7 @@
 Dashboards estimate quantiles by linear interpolation inside a bucket (PromQL histogram_quantile), so a value
 the rig itself sets should sit on a bound: otherwise a fixed 300 ms injected delay, falling in a 0.25-0.5 s
 bucket, reads as p95 = 487 ms. The bounds therefore include the delays and timeouts the rig uses: the
-llm-mock's 100 ms turn latency (services/turn_sim/cost_scenarios.py), 300 ms fault-timeline delays, the drills' 500 ms
+llm-mock's 100 ms turn latency (services/cost_scenarios/scenarios.py), 300 ms fault-timeline delays, the drills' 500 ms
 recall budget and 3 s slow API (services/drills/base.py), the cortex adapter's 1 s retry base and 2 s
 recallTimeoutMs (services/adapters/cortex/backend.py), and 60 s (its retry cap; the LLM client's slow end),
 with steps of at most ~1.5x between them. The +Inf bucket takes anything slower.

@@ -44,7 +44,7 @@ def test_rig_service_module_and_port_match_launcher(name):
 
 
 def test_turn_sim_port_matches_its_cli_default():
-    from services.turn_sim.__main__ import DEFAULT_PORT
+    from services.cost_scenarios.__main__ import DEFAULT_PORT
 
     assert DEFAULT_PORT == TURN_SIM_PORT
     assert int(_flag_value(SVC["turn-sim"]["command"], "--port")) == TURN_SIM_PORT

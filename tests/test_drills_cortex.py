@@ -8,12 +8,12 @@ import asyncio
 import pytest
 
 from services.adapters.client import InProcessBackendClient
+from services.cost_scenarios.scenarios import CORTEX_KNOBS_KW
 from services.drills.base import AdapterKnobs, DrillConfig, DrillContext
 from services.drills.catalog import DRILLS
 from services.drills.runner import drills_markdown, run_drills, seed_memories
 from services.fault_proxy.admin_client import FaultProxyAdmin
 from services.launcher import Rig
-from services.turn_sim.cost_scenarios import CORTEX_KNOBS_KW
 
 pytestmark = pytest.mark.slow
 

@@ -112,11 +112,11 @@ async def test_prometheus_scrapes_a_short_run_and_every_panel_has_data(tmp_path)
     from services.adapters.client import InProcessBackendClient
     from services.common.llm_client import LLMClient, LLMConfig
     from services.common.metrics_http import start_metrics_server
+    from services.cost_scenarios.scenarios import CORTEX_KNOBS_KW
     from services.drills.base import AdapterKnobs, DrillConfig, DrillContext
     from services.drills.runner import run_drills
     from services.fault_proxy.admin_client import FaultProxyAdmin
     from services.launcher import Rig
-    from services.turn_sim.cost_scenarios import CORTEX_KNOBS_KW
     from services.turn_sim.states import STATES, run_state, run_token_overhead
     from services.turn_sim.workload import seed_history
 

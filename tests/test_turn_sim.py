@@ -12,6 +12,7 @@ from services.adapters.client import InProcessBackendClient
 from services.common.llm_client import LLMClient, LLMConfig
 from services.common.prompts import ABSTAIN_TEXT
 from services.common.types import Memory
+from services.cost_scenarios.scenarios import render_costs_markdown
 from services.turn_sim.continuity import (
     ProbeResult,
     context_retained,
@@ -22,7 +23,6 @@ from services.turn_sim.continuity import (
     run_continuity_arc,
     specific_detail_retained,
 )
-from services.turn_sim.cost_scenarios import render_costs_markdown
 from services.turn_sim.formatter import PREAMBLE, format_memories
 from services.turn_sim.host import AgentHost
 from services.turn_sim.plugin import MemoryPlugin, PluginConfig

@@ -1,5 +1,6 @@
-"""The costs entry point end to end at a tiny size: real llm-mock, cortex-mock and fault-proxy processes, the
-cortex adapter in-process; checks the files it writes and the report section it renders."""
+"""The costs entry point end to end at a tiny size: real llm-mock, cortex-mock and fault-proxy processes started in
+the caller's rig, the cortex adapter in-process; checks the files it writes, the report section it renders, and that
+it uses and stops only the processes it started."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pytest
 
 from collectors.resources import SlopeEstimate, leak_verdict
 from collectors.samples import read_samples
-from services.turn_sim.cost_scenarios import CostsConfig, render_costs_markdown, run_costs
+from services.common import process
+from services.cost_scenarios.scenarios import KEYS, CostsConfig, render_costs_markdown, run_costs
+from services.launcher import Rig
 from services.turn_sim.states import STATES
 
 
@@ -20,7 +23,20 @@ async def test_run_costs_tiny(tmp_path):
     cfg = CostsConfig(turns_per_state=3, idle_s=0.5, active_turns=2, sustained_turns=20, token_queries=3,
                       top_ks=(1, 5), continuity_backends=("none",), drills=False, llm_latency_ms=5,
                       sample_interval_s=0.02, cortex_mock_args=["--embedder", "hash"])
-    res = await run_costs(tmp_path, config=cfg)
+    rig = Rig(tmp_path / "procs")
+    try:
+        # the run's own llm-mock (no injected latency), as bench-all's rig holds one when the scenarios start
+        run_llm = await rig.start_service("llm-mock")
+        res = await run_costs(tmp_path, rig, config=cfg)
+        # their services were their own (the 5 ms llm-mock, not the run's) and are stopped; the run's is not
+        assert res["services"]["llm-mock"] != run_llm.url and res["llm"]["latency_ms"] == 5
+        assert set(res["services"]) == {"llm-mock", "cortex-mock", "fault-proxy"}
+        assert sorted(rig.procs) == ["llm-mock"] and run_llm.alive()
+        assert sorted(p.name for p in (tmp_path / "procs").glob("*.log")) == sorted(
+            f"{k.replace('/', '_')}.log" for k in ("llm-mock", *KEYS.values()))
+    finally:
+        rig.stop_all()
+    assert not process.pid_alive(run_llm.pid)
     assert res["backend"] == "cortex"
     assert set(res["states"]) == set(STATES) and all(s["n"] == 3 for s in res["states"].values())
     assert res["states"]["fast"]["with_memories"] == 3

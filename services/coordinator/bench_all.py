@@ -88,7 +88,7 @@ async def run_bench_all(p: BenchAllPlan) -> int:
     try:
         index["suites"] = await run_plan(p, run_suite, TerminalProgress(), None if p.run.in_process else rig)
         if p.costs:
-            index["costs"] = await _run_costs(p.out / "costs", getattr(p.run, "reuse", "off"))
+            index["costs"] = await _run_costs(p.out / "costs", rig, getattr(p.run, "reuse", "off"))
     finally:
         rig.stop_all()
     index["duration_s"] = time.monotonic() - t0
@@ -114,9 +114,10 @@ async def _wait_for_targets(targets: dict[str, str], timeout_s: float) -> None:
             print(f"[bench-all] target {name}: {e}", flush=True)
 
 
-# What decides the cost scenarios' figures (services/turn_sim/cost_scenarios.py): the turn simulator, the collectors,
-# the Cortex plugin client and the services it talks to, the offline model and the shared code.
-COSTS_CODE = ("services/turn_sim", "collectors", "services/adapters/cortex", "services/cortex_mock",
+# What decides the cost scenarios' figures (services/cost_scenarios): the turn simulator, the drills they run, the
+# collectors, the Cortex plugin client and the services it talks to, the offline model and the shared code.
+COSTS_CODE = ("services/cost_scenarios", "services/turn_sim", "services/drills/base.py", "services/drills/catalog.py",
+              "services/drills/runner.py", "collectors", "services/adapters/cortex", "services/cortex_mock",
               "services/fault_proxy", "services/llm_mock", "services/common", "services/launcher.py",
               *reuse_mod.FRAMEWORK)
 
@@ -167,14 +168,15 @@ def _store_costs(key: str, parts: dict[str, Any], out: Path, results: dict[str, 
     os.replace(tmp, root / key)
 
 
-async def _run_costs(out: Path, reuse: str = "off") -> dict[str, Any]:
-    """The quick cost scenarios into `out`. With `reuse` "on" (bench-all without --fresh) a stored run of them under
-    an unchanged key (costs_key: their code and packages) is copied instead of measured, and the entry says from
-    which run and when (its latency and resource figures are from then); "store" measures and stores."""
+async def _run_costs(out: Path, rig: Rig, reuse: str = "off") -> dict[str, Any]:
+    """The quick cost scenarios into `out`, their services started in the run's `rig`. With `reuse` "on" (bench-all
+    without --fresh) a stored run of them under an unchanged key (costs_key: their code and packages) is copied
+    instead of measured, and the entry says from which run and when (its latency and resource figures are from
+    then); "store" measures and stores."""
     import shutil
 
     try:
-        from services.turn_sim.cost_scenarios import run_costs
+        from services.cost_scenarios.scenarios import run_costs
     except ModuleNotFoundError as e:
         return {"state": "skipped", "reason": f"cost scenarios not available in this checkout ({e.name})"}
     key, parts = costs_key() if reuse != "off" else (None, None)
@@ -185,7 +187,7 @@ async def _run_costs(out: Path, reuse: str = "off") -> dict[str, Any]:
         return {"state": "ok", "dir": "costs", "results": meta["results"],
                 "reused": f"reused from {meta['run_dir']}, measured at {meta['measured_at']}"}
     try:
-        res = await run_costs(out, quick=True, metrics_port=0)  # /metrics + a file_sd target while it runs
+        res = await run_costs(out, rig, quick=True, metrics_port=0)  # /metrics + a file_sd target while it runs
     except Exception as e:
         return {"state": "failed", "reason": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]}
     entry: dict[str, Any] = {"state": "ok", "dir": "costs", "results": res}

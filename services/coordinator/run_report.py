@@ -134,7 +134,7 @@ def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
             lines += [f"# {name}", body.replace("\n## ", "\n### ").replace("\n# ", "\n## "), ""]
     if costs.get("state") == "ok":
         try:
-            from services.turn_sim.cost_scenarios import render_costs_markdown
+            from services.cost_scenarios.scenarios import render_costs_markdown
 
             md = render_costs_markdown(costs["results"])
             # Plots live in costs/; the section's headings move up one level beside the suites'.

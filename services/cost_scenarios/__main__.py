@@ -1,5 +1,7 @@
-"""`python -m services.turn_sim --port P [--out DIR] [--full] [--stay]`: run the costs benchmark while serving
+"""`python -m services.cost_scenarios --port P [--out DIR] [--full] [--stay]`: run the costs benchmark while serving
 /metrics on P (0 = any free port), printing `READY http=<port> pid=<pid>` once /metrics is up.
+
+Standalone, it makes a Rig of its own (under DIR/.run) for the services the scenarios start, and stops it at the end.
 
 Default metrics port 8793 (deploy/prometheus/prometheus.yml scrapes it). `--stay` keeps serving /metrics after the
 run until SIGTERM/SIGINT, so a Prometheus started by `memrig observe` can scrape the whole run.
@@ -19,7 +21,7 @@ DEFAULT_PORT = 8793
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m services.turn_sim", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m services.cost_scenarios", description=__doc__.split("\n\n")[0])
     ap.add_argument("--host", default="127.0.0.1", help="bind address of /metrics (default 127.0.0.1)")
     ap.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"/metrics port (0 = free port; default "
                                                                     f"{DEFAULT_PORT})")
@@ -39,7 +41,8 @@ async def amain(args: argparse.Namespace) -> int:
 
     from services.common import process, prom_targets
     from services.common.metrics_http import start_metrics_server
-    from services.turn_sim.cost_scenarios import CostsConfig, render_costs_markdown, run_costs
+    from services.cost_scenarios.scenarios import CostsConfig, render_costs_markdown, run_costs
+    from services.launcher import Rig
 
     runner, port = await start_metrics_server(args.host, args.port, REGISTRY)
     # Found by Prometheus through file_sd whatever the port (services/common/prom_targets.py).
@@ -61,7 +64,8 @@ async def amain(args: argparse.Namespace) -> int:
     if args.llm_latency_ms is not None:
         cfg.llm_latency_ms = args.llm_latency_ms
     out = Path(args.out)
-    task = asyncio.create_task(run_costs(out, quick=not args.full, config=cfg))
+    rig = Rig(out / ".run")
+    task = asyncio.create_task(run_costs(out, rig, quick=not args.full, config=cfg))
     waiter = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
     rc = 0
@@ -77,6 +81,7 @@ async def amain(args: argparse.Namespace) -> int:
             await task
         rc = 130
     waiter.cancel()
+    rig.stop_all()
     prom_targets.remove_target(target)
     await runner.cleanup()
     return rc

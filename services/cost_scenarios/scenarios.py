@@ -1,10 +1,15 @@
 """The costs benchmark: turn latency per plugin state, tokens injected, resources, continuity and failure drills.
 
-`run_costs(out_dir, quick=True)` is the one entry point `make bench-all` calls. It starts what it needs with
-`services.launcher.Rig` (llm-mock, cortex-mock, fault-proxy; stopped by PID at the end), drives the `cortex`
-backend in this process through the memrig backend API (so the collectors see the plugin's own work: its event
-loop, its RSS, its HTTP calls), writes `samples.jsonl`, `costs.json` and PNG plots into `out_dir`, and returns
-the results. `render_costs_markdown(results)` renders the report's "Latency and resources" section.
+`run_costs(out_dir, rig, quick=True)` is the one entry point `make bench-all` calls, with the run's Rig
+(services.launcher.Rig; `python -m services.cost_scenarios` makes one of its own). It starts what it needs in that
+rig under keys of its own (llm-mock/costs, cortex-mock/costs, fault-proxy/costs: a run's llm-mock and cortex-mock
+have other settings) and stops exactly those by PID at the end, drives the `cortex` backend in this process
+through the memrig backend API (so the collectors see the plugin's own work: its event loop, its RSS, its HTTP
+calls), writes `samples.jsonl`, `costs.json` and PNG plots into `out_dir`, and returns the results.
+`render_costs_markdown(results)` renders the report's "Latency and resources" section.
+
+cortex-mock embeds with this process's embedder (MEMRIG_EMBEDDER, else the rig's default), not one the caller's rig
+was given for its suites: the figures, and bench-all's reuse key of them, do not depend on the run's embedder.
 
 When the cortex adapter cannot be loaded, the overhead states run on `fallback_backend` and the drills are
 reported as skipped with the reason.
@@ -29,8 +34,10 @@ from collectors.samples import SampleSink
 from collectors.tokens import DEFAULT_CONTEXT_WINDOW, TokenOverheadCollector
 from services.adapters.base import BackendContext
 from services.adapters.client import InProcessBackendClient
+from services.common.embeddings import DEFAULT_EMBEDDER
 from services.common.llm_client import LLMClient, LLMConfig
 from services.common.tokens import count_tokens, tokenizer_name
+from services.launcher import SERVICES, Rig
 from services.turn_sim.continuity import run_continuity_arc
 from services.turn_sim.host import AgentHost
 from services.turn_sim.plugin import MemoryPlugin, PluginConfig
@@ -93,24 +100,43 @@ def _client_factory(backend: str, base_cfg: dict[str, Any]):
     return make
 
 
-async def _start_rig(rig, cfg: CostsConfig) -> dict[str, str]:
+# The rig keys of the services the cost scenarios start (the part before "/" is their Prometheus job), in the
+# order they are stopped: the proxy before the cortex-mock behind it.
+KEYS = {"fault-proxy": "fault-proxy/costs", "cortex-mock": "cortex-mock/costs", "llm-mock": "llm-mock/costs"}
+
+
+def _own_embedder() -> str:
+    """The embedder cortex-mock used when the cost scenarios had a rig of their own: this process's."""
+    return os.environ.get("MEMRIG_EMBEDDER") or ("remote" if os.environ.get("MEMRIG_EMBED_BASE_URL")
+                                                 else DEFAULT_EMBEDDER)
+
+
+async def _start(rig: Rig, name: str, args: list[str]) -> str:
+    spec = SERVICES[name]
+    return (await rig.start(KEYS[name], spec.module, ["--port", "0", *args], spec.url_template)).url
+
+
+async def _start_services(rig: Rig, cfg: CostsConfig) -> dict[str, str]:
     llm_args = ["--latency-ms", str(cfg.llm_latency_ms)]
     if cfg.llm_completion_tokens is not None:
         llm_args += ["--completion-tokens-override", str(cfg.llm_completion_tokens)]
-    llm = await rig.start_service("llm-mock", extra=llm_args)
-    urls = {"llm-mock": llm.url}
+    urls = {"llm-mock": await _start(rig, "llm-mock", llm_args)}
     if cfg.backend.startswith("cortex") and not _cortex_available():
-        await rig.start_service("cortex-mock", extra=list(cfg.cortex_mock_args))
-        proxy = await rig.start_service("fault-proxy", extra=["--seed", str(cfg.seed)])
-        urls["cortex-mock"] = rig.procs["cortex-mock"].url
-        urls["fault-proxy"] = proxy.url
+        # the config's own --embedder, if any, comes last and wins
+        urls["cortex-mock"] = await _start(rig, "cortex-mock", ["--embedder", _own_embedder(), *cfg.cortex_mock_args])
+        urls["fault-proxy"] = await _start(rig, "fault-proxy", ["--seed", str(cfg.seed), "--upstream",
+                                                                urls["cortex-mock"]])
     return urls
 
 
-async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | None = None,
-                    metrics_port: int | None = None) -> dict[str, Any]:
-    from services.launcher import Rig
+def _stop_services(rig: Rig) -> None:
+    for key in KEYS.values():
+        rig.stop(key)
 
+
+async def run_costs(out_dir: Path, rig: Rig, quick: bool = True, config: CostsConfig | None = None,
+                    metrics_port: int | None = None) -> dict[str, Any]:
+    """The cost scenarios into `out_dir`, their services started in the caller's `rig` and stopped again."""
     cfg = config or CostsConfig.for_mode(quick)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -127,7 +153,6 @@ async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | Non
         metrics_runner, bound = await start_metrics_server(port=metrics_port)
         results["metrics_port"] = bound
         target = prom_targets.write_target("turn-sim", "turn-sim", bound)  # scraped through file_sd
-    rig = Rig(out_dir / ".run")
     latency = TurnLatencyCollector(sink)
     tokens = TokenOverheadCollector(cfg.context_window, sink)
     loop_mon = EventLoopMonitor(interval_s=0.02, window_s=cfg.event_loop_window_s, sink=sink)
@@ -136,7 +161,7 @@ async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | Non
     net.install()
     llm = None
     try:
-        urls = await _start_rig(rig, cfg)
+        urls = await _start_services(rig, cfg)
         results["services"] = urls
         backend = cfg.backend
         why_not = _cortex_available() if backend.startswith("cortex") else ""
@@ -254,7 +279,7 @@ async def run_costs(out_dir: Path, quick: bool = True, config: CostsConfig | Non
         await loop_mon.stop()
         if llm is not None:
             await llm.close()
-        rig.stop_all()
+        _stop_services(rig)
         if metrics_runner is not None:
             from services.common import prom_targets
 
