@@ -9,6 +9,7 @@ SIGKILL after a grace period). Each process it starts gets a Prometheus file_sd 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -76,6 +77,10 @@ class Rig:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.procs: dict[str, Proc] = {}
         self._popen: dict[str, subprocess.Popen] = {}
+        # One start at a time per key: backends start concurrently (runner.run_suite), and two that require the
+        # same service (cortex, cortex-fast: cortex-mock) must get the one process, not two. Each lock is kept with
+        # its event loop: an asyncio.Lock belongs to the loop it first waited in, and a Rig may outlive one asyncio.run.
+        self._start_locks: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
         self.local_llm_identity: dict[str, Any] = {}  # what local-llm's /memrig/identity said, once started
         self.env = dict(os.environ if env is None else env)
         self.env.setdefault("PYTHONUNBUFFERED", "1")
@@ -95,6 +100,14 @@ class Rig:
     # ---------------------------------------------------------------------------------------------
     async def start(self, key: str, module: str, args: list[str], url_template: str = "",
                     timeout: float = 120.0) -> Proc:
+        loop = asyncio.get_running_loop()
+        held = self._start_locks.get(key)
+        if held is None or held[0] is not loop:
+            held = self._start_locks[key] = (loop, asyncio.Lock())
+        async with held[1]:
+            return await self._start(key, module, args, url_template, timeout)
+
+    async def _start(self, key: str, module: str, args: list[str], url_template: str, timeout: float) -> Proc:
         if key in self.procs and self.procs[key].alive():
             return self.procs[key]
         log_path = self.run_dir / f"{key.replace('/', '_')}.log"

@@ -43,6 +43,8 @@ from services.coordinator.suites.registry import get_suite
 from services.launcher import Rig
 
 ProgressFn = Callable[[dict[str, Any]], None]
+# How many backends start at once (2 cores; see docs/results/bench-all.md, "starting the backends").
+START_AT_ONCE = 2
 CHECKPOINT_S = 30.0  # a streamed run writes its cost records to run.json at most this often
 
 
@@ -218,11 +220,23 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                 failures[name] = f"start failed: {type(e).__name__}: {e}"
                 clients.pop(name, None)
 
+        # Backends start START_AT_ONCE at a time (each spends seconds importing torch and loading its embedder, or
+        # starting a Node sidecar); the records keep the order of cfg.backends.
+        starts = asyncio.Semaphore(START_AT_ONCE)
+
+        async def start_bounded(name: str) -> None:
+            async with starts:
+                await start(name)
+
         for name in cfg.backends:
             if name in stored:  # a stored result stands in for it: not started unless another condition needs it
                 describes[name] = stored[name].records.get("describe") or {}
-            else:
-                await start(name)
+        await asyncio.gather(*(start_bounded(n) for n in cfg.backends if n not in stored))
+        for record in (describes, failures):
+            ordered = {n: record.pop(n) for n in cfg.backends if n in record}
+            rest = dict(record)
+            record.clear()
+            record.update({**ordered, **rest})
         caps, conditions, reused = await _conditions_and_reused(suite, data, cfg.backends, reuse, stored, clients,
                                                                 describes, failures, start)
         keys = {n: reuse.key(n) for n in cfg.backends} if reuse is not None else {}
