@@ -9,9 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from services.cli import bench_all_plan, build_parser, parse_targets
+from services.cli import build_parser
+from services.commands.bench import bench_all_plan
 from services.common.types import ValidationError
 from services.coordinator import bench_all
+from services.coordinator.plan import parse_targets
 
 
 def test_parse_targets():

@@ -85,22 +85,23 @@ def test_index_report_names_model_cache_and_rerun(tmp_path: Path):
 
 def test_cli_role_flags(monkeypatch):
     from services import cli
+    from services.commands.common import llm_choices
     from services.common.types import ValidationError
 
     args = cli.build_parser().parse_args(["bench", "--suite", "cortex-v1", "--llm", "local", "--judge", "mock",
                                           "--no-llm-cache"])
     monkeypatch.setenv("MEMRIG_LLM_CACHE", "on")  # recorded, so the 'refresh' written below is undone
-    assert cli._llm_choices(args) == {"answerer": "local", "judge": "mock", "flush": "local", "compaction": "local"}
+    assert llm_choices(args) == {"answerer": "local", "judge": "mock", "flush": "local", "compaction": "local"}
     import os
 
     assert os.environ["MEMRIG_LLM_CACHE"] == "refresh"
     args = cli.build_parser().parse_args(["bench", "--suite", "cortex-v1"])
-    assert cli._llm_choices(args) == {}
+    assert llm_choices(args) == {}
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["bench", "--suite", "cortex-v1", "--flush", "gpt"])
     args.llm = "remote"  # past argparse (e.g. a RunConfig built by hand): the flag is named
     with pytest.raises(ValidationError, match="--llm"):
-        cli._llm_choices(args)
+        llm_choices(args)
 
 
 def test_bench_all_says_why_the_local_profile_is_not_in_it(tmp_path):

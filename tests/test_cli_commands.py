@@ -38,8 +38,26 @@ def _shown(positional: argparse.Action) -> str:
     return "{" + ",".join(positional.choices) + "}" if positional.choices else positional.dest
 
 
-# flags each module-backed command must show, written out by hand from the modules' add_arguments
+# flags each command must show, written out by hand from the modules' add_arguments (every command is one)
 MODULE_FLAGS = {
+    "up": ["--backends", "--services", "--embedder", "--llm", "--answerer", "--judge", "--flush", "--compaction",
+           "--no-llm-cache"],
+    "down": [],
+    "bench": ["--suite", "--backends", "--out", "--seed", "--option", "--concurrency", "--lanes", "--judge-passes",
+              "--embedder", "--target", "--in-process", "--deadline-s", "--ingest-deadline-s", "--fresh", "--llm"],
+    "bench-all": ["--backends", "--suites", "--no-costs", "--target-wait-s", "--out", "--lanes", "--fresh", "--llm"],
+    "bench-local": ["--out", "--suites", "--seed", "--concurrency", "--fresh", "--compare-with", "--no-llm-cache"],
+    "ingest": ["--backend", "--namespace", "--target", "--embedder", "file"],
+    "retrieve": ["--backend", "--namespace", "--target", "--embedder", "--query", "--top-k", "--mode",
+                 "--reference-time", "--json"],
+    "conformance": ["--target"],
+    "report": ["run_dir", "--no-rescore"],
+    "compare": ["run_a", "run_b", "--fail-on", "--backends", "--json", "--out"],
+    "reset": ["--backend", "--namespace", "--all", "--target"],
+    "judge-agreement": ["--labels", "--data", "--seed", "--judges", "--score-tokens", "--json", "--out", "--record",
+                        "--llm"],
+    "serve": ["service", "--port"],
+    "list": [],
     "bench-perf": ["--sizes", "--million", "--backends", "--embedder", "--passes", "--openclaw-real-sizes"],
     "observe": ["--prometheus-port", "--grafana-port", "--targets", "--no-grafana", "--duration-s"],
     "load": ["--target", "--workers", "--users", "--shape", "--faults", "--metrics-port", "--out"],
@@ -54,9 +72,11 @@ MODULE_FLAGS = {
 
 def test_every_command_is_covered_and_the_module_ones_are_registered():
     names = set(_subparsers())
-    assert set(cli.MODULE_COMMANDS) == set(MODULE_FLAGS) <= names
+    assert set(cli.MODULE_COMMANDS) == set(MODULE_FLAGS) == names
     assert {"up", "down", "bench", "bench-all", "bench-local", "ingest", "retrieve", "reset", "conformance",
             "report", "compare", "judge-agreement", "serve", "list"} <= names
+    # `memrig --help` lists them in the table's order, the inline ones of before first
+    assert list(_subparsers())[:4] == ["up", "down", "bench", "bench-all"]
 
 
 @pytest.mark.parametrize("cmd", sorted(_subparsers()))
@@ -121,6 +141,56 @@ def test_power_exit_codes_through_the_cli(tmp_path, capsys):
     assert (code, err) == (2, "error: --delta: must be a positive number, got -1.0\n")
 
 
+def test_a_command_of_a_module_holding_several_gets_only_its_own_flags(monkeypatch, capsys):
+    # "services.commands.runs:COMPARE": the Command named after the colon, not the module's (absent) run
+    from services.commands import runs
+
+    seen = {}
+
+    def fake_compare(args):
+        seen.update(vars(args))
+        return 1
+
+    monkeypatch.setattr(runs, "COMPARE", runs.COMPARE._replace(run=fake_compare))
+    code, _, _ = _run_cli(["compare", "a", "b", "--json", "--fail-on", "headline"], capsys)
+    assert code == 1
+    assert seen == {"run_a": "a", "run_b": "b", "fail_on": ["headline"], "backends": "", "json": True, "out": None,
+                    "argv": ["a", "b", "--json", "--fail-on", "headline"]}
+
+
+def test_a_commands_check_is_a_usage_error(monkeypatch, capsys):
+    from services.commands import runs
+    from services.common.errors import InputError
+
+    def refuse(args):
+        raise InputError("run_dir", f"{args.run_dir} refused")
+
+    monkeypatch.setattr(runs, "REPORT", runs.REPORT._replace(check=refuse))
+    code, _, err = _run_cli(["report", "x"], capsys)
+    assert code == 2
+    assert err.startswith("usage: memrig report") and err.endswith("memrig report: error: run_dir: x refused\n")
+
+
+def test_serve_passes_the_flags_it_does_not_know_on(monkeypatch, capsys):
+    from services.commands import rig
+
+    execs = []
+    monkeypatch.setattr(rig.os, "execv", lambda exe, argv: execs.append(argv))
+    assert _run_cli(["serve", "llm-mock", "--port", "7", "--seed", "3"], capsys)[0] == 0
+    # an adapter with a config gets it as --config unless one is given
+    assert _run_cli(["serve", "bm25", "--flag"], capsys)[0] == 0
+    assert _run_cli(["serve", "adapter:bm25", "--config", "{}"], capsys)[0] == 0
+    assert execs == [[sys.executable, "-m", "services.llm_mock", "--port", "7", "--seed", "3"],
+                     [sys.executable, "-m", "services.adapters.ir_baselines", "--port", "0", "--config",
+                      '{"method": "bm25"}', "--flag"],
+                     [sys.executable, "-m", "services.adapters.ir_baselines", "--port", "0", "--config", "{}"]]
+    code, out, err = _run_cli(["serve", "nope", "--x"], capsys)
+    assert (code, out) == (2, "") and err.startswith("error: unknown service 'nope'; known: llm-mock, ")
+    # a command that is not passthrough still refuses what it does not know
+    code, _, err = _run_cli(["down", "--x"], capsys)
+    assert code == 2 and err.endswith("memrig: error: unrecognized arguments: --x\n")
+
+
 def test_python_m_entry_points_keep_their_prog_and_checks(capsys):
     from loadtests import run as load_run
     from services.perf import scaling
@@ -137,14 +207,17 @@ _NO_LOCUST = """
 import json, sys
 import services.cli as cli
 after_import = sorted(m for m in sys.modules if m.split(".")[0] in ("locust", "gevent"))
+ours = sorted(m for m in sys.modules if m.split(".")[0] in ("services", "loadtests", "google", "grpc"))
 for argv in (["load", "--help"], ["load-bench", "--help"], ["list"]):
     try:
         cli.main(argv)
     except SystemExit:
         pass
 after_parse = sorted(m for m in sys.modules if m.split(".")[0] in ("locust", "gevent"))
-print(json.dumps({"import": after_import, "parse": after_parse,
-                  "lazy": [m for m in ("services.perf.scaling", "services.studies.fidelity") if m in sys.modules]}))
+lazy = ("services.perf.scaling", "services.studies.fidelity", "services.commands.rig", "services.commands.bench",
+        "services.commands.namespace", "services.commands.runs")
+print(json.dumps({"import": after_import, "parse": after_parse, "ours": ours,
+                  "lazy": [m for m in lazy if m in sys.modules]}))
 """
 
 
@@ -154,5 +227,6 @@ def test_importing_the_cli_loads_neither_locust_nor_gevent():
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout.strip().splitlines()[-1])
     # parsing `load` / `load-bench` imports their modules (loadtests/run.py, capacity.py), which start locust
-    # as processes of their own; the commands not parsed are not imported at all
-    assert got == {"import": [], "parse": [], "lazy": []}
+    # as processes of their own; the commands not parsed are not imported at all. Importing the CLI itself loads
+    # none of the commands, the launcher or protobuf: `memrig --help` stays cheap
+    assert got == {"import": [], "parse": [], "ours": ["services", "services.cli"], "lazy": []}

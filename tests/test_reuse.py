@@ -15,7 +15,8 @@ import pytest
 
 from services.adapters import registry
 from services.adapters.client import InProcessBackendClient
-from services.cli import bench_all_plan, build_parser
+from services.cli import build_parser
+from services.commands.bench import bench_all_plan
 from services.common import llm_roles
 from services.coordinator import reuse
 from services.coordinator.plan import RunPlan, SuitePlan, run_plan, run_settings
@@ -154,7 +155,7 @@ async def test_fresh_reuses_nothing_and_stores_what_it_measures(tmp_path, starte
 
 
 def test_fresh_on_the_command_line_turns_reuse_off(tmp_path):
-    from services.cli import _bench_config
+    from services.commands.bench import _bench_config
 
     for argv, mode in (([], "on"), (["--fresh"], "store")):
         args = build_parser().parse_args(["bench", "--suite", "octybot", *argv])
@@ -162,8 +163,9 @@ def test_fresh_on_the_command_line_turns_reuse_off(tmp_path):
         args = build_parser().parse_args(["bench-all", "--backends", "bm25", "--out", str(tmp_path), *argv])
         plan = bench_all_plan(args)
         assert plan.run_config(plan.suites[0]).reuse == mode
-    bench = next(a for a in build_parser()._subparsers._group_actions[0].choices["bench"]._actions
-                 if "--fresh" in a.option_strings)
+    parser = build_parser()._subparsers._group_actions[0].choices["bench"]
+    parser.load()  # its flags come from services/commands/bench.py, added when it parses
+    bench = next(a for a in parser._actions if "--fresh" in a.option_strings)
     assert "reuse no stored result" in bench.help
 
 

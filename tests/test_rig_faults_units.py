@@ -138,6 +138,7 @@ def test_a_target_may_have_a_name_of_its_own(monkeypatch, tmp_path):
     # README: `memrig bench --suite cortex-v1 --backends openclaw,mine --target mine=127.0.0.1:50051`; before, every
     # name went through the registry and `mine` was "unknown backend 'mine'"
     from services import cli
+    from services.commands.bench import cmd_bench
     from services.coordinator import runner
 
     seen = {}
@@ -150,12 +151,12 @@ def test_a_target_may_have_a_name_of_its_own(monkeypatch, tmp_path):
     monkeypatch.setenv("MEMRIG_STATE_DIR", str(tmp_path / "state"))
     args = cli.build_parser().parse_args(["bench", "--suite", "octybot", "--backends", "bm25,mine", "--target",
                                           "mine=127.0.0.1:50051", "--out", str(tmp_path / "o"), "--deadline-s", "2.5"])
-    assert cli.cmd_bench(args) == 0
+    assert cmd_bench(args) == 0
     cfg = seen["cfg"]
     assert cfg.backends == ["bm25", "mine"] and cfg.targets == {"mine": "127.0.0.1:50051"}
     assert (cfg.deadline_s, cfg.ingest_deadline_s) == (2.5, 600.0)
     with pytest.raises(KeyError, match="unknown backend 'nope'"):  # a name with no target still must exist
-        cli.cmd_bench(cli.build_parser().parse_args(["bench", "--suite", "octybot", "--backends", "nope"]))
+        cmd_bench(cli.build_parser().parse_args(["bench", "--suite", "octybot", "--backends", "nope"]))
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "inf", "soon"])

@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from services.adapters.registry import get_spec
-from services.cli import bench_all_plan, bench_local_plan, build_parser
+from services.cli import build_parser
+from services.commands.bench import bench_all_plan, bench_local_plan
 from services.common.types import ValidationError
 from services.coordinator import bench_all, bench_local
 from services.coordinator.plan import (

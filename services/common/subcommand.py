@@ -1,4 +1,4 @@
-"""The one shape of a module behind a `memrig` subcommand that lives outside services/cli.py.
+"""The one shape of the module behind each `memrig` subcommand (services/cli.py holds only the parser and the table).
 
     add_arguments(parser)   the flags, and the description `--help` shows
     check(args)             optional: rules across flags and values derived from them; raises an InputError naming
@@ -10,6 +10,10 @@
 services/cli.py registers such a module as a subparser and imports it only when its command is parsed (so
 `import services.cli` and `memrig list` never import a load generator's dependencies); `python -m module` goes
 through `main` below, so both command lines accept the same flags, print the same help and exit alike.
+
+A module holding several commands (services/commands/: up and down, ingest, retrieve and reset, ...) gives each
+its own `Command` (these three functions), registered as "module:NAME". A command that passes the flags it does
+not know on (`memrig serve`) sets the default `passthrough=True` in add_arguments; its run is then run(args, extra).
 """
 
 from __future__ import annotations
@@ -18,9 +22,17 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from services.common.errors import InputError
+
+
+class Command(NamedTuple):
+    """One subcommand of a module that holds several: its flags, its run, and optionally its check (above)."""
+
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[..., int]
+    check: Callable[[argparse.Namespace], object] | None = None
 
 
 def apply_check(parser: argparse.ArgumentParser, args: argparse.Namespace,

@@ -1,5 +1,5 @@
 """A run plan: which suites run over which backends with which options, into which directory, and the one loop
-that runs it. The CLI builds the plan from its flags (services/cli.py: bench-all through
+that runs it. The CLI builds the plan from its flags (services/commands/bench.py: bench-all through
 services/coordinator/bench_all.py `plan`, bench-local through services/coordinator/bench_local.py `plan`); the
 loop is the same for both.
 

@@ -166,7 +166,8 @@ def _parse_adapter(module: str, args: list[str], backend: str | None) -> None:
 
 def _parse_memrig(args: list[str], services: dict[str, set[int]]) -> None:
     from services.adapters.registry import get_spec
-    from services.cli import build_parser, parse_targets
+    from services.cli import build_parser
+    from services.coordinator.plan import parse_targets
 
     a = _argparse(build_parser().parse_args, args)
     for name, addr in parse_targets(getattr(a, "target", [])).items():
