@@ -10,7 +10,7 @@ import contextlib
 import os
 
 from services.adapters.registry import default_backends, get_spec, split_names
-from services.commands.common import STATE_DIR, llm_choices, llm_flags
+from services.commands.common import llm_choices, llm_flags, state_dir
 from services.common import interrupt
 from services.common.subcommand import Command
 from services.coordinator.plan import parse_csv, parse_options, parse_targets
@@ -60,7 +60,7 @@ def guarded():
     """Every process this command starts is stopped even if it is killed by SIGKILL (services/coordinator/guard.py)."""
     from services.coordinator import guard
 
-    g = guard.protect(log=STATE_DIR / "guard.log")
+    g = guard.protect(log=state_dir() / "guard.log")
     try:
         yield g
     finally:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
+from services.cli_state import state_dir  # read when a command runs: $MEMRIG_STATE_DIR as it is then
 from services.common.types import ValidationError
 
-STATE_DIR = Path(os.environ.get("MEMRIG_STATE_DIR", ".memrig"))
+__all__ = ["llm_choices", "llm_flags", "state_dir"]
 
 
 def llm_flags(p: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from services.commands.common import STATE_DIR, llm_choices, llm_flags
+from services.commands.common import llm_choices, llm_flags, state_dir
 from services.common.types import ValidationError
 from services.coordinator.plan import parse_csv
 from services.launcher import Rig
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     async def go():
         from services.common.llm_client import LLMClient
 
-        rig = Rig(STATE_DIR / "judge-agreement")
+        rig = Rig(state_dir() / "judge-agreement")
         try:
             roles = await rig.ensure_llm_roles(choices)
             async with LLMClient(roles["judge"]) as client:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from services.adapters.registry import get_spec
-from services.commands.common import STATE_DIR
+from services.commands.common import state_dir
 from services.commands.rig import running_backend
 from services.common import interrupt
 from services.common.subcommand import Command
@@ -29,7 +29,7 @@ def _backend_flags(p: argparse.ArgumentParser) -> None:
 def _journal(backend: str, namespace: str):
     from services.cli_state import Journal
 
-    return Journal(backend, namespace, STATE_DIR)
+    return Journal(backend, namespace, state_dir())
 
 
 async def _client_for(backend: str, target: str | None, embedder: str | None):
@@ -43,7 +43,7 @@ async def _client_for(backend: str, target: str | None, embedder: str | None):
     if addr:
         return GrpcBackendClient(addr, name=backend), None, False
     get_spec(backend)
-    rig = Rig(STATE_DIR / "cli")
+    rig = Rig(state_dir() / "cli")
     url = await rig.ensure_llm()
     ctx = BackendContext(embedder_name=embedder, llm_base_url=url)
     return InProcessBackendClient.from_spec(backend, context=ctx), rig, True
@@ -244,7 +244,7 @@ def cmd_reset(args) -> int:
         raise ValidationError("--backend", "required with --target")
     if args.backend:
         get_spec(args.backend)
-    rig = Rig(STATE_DIR / "run")
+    rig = Rig(state_dir() / "run")
     rig.load_state()
     running = ([args.backend] if args.backend else
                [k.split("/", 1)[1] for k in rig.procs if k.startswith("backend/")])
@@ -266,7 +266,7 @@ def cmd_reset(args) -> int:
                 await client.close()
 
     asyncio.run(go())
-    pairs = ([(args.backend, args.namespace)] if args.namespace else journaled(STATE_DIR, args.backend))
+    pairs = ([(args.backend, args.namespace)] if args.namespace else journaled(state_dir(), args.backend))
     for b, ns in pairs:
         j = _journal(b, ns)
         with j.lock():
@@ -274,7 +274,7 @@ def cmd_reset(args) -> int:
                 done.append(f"cleared the journal of {b}/{ns} ({j.path}); in-process backends keep nothing else")
     if not done:
         what = f"{args.backend}/{args.namespace}" if args.namespace else (args.backend or "any backend")
-        print(f"nothing to reset for {what}: no journal under {STATE_DIR / 'journal'} and no running backend")
+        print(f"nothing to reset for {what}: no journal under {state_dir() / 'journal'} and no running backend")
     for line in done:
         print(line)
     return 0

@@ -10,7 +10,7 @@ import os
 import sys
 
 from services.adapters.registry import all_specs, default_backends, get_spec, split_names
-from services.commands.common import STATE_DIR, llm_choices, llm_flags
+from services.commands.common import llm_choices, llm_flags, state_dir
 from services.common.subcommand import Command
 from services.coordinator.plan import parse_csv
 from services.launcher import SERVICES, Rig
@@ -29,7 +29,7 @@ def cmd_up(args) -> int:
     choices = llm_choices(args)
 
     async def go():
-        rig = Rig(STATE_DIR / "run")
+        rig = Rig(state_dir() / "run")
         rig.load_state()
         try:
             roles = await rig.ensure_llm_roles(choices)
@@ -60,7 +60,7 @@ def add_down_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_down(args) -> int:
-    rig = Rig(STATE_DIR / "run")
+    rig = Rig(state_dir() / "run")
     rig.load_state()
     if not rig.procs:
         print("nothing to stop")
@@ -74,7 +74,7 @@ def cmd_down(args) -> int:
 
 
 def running_backend(name: str) -> str | None:
-    rig = Rig(STATE_DIR / "run")
+    rig = Rig(state_dir() / "run")
     rig.load_state()
     return rig.address_of(f"backend/{name}")
 
