@@ -23,6 +23,7 @@ from services.common.grpc_util import aio_channel
 from services.common.types import dt_to_ts
 
 DEADLINE = 60.0
+UNLISTED_VIEW = "memrig-conformance-unlisted-view"
 # No word a memory system's own write filter may refuse: Quaid drops any fact matching `\bpassword\b` (its
 # prompt-injection blocklist, memory_graph.py @ 9262e69), so a fact about a password tested its policy, not the contract.
 FACT = "The staging database snapshots rotate every 17 days, handled by the snapshot-rotator cron job."
@@ -58,6 +59,7 @@ class Conformance:
         self.target = target
         self.results: list[Check] = []
         self.recall = "exact"
+        self.views: list[str] = []  # Describe's "views" capability
         self.run = uuid.uuid4().hex[:8]
         self.t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -71,10 +73,11 @@ class Conformance:
     async def _settle(self, stub, ns: str) -> pb.SettleResponse:
         return await stub.Settle(pb.SettleRequest(namespace=ns, timeout_seconds=120), timeout=DEADLINE * 3)
 
-    async def _retrieve(self, stub, ns: str, q: str, k: int = 5) -> pb.RetrieveResponse:
+    async def _retrieve(self, stub, ns: str, q: str, k: int = 5, view: str = "") -> pb.RetrieveResponse:
         return await stub.Retrieve(pb.RetrieveRequest(namespace=ns, query=q, top_k=k,
                                                       mode=pb.RETRIEVE_MODE_FAST,
-                                                      reference_time=dt_to_ts(self.t0 + timedelta(days=3))),
+                                                      reference_time=dt_to_ts(self.t0 + timedelta(days=3)),
+                                                      view=view),
                                    timeout=DEADLINE)
 
     async def check(self, name: str, fn: Callable[[], Awaitable[str]], needs_exact: bool = False) -> None:
@@ -153,6 +156,7 @@ class Conformance:
                 assert d.version, "Describe.version is empty"
                 caps = {c.name: c.detail for c in d.capabilities}
                 self.recall = caps.get("recall", "exact") or "exact"
+                self.views = [v for v in caps.get("views", "").split(",") if v]
                 return f"{d.name} {d.version}, recall={self.recall}, capabilities={sorted(caps)}"
 
             await self.check("health service reports SERVING", c_health)
@@ -264,6 +268,20 @@ class Conformance:
                              lambda: self.expect_invalid(self._retrieve(stub, ns_v, "ok", 0), "top_k"))
             await self.check("missing namespace → INVALID_ARGUMENT naming 'namespace'",
                              lambda: self.expect_invalid(self._retrieve(stub, "", "ok"), "namespace"))
+            # the rig answers one configuration's probes from another's state only through a view the backend lists
+            # (Describe "views"); a view it does not list must be refused, never searched as its own search
+            await self.check("a view not in Describe's \"views\" → INVALID_ARGUMENT naming 'view'",
+                             lambda: self.expect_invalid(self._retrieve(stub, fact_ns, FACT_QUERY,
+                                                                        view=UNLISTED_VIEW), "view"))
+
+            async def c_listed_views():
+                if not self.views:
+                    return "no views listed"
+                for v in self.views:
+                    await self._retrieve(stub, fact_ns, FACT_QUERY, 3, view=v)
+                return f"answered: {', '.join(self.views)}"
+
+            await self.check("every view Describe lists is answered", c_listed_views)
             no_id = pb.Session(session_id="s1", started_at=dt_to_ts(self.t0),
                                messages=[pb.Message(role="user", content="hello there")])
             await self.check("message without id → INVALID_ARGUMENT naming 'id'",

@@ -36,6 +36,21 @@ async def test_none_marks_recall_checks_not_applicable():
     assert "ingest → settle → retrieve finds an exact fact" in na
 
 
+async def test_views_are_refused_unless_listed_and_answered_when_listed():
+    class WithView(FullContextBackend):
+        def views(self):
+            return ("alt",)
+
+    plain = {r.name: r for r in await conformance_in_process(FullContextBackend())}
+    listed = {r.name: r for r in await conformance_in_process(WithView())}
+    refused = "a view not in Describe's \"views\" → INVALID_ARGUMENT naming 'view'"
+    for by in (plain, listed):
+        assert by[refused].status == "PASS" and "memrig-conformance-unlisted-view" in by[refused].detail
+    answered = "every view Describe lists is answered"
+    assert (plain[answered].status, plain[answered].detail) == ("PASS", "no views listed")
+    assert (listed[answered].status, listed[answered].detail) == ("PASS", "answered: alt")
+
+
 async def test_compacted_passes_with_an_llm():
     b = CompactedBackend()
     b.context._llm = CannedLLM()
@@ -57,7 +72,8 @@ async def test_broken_backend_fails_with_a_readable_list():
     for name in ("top_k respected and scores non-increasing", "Reset isolates namespaces",
                  "unknown namespace returns empty, not an error", "empty query → INVALID_ARGUMENT naming 'query'",
                  "a rejected batch leaves nothing half ingested", "evidence ids carried back",
-                 "evidence spans fit their texts (recall at a context budget)"):
+                 "evidence spans fit their texts (recall at a context budget)",
+                 "a view not in Describe's \"views\" → INVALID_ARGUMENT naming 'view'"):
         assert by[name].status == "FAIL", text
     assert "evidence_spans[0].end" in by["evidence spans fit their texts (recall at a context budget)"].detail, text
     assert "FAIL  top_k respected" in text
