@@ -31,6 +31,11 @@ PROVENANCE_PACKAGES = (
 )
 
 
+def sample_key(cond: Any, probe: Any) -> str:
+    """A sample's key in samples.jsonl: its condition's name and its probe's id, `condition|probe`."""
+    return f"{cond.name}|{probe.id}"
+
+
 def new_run_id(prefix: str) -> str:
     return f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{prefix}"
 

@@ -566,7 +566,7 @@ class Reuse:
     def confirm(self, entries: dict[str, Entry], conditions: list[Any], probes: list[Any]) -> dict[str, Entry]:
         """The entries that hold exactly what this run asks of their backend: the same owned conditions, a
         sample for every probe of each, and the same companion backends."""
-        from services.coordinator.runner import sample_key
+        from services.coordinator.results import sample_key
 
         out = {}
         for name, e in entries.items():
@@ -591,7 +591,7 @@ class Reuse:
              run: dict[str, Any], run_dir: Any) -> Path | None:
         """Store this backend's result when it is complete (every probe of every owned condition ok); returns
         the entry's directory, or None when nothing was stored."""
-        from services.coordinator.runner import sample_key
+        from services.coordinator.results import sample_key
 
         key, parts = self.key(name), self.parts(name)
         owned = [c for c in conditions if owner(c) == name]

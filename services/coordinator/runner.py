@@ -10,34 +10,36 @@ With `reuse` on (`memrig bench` and `bench-all` unless --fresh), a backend whose
 unchanged key (services/coordinator/reuse.py) is not started: its samples are copied into samples.jsonl, its cost
 and Prepare records into run.json, which says where they came from (`backends[].reused`, `reuse`); scoring and the
 verdict are recomputed as usual. Every result measured whole is stored.
+
+run.json is one object, services/coordinator/run_record.py's RunRecord: the run's identity once the LLM roles are
+known, the backends' status, the cost and Prepare records, the caches' deltas; every write of it goes through it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from services.adapters.client import GrpcBackendClient, InProcessBackendClient
-from services.common import interrupt, llm_cache, llm_roles, prompts
-from services.common.embeddings import cache_rows, default_cache_path
+from services.common import interrupt
+from services.common.embeddings import default_cache_path
 from services.common.errors import BackendError, BackendFailed, BackendUnavailable, MemrigError
 from services.common.llm_client import LLMClient, LLMConfig
-from services.common.tokens import tokenizer_name
 from services.coordinator import costs
 from services.coordinator import views as replay_views
 from services.coordinator.context import ProbeContext
-from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
+from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, sample_key
 from services.coordinator.reuse import Reuse
 from services.coordinator.reuse import owner as reuse_owner
+from services.coordinator.run_record import RunRecord, amend
 from services.coordinator.suites.base import Condition, Probe, Suite
 from services.coordinator.suites.registry import get_suite
 from services.launcher import Rig
@@ -86,20 +88,6 @@ class RunOutcome:
     reused: dict[str, str] = field(default_factory=dict)  # backend -> "reused from RUN, measured at TIME"
 
 
-def llm_configs() -> tuple[LLMConfig, LLMConfig]:
-    answer = llm_roles.role_config("answerer")
-    judge = llm_roles.role_config("judge")
-    return answer, (answer if judge == answer else judge)
-
-
-def judge_identity(cfg: LLMConfig, passes: int) -> dict[str, Any]:
-    ident = cfg.identity()
-    ident["passes"] = passes
-    ident["label"] = ("offline rubric judge (llm-mock), not a model" if cfg.is_mock
-                      else f"LLM judge {llm_roles.short_name(ident)}")
-    return ident
-
-
 def _client_for(cfg: LLMConfig, made: dict[int, LLMClient], by_config: list[tuple[LLMConfig, LLMClient]]) -> LLMClient:
     """One client per distinct endpoint configuration (roles on the same endpoint share its client)."""
     for c, client in by_config:
@@ -146,46 +134,19 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         run_dir.samples_path.unlink()
     emit = progress or (lambda ev: None)
     run_id = run_dir.run_id
-    answer_cfg, judge_cfg = llm_configs()
 
     own_rig = rig is None
     rig = rig or Rig(run_dir.path / "procs")
     rig.set_embedder(cfg.embedder)
-    cache_file = default_cache_path(rig.env)
-    vectors_before = cache_rows(cache_file)
+    # run.json (services/coordinator/run_record.py): the embedding cache is read now, before anything embeds
+    record = RunRecord(run_dir, cfg, default_cache_path(rig.env))
     clients: dict[str, Any] = {}
-    failures: dict[str, str] = {}
-    describes: dict[str, dict[str, Any]] = {}
+    failures, describes = record.failures, record.describes
     llm_clients: dict[int, LLMClient] = {}
     t_start = time.monotonic()
     try:
         emit({"run_id": run_id, "phase": "load", "done": 0, "total": 0})
         data = suite.load()
-        prev = run_dir.read_run()
-        run = {
-            "run_id": run_id,
-            "suite": suite.name,
-            "suite_description": suite.description,
-            "options": suite.options,
-            "seed": cfg.seed,
-            "backends_requested": cfg.backends,
-            "config": {k: v for k, v in asdict(cfg).items() if k not in ("options",)},
-            "llm": answer_cfg.identity(),
-            "judge": judge_identity(judge_cfg, cfg.judge_passes),
-            "prompts_hash": prompts.prompts_hash(),
-            "tokenizer": tokenizer_name(),
-            # The rig-wide embedder setting; each backend's own (name, dimension) is in backends[].describe.
-            "embedder": cfg.embedder or os.environ.get("MEMRIG_EMBEDDER") or "minilm",
-            "data": data.info,
-            "probes": len(data.probes),
-            "namespaces": {ns: {"sessions": len(b.sessions), "messages": b.message_count, "documents": len(b.documents)}
-                           for ns, b in data.corpora.items()},
-            **provenance(),
-        }
-        if prev.get("started_at"):
-            run["first_started_at"] = prev.get("first_started_at", prev["started_at"])
-            run["resumed"] = True
-        run_dir.write_run(run)
 
         # -- LLM roles, then backends --------------------------------------------------------------
         roles = await rig.ensure_llm_roles(cfg.llm_roles)
@@ -193,10 +154,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         llm = _client_for(roles["answerer"], llm_clients, by_config)
         judge_llm = _client_for(roles["judge"], llm_clients, by_config)
         compaction_llm = _client_for(roles["compaction"], llm_clients, by_config)
-        run["llm"] = llm.config.identity()
-        run["judge"] = judge_identity(judge_llm.config, cfg.judge_passes)
-        run["llm_roles"] = {**llm_roles.identities(roles), "choices": dict(cfg.llm_roles)}
-        cache_before = _cache_reading(roles)
+        record.identify(suite, data, roles)
+        record.write()
         reuse = None if cfg.reuse == "off" else Reuse(suite, data, cfg, roles, rig.env, read=cfg.reuse == "on")
         stored = {n: e for n in cfg.backends if reuse is not None and (e := reuse.lookup(n)) is not None}
 
@@ -232,30 +191,18 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
             if name in stored:  # a stored result stands in for it: not started unless another condition needs it
                 describes[name] = stored[name].records.get("describe") or {}
         await asyncio.gather(*(start_bounded(n) for n in cfg.backends if n not in stored))
-        for record in (describes, failures):
-            ordered = {n: record.pop(n) for n in cfg.backends if n in record}
-            rest = dict(record)
-            record.clear()
-            record.update({**ordered, **rest})
+        record.backends_started()
         caps, conditions, reused = await _conditions_and_reused(suite, data, cfg.backends, reuse, stored, clients,
                                                                 describes, failures, start)
-        keys = {n: reuse.key(n) for n in cfg.backends} if reuse is not None else {}
-
-        def backend_entries() -> dict[str, Any]:
-            return {n: {"describe": describes.get(n), "status": "failed" if n in failures else "ok",
-                        "reason": failures.get(n, ""), **({"result_key": keys[n]} if keys.get(n) else {}),
-                        **({"reused": reused[n].note()} if n in reused else {})} for n in cfg.backends}
-
-        run["backends"] = backend_entries()
-        run_dir.write_run(run)
+        record.reused = reused
+        record.result_keys = {n: reuse.key(n) for n in cfg.backends} if reuse is not None else {}
+        record.write()
 
         done = run_dir.done_keys()
-        trusted = _own_samples(prev, keys, conditions, data.probes, done)
+        trusted = record.own_samples(conditions, data.probes, done)
         if reuse is not None:
             _copy_reused(run_dir, reuse, reused, done, lambda m: emit({"run_id": run_id, "phase": "reuse",
                                                                         "message": m}))
-        reused_ingest = {n: e.records["ingest"] for n, e in reused.items() if e.records.get("ingest")}
-        reused_prepare = {n: e.records["prepare"] for n, e in reused.items() if e.records.get("prepare")}
         work = [(p, c) for p in data.probes for c in conditions if sample_key(c, p) not in done]
         needed = {b for _, c in work for b in c.backends}
 
@@ -267,40 +214,27 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         views = replay_views.plan(cfg.backends, describes, set(clients), {b for b in clients if b not in failures
                                                                          and b not in reused}, probe_ns)
         probe_clients = {**clients, **{b: replay_views.ViewClient(clients[a], a, v) for b, (a, v) in views.items()}}
-        if views:
-            run["replay_views"] = {b: {"replay_of": a, "view": v} for b, (a, v) in views.items()}
+        record.replay_views = {b: {"replay_of": a, "view": v} for b, (a, v) in views.items()}
         ctx = ProbeContext(probe_clients, data.corpora, llm, judge_llm, run_dir.path, suite.name,
                            judge_passes=cfg.judge_passes, retrieve_params=retrieve_params,
                            compaction_llm=compaction_llm)
 
-        def ingested(info: dict[str, Any]) -> None:
-            run["ingest"] = {**prev.get("ingest", {}), **reused_ingest, **info}
-            run["backends"] = backend_entries()
-            run_dir.write_run(run)
-
         if streamed:
             # per backend, one namespace at a time: ingest, its probes, release (bounded memory, flat cost)
-            ingested(await run_streamed(suite, ctx, data, work, failures, run_dir, cfg, emit, rig,
-                                        prev.get("ingest", {}), ingested, views))
+            record.ingested(await run_streamed(suite, ctx, data, work, failures, run_dir, cfg, emit, rig,
+                                               record.prev.get("ingest", {}), record.ingested, views))
         else:
             await _ingest_then_probes(suite, ctx, data, work, needed, clients, caps, failures, run_dir, cfg, emit,
-                                      ingested, views)
+                                      record.ingested, views)
         total = len(work)
 
         # -- score + report -------------------------------------------------------------------------
         # Prepare (untimed setup before each namespace's first timed retrieve): its time is setup, not latency
-        run["prepare"] = {**prev.get("prepare", {}), **reused_prepare, **ctx.prepare_summary()}
-        run["llm_cache"] = _cache_summary(roles, llm_clients, cache_before)
-        run["failures"] = failures
-        after = cache_rows(cache_file)
-        run["embedding_cache"] = {"path": str(cache_file), "vectors_added": {
-            m: n - vectors_before.get(m, 0) for m, n in after.items() if n != vectors_before.get(m, 0)},
-            "vectors": sum(after.values())}
-        run["backends"] = backend_entries()
+        record.prepared(ctx.prepare_summary())
+        record.close(llm_clients)
         if reuse is not None:
-            run["reuse"] = store_results(reuse, run, run_dir, conditions, data.probes, reused, failures, trusted)
-        run["duration_s"] = time.monotonic() - t_start
-        run_dir.write_run(run)
+            record.store_results(reuse, conditions, data.probes, trusted)
+        record.finished(time.monotonic() - t_start)
         metrics, state = finalize(run_dir, suite)
         emit({"run_id": run_id, "phase": "done", "done": total, "total": total, "message": str(run_dir.path)})
         return RunOutcome(run_dir.path, state, metrics, failures, {n: e.label for n, e in reused.items()})
@@ -569,15 +503,6 @@ async def _conditions_and_reused(suite: Suite, data, backends: list[str], reuse:
             await start(n)
 
 
-def _own_samples(prev: dict[str, Any], keys: dict[str, str | None], conditions: list[Condition],
-                 probes: list[Probe], done: set[str]) -> dict[str, bool]:
-    """Per backend, whether the samples of it already in --out (a resumed run's) were made under its current key
-    (run.json recorded the same key for it), or there are none: only then may its result be stored."""
-    prev_keys = {n: (b or {}).get("result_key") for n, b in (prev.get("backends") or {}).items()}
-    return {n: prev_keys.get(n) == k or not any(reuse_owner(c) == n and sample_key(c, p) in done
-                                                for p in probes for c in conditions) for n, k in keys.items()}
-
-
 def _copy_reused(run_dir: RunDir, reuse: Reuse, reused: dict[str, Any], done: set[str],
                  say: Callable[[str], None]) -> None:
     """Append each reused result's samples that --out does not hold yet; say what is reused and why the others
@@ -593,64 +518,12 @@ def _copy_reused(run_dir: RunDir, reuse: Reuse, reused: dict[str, Any], done: se
             say(f"{n}: measured ({why})")
 
 
-def store_results(reuse: Reuse, run: dict[str, Any], run_dir: RunDir, conditions: list[Condition],
-                  probes: list[Probe], reused: dict[str, Any], failures: dict[str, str],
-                  trusted: dict[str, bool]) -> dict[str, Any]:
-    """Store every result this run measured whole (services/coordinator/reuse.py decides what is whole); returns
-    run.json's "reuse": the mode, the store, what was reused (run, time, key), why each other backend was measured
-    and what was stored."""
-    samples = run_dir.samples()
-    saved, errors = {}, {}
-    for n in run.get("backends_requested") or []:
-        if n not in reused and n not in failures and trusted.get(n):
-            try:
-                path = reuse.save(n, conditions, probes, samples, run, run_dir)
-            except OSError as e:  # a full disk or a read-only store costs the next run time, never this run
-                errors[n] = f"{type(e).__name__}: {e}"[:300]
-                continue
-            if path is not None:
-                saved[n] = str(path)
-    return {"mode": "on" if reuse.read else "store (--fresh)", "store": str(reuse.store.root),
-            "reused": {n: e.note() for n, e in reused.items()},
-            "measured": {n: reuse.why.get(n, "") for n in run.get("backends_requested") or [] if n not in reused},
-            "stored": saved, **({"store_errors": errors} if errors else {})}
-
-
 def next_pass(prev_ingest: dict[str, Any]) -> int:
     """The pass number of a run that resumes after `prev_ingest` (run.json's "ingest" so far): 0 for a fresh run,
     else one more than any earlier record's (a record written before passes were numbered counts as pass 0)."""
     seen = [costs.pass_of(r) for lane in (prev_ingest or {}).values() if isinstance(lane, dict)
             for r in (lane.get("namespaces") or {}).values() if isinstance(r, dict)]
     return max(seen) + 1 if seen else 0
-
-
-def _cache_reading(roles: dict[str, LLMConfig]) -> dict[str, Any] | None:
-    """The response cache's counters before the run (None when no role caches): the difference afterwards counts
-    every process's calls, the backends' flush writers included."""
-    cfgs = [c for c in roles.values() if c.caches]
-    return llm_cache.shared(cfgs[0].cache_path or None).stats() if cfgs else None
-
-
-def _cache_summary(roles: dict[str, LLMConfig], made: dict[int, LLMClient], before: dict[str, Any] | None
-                   ) -> dict[str, Any]:
-    """What run.json says about the response cache: per coordinator client, and for the whole run (all processes)
-    the hits and the new entries (calls no entry answered)."""
-    names: dict[int, list[str]] = {}
-    for role, cfg in roles.items():
-        for key, c in made.items():
-            if c.config == cfg:
-                names.setdefault(key, []).append(role)
-    out: dict[str, Any] = {"clients": {"+".join(names.get(k, ["?"])): {"model": c.config.model, **c.cache_stats()}
-                                       for k, c in made.items()}}
-    if before is not None:
-        cfg = next(c for c in roles.values() if c.caches)
-        after = llm_cache.shared(cfg.cache_path or None).stats()
-        out["all_processes"] = {**llm_cache.stats_delta(before, after), "mode": cfg.cache, "path": after["path"]}
-    return out
-
-
-def sample_key(cond: Condition, probe: Probe) -> str:
-    return f"{cond.name}|{probe.id}"
 
 
 async def ingest_corpora(client, corpora, ns_fn, settle_timeout_s: float, note=lambda m: None) -> dict[str, Any]:
@@ -704,8 +577,7 @@ def mark_interrupted(run_dir: RunDir) -> str:
     ok = sum(1 for s in run_dir.samples() if s.get("status") == "ok")
     if not run.get("suite"):
         return f"interrupted before the run started: nothing written in {run_dir.path}"
-    run["interrupted"] = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "samples_ok": ok}
-    run_dir.write_run(run)
+    amend(run_dir, interrupted={"at": datetime.now(UTC).isoformat(timespec="seconds"), "samples_ok": ok})
     try:
         _, state = finalize(run_dir, html=False)
     except Exception as e:  # the samples are kept whatever scoring makes of them
