@@ -242,8 +242,6 @@ def test_no_circle_between_files(repo_graph):
     assert not found, "import circles between files:\n" + describe(found, graph, lines)
 
 
-@pytest.mark.xfail(strict=True, reason="services/coordinator/reuse.py <-> runner.py: its owner is cutting it "
-                                      "(issue 48); remove this mark when the circle is gone")
 def test_no_circle_through_reuse_and_runner(repo_graph):
     graph, lines = repo_graph
     found = [c for c in circles(graph) if REUSE_RUNNER <= set(c)]
