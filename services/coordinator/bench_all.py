@@ -10,6 +10,14 @@ Suite options are the suites' own defaults except `BENCH_ALL_OPTIONS`: LoCoMo ru
 (the 7 of LoCoMo dev, 30 questions each), because its statistical unit is the conversation and the verdict can only
 say better or worse with enough of them (a permutation test over 4 cannot go below p = 0.125; over 7, 0.016).
 `--option suite.key=value` overrides either.
+
+BEAM (`BENCH_ALL_OPTIONS["beam"]`, docs/results/beam.md) is a sample: six of the 16 100K-token dev conversations (the
+fewest whose whole-conversation permutation test can reach p < 0.05: 2 / 2^6 = 0.031), retrieval only, and, when
+the backends are the defaults (no --backends, no --target), only the backends of `SUITE_BACKENDS["beam"]`: those
+that ingest and answer a 100K conversation in well under a minute here. Cortex (both profiles, about 3 minutes a
+conversation: every capture window extracted and embedded) and openclaw-real (2 to 4 minutes a replay) would add
+over half an hour for six conversations; the index report names them as not run there, and `make bench-beam`
+runs them. Given backends (--backends, --target) run on every suite, BEAM included.
 """
 
 from __future__ import annotations
@@ -29,9 +37,20 @@ from services.coordinator.runner import TerminalProgress, run_suite
 from services.coordinator.suites.registry import all_suites
 from services.launcher import Rig
 
-BENCH_ALL_OPTIONS: dict[str, dict[str, Any]] = {"locomo": {"conversations": 0}}  # 0 = every conversation
+BENCH_ALL_OPTIONS: dict[str, dict[str, Any]] = {
+    "locomo": {"conversations": 0},  # 0 = every conversation
+    "beam": {"sizes": "100K", "conversations": 6, "answer": False},  # the power table's floor: docs/results/beam.md
+}
 DEFAULT_SUITES = ("cortex-v1", "arclight", "octybot", "quaid-weeks", "poisoned-memory", "locomo", "longmemeval",
-                  "madial")
+                  "madial", "beam")
+# suite -> the only default backends it runs in bench-all (the module docstring says why); given backends run everywhere
+SUITE_BACKENDS: dict[str, tuple[str, ...]] = {
+    "beam": ("none", "full-context", "compacted", "bm25", "dense", "hybrid", "openclaw"),
+}
+SUITE_BACKENDS_WHY = {
+    "beam": "not run on BEAM in bench-all: a 100K conversation costs it minutes here (six would add over half an "
+            "hour); `make bench-beam` runs it",
+}
 
 
 @dataclass
@@ -54,6 +73,7 @@ def plan(out: str | Path | None = None, suites: list[str] | None = None, backend
     host decides what it needs); `options` as `suite.key` = value over BENCH_ALL_OPTIONS; `run`: RunPlan's run
     settings (seed, resume, concurrency, judge_passes, embedder, in_process). Prints each backend it leaves out."""
     targets = dict(targets or {})
+    given = bool(backends or targets)
     backends = list(backends or []) or list(targets) or default_backends()
     unavailable: dict[str, str] = {}
     for b in backends:
@@ -69,10 +89,15 @@ def plan(out: str | Path | None = None, suites: list[str] | None = None, backend
     registered = all_suites()
     names = list(suites or []) or [s for s in DEFAULT_SUITES if s in registered]
     options = options or {}
+    plans = []
+    for n in names:
+        mine = backends if given or n not in SUITE_BACKENDS else [b for b in backends if b in SUITE_BACKENDS[n]]
+        notes = {b: SUITE_BACKENDS_WHY[n] for b in backends if b not in mine}
+        plans.append(SuitePlan(n, mine, {**BENCH_ALL_OPTIONS.get(n, {}), **suite_options(options, n)},
+                               dict(llm_roles or {}), entry={"backend_notes": notes} if notes else {}))
     return BenchAllPlan(
         kind="bench-all", out=Path(out) if out else RESULTS_ROOT / new_run_id("bench-all"),
-        suites=[SuitePlan(n, backends, {**BENCH_ALL_OPTIONS.get(n, {}), **suite_options(options, n)},
-                          dict(llm_roles or {})) for n in names],
+        suites=plans,
         run=run_settings(targets=targets, **run), backends=backends, skipped_backends=unavailable, costs=costs,
         target_wait_s=target_wait_s)
 

@@ -94,6 +94,18 @@ def render_config_appendix(out: Path, index: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _backend_notes(suites: dict[str, Any]) -> list[str]:
+    """One line per suite and reason for the run's backends a suite left out (its entry's `backend_notes`, e.g.
+    bench-all's BEAM sample), so the verdict's "—" cells say why."""
+    lines = []
+    for name, s in suites.items():
+        by_reason: dict[str, list[str]] = {}
+        for b, reason in (s.get("backend_notes") or {}).items():
+            by_reason.setdefault(reason, []).append(b)
+        lines += [f"> Suite **{name}**: {', '.join(bs)} {reason}" for reason, bs in by_reason.items()]
+    return lines
+
+
 def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
     """report.md of a bench-all run."""
     lines = [verdict_md.rstrip(), ""] if verdict_md else []
@@ -101,6 +113,7 @@ def render_index(out: Path, index: dict[str, Any], verdict_md: str = "") -> str:
               f"Backends: {', '.join(index.get('backends') or [])}. Git `{index.get('git_sha')}`; "
               f"{(index.get('machine') or {}).get('cores')} cores. Total {index.get('duration_s', 0) or 0:.0f} s.", "",
               *(f"> Backend **{b}** skipped: {r}" for b, r in (index.get("skipped_backends") or {}).items()),
+              *_backend_notes(index.get("suites") or {}),
               *([f"> Local-model profile (answers, judgements, flush notes by a real model) skipped: "
                  f"{index['local_llm']}"] if index.get("local_llm") else []),
               "",
