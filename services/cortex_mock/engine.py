@@ -218,18 +218,24 @@ class CortexEngine:
         return IngestContext(session_id=body.get("session_id"), source=source, job_id=job_id,
                              provenance={k: body.get(k) for k in PROVENANCE_FIELDS})
 
-    async def ingest_text(self, tenant_id: str, body: dict, job_id: str | None = None) -> dict[str, Any]:
+    async def ingest_text(self, tenant_id: str, body: dict, job_id: str | None = None,
+                          timings: dict[str, float] | None = None) -> dict[str, Any]:
         said_at = body.get("reference_date") or datetime.now(UTC)
         ids = body.get("message_ids") or []
+        t0 = time.perf_counter()
         if self.config.extractor == "llm":
             facts = await llm_extract(self.llm(), [SourceMessage("user", body["text"], said_at, ids[0] if ids else "")])
             for f in facts:
                 f.message_ids = list(ids)
         else:
             facts = await asyncio.to_thread(extract_text, body["text"], said_at, ids)
-        return await self._apply(tenant_id, facts, self._context(body, "text", job_id))
+        if timings is not None:
+            timings["extract"] = timings.get("extract", 0.0) + time.perf_counter() - t0
+        return await self._apply(tenant_id, facts, self._context(body, "text", job_id), timings)
 
-    async def ingest_conversation(self, tenant_id: str, body: dict, job_id: str | None = None) -> dict[str, Any]:
+    async def ingest_conversation(self, tenant_id: str, body: dict, job_id: str | None = None,
+                                  timings: dict[str, float] | None = None) -> dict[str, Any]:
+        t0 = time.perf_counter()
         ref = body.get("reference_date") or datetime.now(UTC)
         ids = body.get("message_ids")
         msgs = []
@@ -240,12 +246,15 @@ class CortexEngine:
             facts = await llm_extract(self.llm(), msgs)
         else:
             facts = await asyncio.to_thread(extract_messages, msgs)
-        return await self._apply(tenant_id, facts, self._context(body, "conversation", job_id))
+        if timings is not None:
+            timings["extract"] = timings.get("extract", 0.0) + time.perf_counter() - t0
+        return await self._apply(tenant_id, facts, self._context(body, "conversation", job_id), timings)
 
-    async def _apply(self, tenant_id: str, facts, ctx: IngestContext) -> dict[str, Any]:
+    async def _apply(self, tenant_id: str, facts, ctx: IngestContext,
+                     timings: dict[str, float] | None = None) -> dict[str, Any]:
         def apply() -> dict[str, Any]:
             return apply_ingest(self.store(tenant_id), self.embedder, facts, ctx,
-                                self.config.settle_delay_ms / 1000.0, now=self.clock())
+                                self.config.settle_delay_ms / 1000.0, now=self.clock(), timings=timings)
 
         res = dict(await asyncio.to_thread(apply))
         res["facts_extracted"] = len(facts)
@@ -374,15 +383,18 @@ class CortexEngine:
         t0 = time.perf_counter()
         body = decode_payload(job["payload"])
         kind, tenant = job["kind"], job["tenant_id"]
+        spans: dict[str, float] = {}
         if kind == "ingest":
-            res = await self.ingest_text(tenant, body, job_id=job["job_id"])
+            res = await self.ingest_text(tenant, body, job_id=job["job_id"], timings=spans)
         elif kind == "ingest_conversation":
-            res = await self.ingest_conversation(tenant, body, job_id=job["job_id"])
+            res = await self.ingest_conversation(tenant, body, job_id=job["job_id"], timings=spans)
         elif kind == "reflect":
             res = await self.reflect(tenant)
         else:
             raise ValueError(f"unknown job kind {kind!r}")
         res["processing_ms"] = round((time.perf_counter() - t0) * 1000.0, 3)
+        if spans:  # where an ingest job's time went (extract, embed, lock, snapshot, write, install)
+            res["timings_ms"] = {k: round(v * 1000.0, 3) for k, v in spans.items()}
         return res
 
 

@@ -227,18 +227,34 @@ class RuleIndex:
 
 
 def apply_ingest(store: TenantStore, embedder, facts: list[ExtractedFact], ctx: IngestContext,
-                 settle_delay_s: float = 0.0, now: float | None = None) -> dict[str, Any]:
-    """Blocking: run in a thread. Returns the IngestResponse dict."""
+                 settle_delay_s: float = 0.0, now: float | None = None,
+                 timings: dict[str, float] | None = None) -> dict[str, Any]:
+    """Blocking: run in a thread. Returns the IngestResponse dict. `timings`, when given, gets the seconds of each
+    phase added to it: embed (the facts' and their questions' vectors), lock (waiting for the tenant's other
+    writer), snapshot (the tenant's index brought up to date before the write), write (the rules and the SQLite
+    transaction up to its commit), install (the snapshot extended by the batch)."""
     now = time.time() if now is None else now
+    spans = timings if timings is not None else {}
+    t = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal t
+        t1 = time.perf_counter()
+        spans[name] = spans.get(name, 0.0) + t1 - t
+        t = t1
+
     facts = sorted(facts, key=lambda f: f.occurred_at)  # stable: later statements supersede earlier ones
     cores = [f.core for f in facts]
     q_texts = [q for f in facts for q in f.questions]
     emb = embedder.encode(cores) if cores else np.zeros((0, embedder.dim), np.float32)
     q_emb = embedder.encode(q_texts) if q_texts else np.zeros((0, embedder.dim), np.float32)
+    lap("embed")
     with store.lock:
+        lap("lock")
         if ctx.job_id and (prior := store.applied_job(ctx.job_id)) is not None:
             return prior
         store.index(embedder)  # outside the write transaction when possible (re-embedding is slow)
+        lap("snapshot")
         with store.write() as c:
             # Checked again under the write lock: two attempts of one job may race (a presumed-dead worker).
             if ctx.job_id and (prior := store.applied_job(ctx.job_id)) is not None:
@@ -250,10 +266,12 @@ def apply_ingest(store: TenantStore, embedder, facts: list[ExtractedFact], ctx: 
             if ctx.job_id:
                 c.execute("INSERT OR REPLACE INTO applied_jobs(job_id, result, applied_at) VALUES (?,?,?)",
                           (ctx.job_id, json.dumps(res), now))
+        lap("write")
         grown = store.install(idx, delta)
         if grown is not None:  # the rules' lookups follow the snapshot: this batch's facts are its last ones
             w.rules.absorb(w.batch)
             grown.writer_aux = w.rules
+        lap("install")
     return res
 
 
