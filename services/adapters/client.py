@@ -85,8 +85,8 @@ class GrpcBackendClient:
                                                        "(it could not be parsed)")
         return response
 
-    async def describe(self) -> dict[str, Any]:
-        r = await self._call("Describe", pb.DescribeRequest())
+    async def describe(self, deadline: float | None = None) -> dict[str, Any]:
+        r = await self._call("Describe", pb.DescribeRequest(), deadline)
         return {
             "name": r.name,
             "version": r.version,
@@ -167,8 +167,8 @@ class InProcessBackendClient:
             await self.host.start()
             self._started = True
 
-    async def describe(self) -> dict[str, Any]:
-        await self._ensure()
+    async def describe(self, deadline: float | None = None) -> dict[str, Any]:
+        await self._ensure()  # in-process: no deadline to keep
         return await self.host.describe()
 
     async def reset(self, namespace: str) -> int:

@@ -47,6 +47,9 @@ from services.launcher import Rig
 ProgressFn = Callable[[dict[str, Any]], None]
 # How many backends start at once (2 cores; see docs/results/bench-all.md, "starting the backends").
 START_AT_ONCE = 2
+# A backend's first Describe is part of its start: the IR baselines load their embedder on it (seconds here, over
+# 60 s on a host loaded 5x over its cores), so it gets this long, not the per-call deadline.
+START_DEADLINE_S = 300.0
 CHECKPOINT_S = 30.0  # a streamed run writes its cost records to run.json at most this often
 
 
@@ -174,7 +177,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
                 else:
                     proc = await rig.start_backend(name, embedder=cfg.embedder)
                     clients[name] = GrpcBackendClient(proc.url, name=name, **deadlines)
-                describes[name] = await clients[name].describe()
+                describes[name] = await clients[name].describe(deadline=max(cfg.deadline_s, START_DEADLINE_S))
             except Exception as e:  # any start failure is reported, others go on
                 failures[name] = f"start failed: {type(e).__name__}: {e}"
                 clients.pop(name, None)
