@@ -231,12 +231,15 @@ def test_cpu_split_by_thread_of_a_process_tree():
             "done = threading.Event()\n"
             "def search():\n    setproctitle.setthreadtitle('cortex-search_0')\n    burn(0.2)\n    done.set()\n"
             "    time.sleep(30)\n"
+            "print('ready', flush=True)\n"
             "sys.stdin.readline()\n"
             "threading.Thread(target=search, name='cortex-search_0', daemon=True).start(); done.wait()\n"
             "burn(0.1)\nprint('done', flush=True)\ntime.sleep(30)")
     p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.2)
+        # its imports done before the meter starts (a fixed sleep let them into the main thread's share on a
+        # loaded host: 18 ms a request instead of 10)
+        assert p.stdout.readline().strip() == "ready"
         meter = StepCpu(p.pid).start()
         p.stdin.write("go\n")
         p.stdin.flush()
