@@ -32,6 +32,7 @@ def sessions_file(tmp_path):
     return p
 
 
+@pytest.mark.slow  # two CLI commands, each starting the full-context backend process
 def test_ingest_then_retrieve_json_returns_message_ids(sessions_file):
     r = memrig("ingest", "--backend", "full-context", "--namespace", "demo", str(sessions_file))
     assert r.returncode == 0, r.stderr
