@@ -100,3 +100,17 @@ def test_proto_roundtrip_keeps_ids_and_times():
                                                 Message("m2", "assistant", "yo"))),), batch_id="b1")
     back = batch_from_pb(batch_to_pb("ns", b))
     assert back == b
+
+
+def test_a_struct_comes_back_with_its_keys_sorted_at_every_depth():
+    """A Struct is a protobuf map: its order is not the sender's and changes between processes, so the rig sorts."""
+    from google.protobuf import struct_pb2
+
+    from services.common.types import struct_to_dict
+
+    s = struct_pb2.Struct()
+    s.update({"k1": 1.2, "b": {"z": 1, "a": [{"y": 1, "x": 2}]}, "a": "x"})
+    d = struct_to_dict(s)
+    assert list(d) == ["a", "b", "k1"]
+    assert list(d["b"]) == ["a", "z"] and list(d["b"]["a"][0]) == ["x", "y"]
+    assert d == {"a": "x", "b": {"a": [{"x": 2.0, "y": 1.0}], "z": 1.0}, "k1": 1.2}

@@ -443,7 +443,17 @@ def dict_to_struct(d: dict[str, Any]) -> struct_pb2.Struct:
 
 
 def struct_to_dict(s: struct_pb2.Struct) -> dict[str, Any]:
-    return json_format.MessageToDict(s)
+    """A Struct as a dict with its keys sorted, at every depth: a Struct is a protobuf map, whose iteration order
+    changes from one process to the next, so a backend's Describe config came out in a new order in every run.json."""
+    return _keys_sorted(json_format.MessageToDict(s))
+
+
+def _keys_sorted(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _keys_sorted(v[k]) for k in sorted(v)}
+    if isinstance(v, list):
+        return [_keys_sorted(x) for x in v]
+    return v
 
 
 def json_safe(v: Any) -> Any:
