@@ -1,12 +1,10 @@
 """Issue 46 item 3: the cortex adapter's doubling settle poll, cortex-mock's per-phase job timings, the figures
-services/studies/ingest_profile.py derives from them, and MiniLM's batch of 16 giving the vectors a batch of 64 gave
-(within 1e-3 cosine) on LongMemEval's own texts."""
+services/studies/ingest_profile.py derives from them."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import numpy as np
 import pytest
 
 from services.adapters.cortex import backend as cortex_backend
@@ -110,35 +108,3 @@ async def test_an_ingest_job_reports_its_phases(tmp_path):
     assert set(t) == {"extract", "embed", "lock", "snapshot", "write", "install"}
     assert all(v >= 0 for v in t.values()) and sum(t.values()) <= res["processing_ms"]
     assert res["facts_extracted"] == 2
-
-
-def suite_sample() -> list[str]:
-    """Dense's texts of the oracle suite's first namespaces (with the longest, which fill 256 tokens), or, without
-    the data, texts of the same spread of lengths."""
-    try:
-        from services.coordinator.suites.registry import get_suite
-        from services.studies.ingest_profile import dense_texts
-
-        corpora = get_suite("longmemeval")({}, seed=0).load().corpora
-    except Exception:  # the data is absent: skipped by the suite
-        corpora = {}
-    texts = [t for ts in list(dense_texts(corpora).values())[:4] for t in ts] if corpora else []
-    if len(texts) < 20:
-        rng = np.random.default_rng(1)
-        words = "memory agent note search session user assistant reply question long short sandals".split()
-        texts = [" ".join(rng.choice(words, size=int(n))) for n in rng.integers(2, 400, size=60)]
-    return texts
-
-
-@pytest.mark.slow
-def test_minilm_batches_of_16_give_the_vectors_of_batches_of_64():
-    from services.common.embeddings import MiniLMEmbedder
-
-    texts = suite_sample()
-    e = MiniLMEmbedder(None)
-    assert e.batch_size == 16
-    reference = e._model.encode(texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False)
-    reference /= np.linalg.norm(reference, axis=1, keepdims=True)
-    now = e.encode(texts)
-    assert now.shape == reference.shape
-    assert float(np.min(np.sum(now * reference, axis=1))) > 1 - 1e-3

@@ -165,11 +165,10 @@ class MiniLMEmbedder(Embedder):
     name = "all-MiniLM-L6-v2"
     dim = 384
     call_size = 2048  # batches of batch_size inside, sorted by length across the call
-    # 16, not 64: a batch is padded to its longest text (up to 256 tokens), and a namespace's 20-odd messages made
-    # one batch whose short texts were mostly padding; in batches of 16 of the length-sorted call they pad less.
-    # The vectors are the same within float error (services/studies/ingest_profile.py measures the time,
-    # tests/test_ingest_profile.py the vectors on LongMemEval's texts).
-    BATCH_SIZE = 16
+    # 64. Batches of 16 (less padding: a batch is padded to its longest text) gave the same vectors (1.2e-7 cosine)
+    # but saved nothing on dense's long turns with torch's 2 threads and took 1.2-2.6x as long on cortex-mock's
+    # short facts and questions (more forward calls): services/studies/ingest_profile.py, docs/results/longmemeval.md.
+    BATCH_SIZE = 64
 
     def __init__(self, cache: EmbeddingCache | None = None, batch_size: int = BATCH_SIZE):
         super().__init__(cache, batch_size)
