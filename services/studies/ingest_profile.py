@@ -20,7 +20,8 @@ cache point into a temporary directory):
   embeds them (one call of the namespace's distinct texts), the model's forward timed per batch: texts, padded
   length, real tokens, padding waste, seconds, torch threads; time per text by padded length. Then `--passes`
   passes of the same texts under each setting (batch size x torch threads), interleaved per namespace, each
-  setting's vectors checked against the first's (cosine).
+  setting's vectors checked against the first's (cosine). `--texts cortex`: cortex-mock's model calls instead (per
+  capture window, the extracted facts, then their questions).
 
 Prints tables and writes everything to --out (JSON). Seconds depend on the host and its load; compare the ratios.
 """
