@@ -335,3 +335,34 @@ def test_a_real_endpoint_serves_port_and_openclaw_alike(tmp_path, monkeypatch):
     assert d["embeddings_endpoint"].endswith("/v1") and d["embedding_model"] == "hash-model"
     assert all(r.same_order and r.real for r in rows), rows
     assert max(r.max_score_diff or 0.0 for r in rows) < 1e-4
+
+
+@needs_openclaw
+@pytest.mark.slow  # starts the adapter and its Node sidecar
+def test_the_sidecar_ends_when_its_adapter_is_killed(tmp_path):
+    """The rig stops an adapter that overruns its grace with SIGKILL, before the adapter can stop its sidecar (a
+    process in a session of its own): the sidecar must end by itself when its adapter is gone, not serve nobody."""
+    import signal
+    import time
+
+    import psutil
+
+    from services.launcher import Rig
+
+    rig = Rig(tmp_path / "procs")
+    try:
+        proc = asyncio.run(rig.start_backend("openclaw-real", embedder="hash"))
+        adapter = psutil.Process(proc.pid)
+        nodes = [c for c in adapter.children(recursive=True) if "sidecar.mjs" in " ".join(c.cmdline())]
+        assert len(nodes) == 1, [c.cmdline() for c in adapter.children(recursive=True)]
+        sidecar = nodes[0]
+        os.kill(proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while sidecar.is_running() and sidecar.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+            time.sleep(0.2)
+        alive = sidecar.is_running() and sidecar.status() != psutil.STATUS_ZOMBIE
+        if alive:
+            sidecar.kill()
+        assert not alive, "the sidecar outlived its adapter by a minute"
+    finally:
+        rig.stop_all()

@@ -2,7 +2,8 @@
 
 `Sidecar`, a long-lived child:
 - spawned in a new session (a Ctrl-C at the terminal reaches the rig, which stops it), stderr appended to its log
-  file, stdout a pipe; stdin a pipe only when the adapter talks to it that way;
+  file, stdout a pipe; stdin a pipe only when the adapter talks to it that way, or when the child watches it to
+  end with its parent (its end of input: the adapter stopped it or died);
 - ready when its first stdout line passes the adapter's check (by default: it starts with `READY`); `start` waits at
   most `timeout_s`, and no line in time, the child exiting first, or a line the check refuses stops the child and
   raises the adapter's error, naming the process and showing the tail of its log;

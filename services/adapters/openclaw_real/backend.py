@@ -203,9 +203,10 @@ class OpenClawRealBackend(WorkspaceReplayer):
         conf_path.write_text(json.dumps(sidecar_conf))
         env["PATH"] = f"{Path(a.runtime).parent}{os.pathsep}{env.get('PATH', '')}"
         env["TZ"] = "UTC"  # dated notes and the decay clock read the same calendar on every machine
+        # stdin a pipe held for the sidecar's life (--parent-pipe): it ends when this process stops it or dies
         self._sidecar = Sidecar("openclaw-real", [a.runtime, str(SIDECAR_DIR / "sidecar.mjs"), "--config",
-                                                  str(conf_path)], cwd=SIDECAR_DIR, env=env,
-                                log=self._root / "sidecar.log", error=SidecarError)
+                                                  str(conf_path), "--parent-pipe"], cwd=SIDECAR_DIR, env=env,
+                                log=self._root / "sidecar.log", error=SidecarError, stdin=True)
         await self._sidecar.start(float(self.config["sidecar_start_timeout_s"]), drain_stdout=True)
         self._session = aiohttp.ClientSession(
             connector=aiohttp.UnixConnector(path=sidecar_conf["socket"]),

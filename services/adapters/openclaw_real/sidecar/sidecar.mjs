@@ -622,7 +622,10 @@ const server = createServer((req, res) => {
 // request body"). 0: the server never closes an idle connection; the client decides when to.
 server.keepAliveTimeout = 0;
 
+let shuttingDown = false;
 async function shutdown() {
+  if (shuttingDown) return;
+  shuttingDown = true;
   server.close();
   for (const id of managers.keys()) {
     try {
@@ -635,6 +638,13 @@ async function shutdown() {
 }
 process.on("SIGTERM", shutdown);
 process.on("SIGINT", shutdown);
+// The adapter holds this process's stdin open for as long as it lives (--parent-pipe): end of input means it closed
+// it to stop us, or died before it could (the rig stops an adapter that overruns its grace with SIGKILL, and this
+// process, in a session of its own, would otherwise serve nobody until the machine restarts).
+if (process.argv.includes("--parent-pipe")) {
+  process.stdin.on("end", shutdown);
+  process.stdin.resume();
+}
 
 // Warm-up: OpenClaw loads its search runtime lazily, on the first search. Do that once now, on a
 // throwaway agent, so no measured request pays for module loading.
