@@ -367,10 +367,11 @@ class Campaign:
         env = self.env(d, token)
         ingest = CaseResult("backend-kill-ingest", "SIGKILL full-context during the ingest")
         probes = CaseResult("backend-kill-probes", "SIGKILL dense during the probes")
-        # full-context first: the next start line says it answered Describe; lanes=2 ingests it last (sorted)
+        # the reuse lines come once every backend has started and answered Describe (they start two at a time);
+        # lanes=2 ingests full-context last (sorted), so it is stopped before its ingest ends
         b = self.bench(self.bench_args(run, ("full-context", "bm25", "dense"), "--fresh", "--lanes", "2"), env)
         victim = None
-        if b.wait_line(lambda s: "start:  bm25" in s):
+        if b.wait_line(lambda s: "reuse:  full-context" in s):
             victim = backend_pid(run, "full-context")
             if victim:
                 os.kill(victim, signal.SIGSTOP)  # its ingest waits on it...
@@ -456,7 +457,7 @@ class Campaign:
         res.check((run / "run.tmp").exists(), "the crash left no half-written run.tmp (the hook missed)")
         # 2. during the ingest: a backend stopped, so the ingest waits on it; the coordinator killed meanwhile
         b = self.bench(args, env)
-        if b.wait_line(lambda s: "start:  dense" in s):
+        if b.wait_line(lambda s: "reuse:  bm25" in s):  # every backend started and described
             pid = backend_pid(run, "bm25")
             if pid:
                 os.kill(pid, signal.SIGSTOP)
