@@ -58,6 +58,7 @@ class CacheMeter:
     def finish(self) -> tuple[Any, dict[str, Any]]:
         """(the reading now, what changed since `start`)."""
         if not self.started:
+            # RuntimeError, no MemrigError branch: the rig's own code called it out of order (no input, no dependency)
             raise RuntimeError("CacheMeter.finish before start: there is no reading to compare with")
         after = self.read()
         return after, self.diff(self.before, after)
@@ -114,6 +115,7 @@ class RunRecord:
         """Who and what ran: set once, when the LLM roles are known (llm-mock and local-llm started); the response
         cache is read here, before any backend starts."""
         if self.identity is not None:
+            # RuntimeError, no MemrigError branch: the rig's own code called it out of order (no input, no dependency)
             raise RuntimeError("RunRecord.identify called twice: a run's identity is set once")
         cfg = self.cfg
         ident = {
@@ -246,6 +248,7 @@ class RunRecord:
     def to_json(self) -> dict[str, Any]:
         """run.json as the record stands, in its fixed order."""
         if self.identity is None:
+            # RuntimeError, no MemrigError branch: the rig's own code called it out of order (no input, no dependency)
             raise RuntimeError("RunRecord.to_json before identify: run.json starts with the run's identity")
         run = dict(self.identity)
         if self.started:
