@@ -45,7 +45,8 @@ from services.coordinator.suites.registry import get_suite
 from services.launcher import Rig
 
 ProgressFn = Callable[[dict[str, Any]], None]
-# How many backends start at once (2 cores; see docs/results/bench-all.md, "starting the backends").
+# How many backends start at once: two took 0.52 of the time one at a time did here (docs/results/bench-all.md,
+# services/studies/backend_starts.py).
 START_AT_ONCE = 2
 # A backend's first Describe is part of its start: the IR baselines load their embedder on it (seconds here, over
 # 60 s on a host loaded 5x over its cores), so it gets this long, not the per-call deadline.
