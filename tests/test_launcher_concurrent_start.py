@@ -5,7 +5,6 @@ started one after the other."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import textwrap
 
 import pytest

@@ -222,7 +222,6 @@ def test_cpu_split_by_thread_of_a_process_tree():
     import os
     import subprocess
     import sys
-    import time
 
     from loadtests.cpu_meter import StepCpu, tree_cpu_by_role
 
