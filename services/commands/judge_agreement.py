@@ -18,9 +18,17 @@ from services.launcher import Rig
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     """`memrig judge-agreement`'s flags (services/common/subcommand.py)."""
     ap.add_argument("--labels", required=True, help="labels JSONL (services/coordinator/suites/data/"
-                                                     "judge_labels_locomo.jsonl; format in its .md)")
-    ap.add_argument("--data", default=None, help="the LoCoMo file the labels point into (default: "
-                                                   "$MEMRIG_DATA_DIR or ../shared/data, locomo/locomo10_dev.json)")
+                                                     "judge_labels_locomo.jsonl or judge_labels_beam.jsonl; format in "
+                                                     "its .md)")
+    ap.add_argument("--suite", choices=("locomo", "beam"), default="locomo",
+                    help="locomo: the QA judges on LoCoMo answers; beam: BEAM's nugget judge (0 / 0.5 / 1 per "
+                         "nugget) on BEAM answers (services/coordinator/beam_judge_agreement.py)")
+    ap.add_argument("--nugget-mode", choices=("question", "nugget"), default=None,
+                    help="--suite beam: one judge call per question listing its nuggets, or one per nugget "
+                         "(default: judges.NUGGET_JUDGE_MODE)")
+    ap.add_argument("--data", default=None, help="the data file the labels point into (default: "
+                                                   "$MEMRIG_DATA_DIR or ../shared/data, locomo/locomo10_dev.json; "
+                                                   "beam/beam_dev.json.gz with --suite beam)")
     ap.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     ap.add_argument("--judges", default="0-3,binary", help="the model judges to run (0-3, binary; comma-separated)")
     ap.add_argument("--score-tokens", type=int, default=12,
@@ -40,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from services.coordinator.results import git_sha
     from services.coordinator.suites.common import resolve_data_file
 
+    if args.suite == "beam":
+        return run_beam(args)
     data_file = Path(args.data) if args.data else resolve_data_file(None, "locomo", "locomo10_dev.json")
     if not data_file.exists():
         raise FileNotFoundError(f"--data: {data_file} not found")
@@ -85,6 +95,65 @@ def run(args: argparse.Namespace) -> int:
     if args.record:
         rec = JA.make_record(res, JA._rel(args.labels), digest, ident, git_sha(), command)
         path = JA.record_path(args.labels)
+        path.write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n")
+        print(f"\nrecorded: {path}", file=sys.stderr)
+    return 0
+
+
+def run_beam(args: argparse.Namespace) -> int:
+    """`--suite beam`: the nugget judge and the offline term rule against the reader's nugget labels."""
+    from services.common import llm_roles, prompts
+    from services.coordinator import beam_judge_agreement as BJ
+    from services.coordinator import judges
+    from services.coordinator.judge_agreement import JudgeSettings, _rel
+    from services.coordinator.results import git_sha
+    from services.coordinator.suites.common import resolve_data_file
+
+    data_file = Path(args.data) if args.data else resolve_data_file(None, "beam", "beam_dev.json.gz")
+    if not data_file.exists():
+        raise FileNotFoundError(f"--data: {data_file} not found")
+    try:
+        items = BJ.load_labels(args.labels, data_file)
+    except ValueError as e:
+        raise ValidationError("--labels", str(e)) from None
+    mode = args.nugget_mode or judges.NUGGET_JUDGE_MODE
+    choices = llm_choices(args)
+    choices = {"judge": choices["judge"]} if choices else {}
+
+    async def go():
+        from services.common.llm_client import LLMClient
+
+        rig = Rig(state_dir() / "judge-agreement")
+        try:
+            roles = await rig.ensure_llm_roles(choices)
+            async with LLMClient(roles["judge"]) as client:
+                scores, raw = await BJ.model_scores(items, JudgeSettings(client), mode)
+                return scores, raw, roles["judge"].identity(), client.cache_stats()
+        finally:
+            rig.stop_all()
+
+    scores, raw, ident, cache = asyncio.run(go())
+    results = {"model nugget judge": BJ.agreement(items, scores, seed=args.seed),
+               "offline term rule": BJ.agreement(items, BJ.offline_scores(items), seed=args.seed)}
+    digest = BJ.labels_digest(args.labels)
+    text = BJ.render(results, llm_roles.short_name(ident), _rel(args.labels), digest, mode)
+    text += f"\n\nModel calls: {cache['hits']} from the response cache, {cache['misses']} answered by the model."
+    if args.json:
+        print(json.dumps({"result": results, "model_scores": scores, "model_raw": raw, "judge": ident,
+                          "labels_sha256": digest, "mode": mode}, indent=1))
+    else:
+        print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    if args.record:
+        prompt = judges.NUGGET_JUDGE_PROMPT[mode]
+        rec = {"labels": _rel(args.labels), "labels_sha256": digest, "mode": mode, "prompt": prompt,
+               "prompt_id": judges.prompt_id(getattr(prompts, prompt)),
+               "judge_model": {k: ident.get(k) for k in ("model", "quantization", "sha256") if ident.get(k)},
+               "commit": git_sha(), "command": f"memrig judge-agreement --suite beam --labels {_rel(args.labels)}"
+               + (f" --judge {choices['judge']}" if choices else "") + f" --nugget-mode {mode}",
+               "results": results}
+        path = Path(args.labels).with_name(Path(args.labels).stem + ".agreement.json")
         path.write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n")
         print(f"\nrecorded: {path}", file=sys.stderr)
     return 0

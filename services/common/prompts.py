@@ -20,6 +20,7 @@ PAIRWISE_JUDGE_MARKER = "You are comparing two answers to the same question."
 MEMORY_HOOK_EXTRACTION_MARKER = "Turn the conversation into memory-hook memories."
 MEMORY_HOOK_RERANK_MARKER = "Decide which memory-hook memories apply to the current request."
 SUFFICIENCY_MARKER = "You are deciding whether a question's gold answer can be given from a context alone."
+NUGGET_JUDGE_MARKER = "You are checking an answer against the points a good answer should cover."
 
 # Says "not mentioned" so LoCoMo's official category-5 rule (prediction contains "not mentioned") recognises it.
 ABSTAIN_TEXT = "I don't have that information: it is not mentioned in the context I was given."
@@ -91,6 +92,28 @@ event without its date), 0 if not. Reply with JSON only: {"label": <0|1|2>}"""
 def sufficiency_user(question: str, gold_answer: str, question_date: str, context: str) -> str:
     return (f"Question: {question}\nGold answer: {gold_answer}\nAsked on: {question_date or 'not given'}\n"
             f"Context:\n{context}")
+
+
+# BEAM's rubric judging (services/coordinator/judges.nugget_judge): each rubric point ("nugget") scored 0 / 0.5 / 1 from
+# the answer alone. Written for memrig; BEAM's own prompt is not used. Two forms: every point of a question in one call
+# (NUGGET_JUDGE_SYSTEM, a list of scores back) or one point a call (NUGGET_JUDGE_ONE_SYSTEM, one score back).
+_NUGGET_RULE = """
+A point says what the answer should state or do, sometimes after a prefix like "LLM response should state:". Read only
+the answer, not your own knowledge, and score each point on its own:
+1 = the answer states the point's content (any wording; extra detail is fine) or does what the point asks;
+0.5 = the answer states part of it (some of the items, the right topic without the specific value);
+0 = the answer does not state it, or states something that contradicts it.
+A point that says what the answer should avoid or not do scores 1 when the answer keeps to that, 0 when it does not."""
+NUGGET_JUDGE_SYSTEM = NUGGET_JUDGE_MARKER + _NUGGET_RULE + """
+Reply with JSON only, one score per point in the points' order: {"scores": [<0, 0.5 or 1>, ...]}"""
+NUGGET_JUDGE_ONE_SYSTEM = NUGGET_JUDGE_MARKER + _NUGGET_RULE + """
+You get one point. Reply with JSON only: {"score": <0, 0.5 or 1>}"""
+
+
+def nugget_judge_user(question: str, answer: str, nuggets: list[str]) -> str:
+    """The question, the answer, then the points numbered from 1 (one point: the one-point form)."""
+    points = "\n".join(f"{i}. {' '.join(n.split())}" for i, n in enumerate(nuggets, 1))
+    return f"Question: {question}\nAnswer: {answer}\nPoints:\n{points}"
 
 
 # Blind pairwise comparison (seed 001 §10.1, MT-Bench style): the caller randomises which answer is X.

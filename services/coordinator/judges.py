@@ -1,11 +1,12 @@
 """The judges: how a model's reply becomes a verdict, in one place.
 
 - **parsing**: a 0-3 rubric score (`parse_judge_score`), a CORRECT/WRONG label (`parse_binary_label`), a pairwise
-  winner (`parse_pairwise`);
+  winner (`parse_pairwise`), BEAM nugget scores 0 / 0.5 / 1 (`parse_nugget_scores`, `parse_nugget_score`: a reply
+  that cannot be read is unjudged, None, never 0);
 - **passes**: how many calls a judge makes and at which temperature and seed (`judge_pass_settings`), and how their
   verdicts are combined (`majority_vote`, ties to the sceptical side);
 - **the judges**: the 0-3 rubric judge (`rubric_judge`), the binary judge (`binary_judge`), the blind pairwise
-  judge (`pairwise_judge`);
+  judge (`pairwise_judge`), BEAM's nugget judge (`nugget_judge`: per nugget the median across passes);
 - **the QA judge**: which of them makes model-made QA accuracy (`QA_JUDGE`, chosen by the human labels), calling
   it (`qa_judge`) and reading its verdict back from a sample (`judged_correct`, `qa_judge_used`).
 
@@ -74,6 +75,65 @@ def parse_pairwise(text: str) -> str | None:
         return m.group(1)
     m = re.search(r"\b(X|Y|TIE)\b", t)
     return m.group(1) if m else None
+
+
+NUGGET_LEVELS = (0.0, 0.5, 1.0)
+
+
+def _nugget_value(v: Any) -> float | None:
+    """0, 0.5 or 1 from a JSON number or numeric string; None for anything else (2, 0.7, "yes", true)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, str):
+        try:
+            v = float(v.strip())
+        except ValueError:
+            return None
+    if isinstance(v, int | float) and float(v) in NUGGET_LEVELS:
+        return float(v)
+    return None
+
+
+def parse_nugget_scores(text: str, n: int) -> list[float | None] | None:
+    """The per-nugget scores of a question-level nugget judge reply: {"scores": [...]} (or a bare JSON list) with
+    exactly `n` entries, each 0, 0.5 or 1; an entry out of that set is None (unjudged). None for the whole reply
+    when it has no such list or its length is not `n` (the scores cannot be matched to the nuggets)."""
+    t = text or ""
+    vals: Any = None
+    m = _JSON_RE.search(t)
+    if m:
+        try:
+            obj = json.loads(m.group(0))
+            vals = obj.get("scores") if isinstance(obj, dict) else None
+        except json.JSONDecodeError:
+            vals = None
+    if vals is None:
+        m2 = re.search(r"\[[^\[\]]*\]", t)
+        if m2:
+            try:
+                vals = json.loads(m2.group(0))
+            except json.JSONDecodeError:
+                vals = None
+    if not isinstance(vals, list) or len(vals) != n:
+        return None
+    return [_nugget_value(v) for v in vals]
+
+
+def parse_nugget_score(text: str) -> float | None:
+    """The score of a one-nugget judge reply: {"score": x} with x 0, 0.5 or 1, or a reply that is just that number;
+    None otherwise (out of range, garbage, several numbers)."""
+    t = (text or "").strip()
+    m = _JSON_RE.search(t)
+    if m:
+        try:
+            obj = json.loads(m.group(0))
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and "score" in obj:
+            return _nugget_value(obj["score"])
+    if re.fullmatch(r"[0-9.]+", t):
+        return _nugget_value(t)
+    return None
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -194,6 +254,72 @@ async def pairwise_judge(ctx: Any, question: str, gold: str, answer_a: str, answ
     top = [k for k, c in counts.items() if c == best]
     out = {"winner": top[0] if len(top) == 1 else "tie", "verdicts": verdicts, "order_shown": order,
            "raw": raw, "prompt": "PAIRWISE_JUDGE_SYSTEM", "prompt_id": prompt_id(prompts.PAIRWISE_JUDGE_SYSTEM)}
+    if len(settings) > 1:
+        out.update(_pass_record(settings))
+    return out
+
+
+# BEAM's nugget judging (suites/beam.py, beam_judge). NUGGET_JUDGE_MODE: "question" = one call per question listing
+# its nuggets (prompts.NUGGET_JUDGE_SYSTEM), "nugget" = one call per nugget (prompts.NUGGET_JUDGE_ONE_SYSTEM).
+NUGGET_JUDGE_MODES = ("question", "nugget")
+NUGGET_JUDGE_MODE = "question"
+NUGGET_JUDGE_PROMPT = {"question": "NUGGET_JUDGE_SYSTEM", "nugget": "NUGGET_JUDGE_ONE_SYSTEM"}
+
+
+def nugget_median(scores: Sequence[float | None]) -> float | None:
+    """A nugget's score across judge passes: the median of the passes that gave one (the scale is ordered, so the
+    median keeps 0 / 0.5 / 1 apart where a vote would have to break a three-way tie); with an even count the lower
+    middle (the sceptical side, as majority_vote's ties). None when no pass gave a score (unjudged, never 0)."""
+    got = sorted(s for s in scores if s is not None)
+    if not got:
+        return None
+    return got[(len(got) - 1) // 2]
+
+
+def nugget_mean(scores: Sequence[float | None]) -> float | None:
+    """A question's score: the mean of its nuggets' scores; None when any nugget is unjudged (a mean over the
+    nuggets that happened to parse would be another question's score) or there are none."""
+    if not scores or any(s is None for s in scores):
+        return None
+    return sum(s for s in scores if s is not None) / len(scores)
+
+
+async def nugget_judge(ctx: Any, question: str, nuggets: Sequence[str], answer: str,
+                       mode: str | None = None) -> dict[str, Any]:
+    """BEAM-style rubric judging: each nugget 0 / 0.5 / 1 from the answer. `mode` (default NUGGET_JUDGE_MODE):
+    "question" = one call per pass listing every nugget, "nugget" = one call per nugget per pass. Each pass's reply
+    is parsed (parse_nugget_scores / parse_nugget_score); a reply that cannot be read leaves its nuggets unjudged
+    for that pass, never 0. A nugget's score is the median across passes (nugget_median), the question's the mean
+    (nugget_mean, None if any nugget is unjudged). Records every pass's reply."""
+    mode = mode or NUGGET_JUDGE_MODE
+    if mode not in NUGGET_JUDGE_MODES:
+        raise ValueError(f"mode: {mode!r}; expected one of {', '.join(NUGGET_JUDGE_MODES)}")
+    nuggets = list(nuggets)
+    settings = judge_pass_settings(ctx)
+    per_pass: list[list[float | None]] = []
+    raw: list[Any] = []
+    for st in settings:
+        if mode == "question":
+            res = await _judge_call(ctx, prompts.NUGGET_JUDGE_SYSTEM,
+                                    prompts.nugget_judge_user(question, answer, nuggets), st)
+            got = parse_nugget_scores(res.text, len(nuggets))
+            per_pass.append(got if got is not None else [None] * len(nuggets))
+            raw.append(res.text.strip()[:300])
+        else:
+            row: list[float | None] = []
+            texts = []
+            for n in nuggets:
+                res = await _judge_call(ctx, prompts.NUGGET_JUDGE_ONE_SYSTEM,
+                                        prompts.nugget_judge_user(question, answer, [n]), st)
+                row.append(parse_nugget_score(res.text))
+                texts.append(res.text.strip()[:120])
+            per_pass.append(row)
+            raw.append(texts)
+    scores = [nugget_median([p[i] for p in per_pass]) for i in range(len(nuggets))]
+    prompt = NUGGET_JUDGE_PROMPT[mode]
+    out = {"score": nugget_mean(scores), "nuggets": scores, "passes": per_pass, "raw": raw, "mode": mode,
+           "unjudged": sum(1 for s in scores if s is None), "prompt": prompt,
+           "prompt_id": prompt_id(getattr(prompts, prompt))}
     if len(settings) > 1:
         out.update(_pass_record(settings))
     return out

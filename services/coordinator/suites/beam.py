@@ -68,7 +68,15 @@ messages shown at each budget (no order within one), so order is read only betwe
   ("there is contradictory information", "which statement is correct?") and summaries' abstract ones cap the share
   below 1; BEAM's own judging (0 / 0.5 / 1 per nugget by a model, from an answer) is not this.
 - with answers (`answer: true`): `answer_nuggets`, the same rule applied to the answer instead of the shown text (an
-  llm-mock figure when the mock answered).
+  llm-mock figure when the mock answered);
+- with answers and a judge model (`--judge local` or an endpoint; not llm-mock, which has no nugget rule):
+  `beam_judge`, BEAM's own way of grading: a model reads the answer and scores each rubric nugget 0 (not stated or
+  contradicted), 0.5 (partly) or 1 (stated), and the question's score is the mean (judges.nugget_judge, with
+  memrig's own prompt, prompts.NUGGET_JUDGE_SYSTEM; the median across judge passes; a reply it cannot read leaves
+  the question unjudged, None, never 0, and is counted). Every ability is judged, abstention, instruction and
+  preference following included: their nuggets describe the reply's behaviour ("there is no information", "includes
+  numeric codes"), which a model can read from the answer, unlike the offline term rule. How far the judge agrees
+  with a reader's labels: suites/data/judge_labels_beam.md.
 Intervals by conversation (stats.interval, cluster-robust t; clusters = conversation), held-out check with 3 or
 more conversations, scorecards against the suite's baseline as the other real-data suites.
 """
@@ -86,6 +94,7 @@ from typing import Any
 
 from services.common.errors import InputError
 from services.common.types import MAX_CONTENT_CHARS, IngestBatch, Message, Session
+from services.coordinator import judges
 from services.coordinator.metrics import budget
 from services.coordinator.metrics import shown as text_rule
 from services.coordinator.metrics.latency import latency_summary
@@ -138,7 +147,7 @@ SPECS = {"stale": (False, "rate"), "stale_first": (False, "rate"), "abstention_t
          "abstention_topic": (False, "rate"),
          "abstention_on_topic": (False, "rate"),
          **{name: (True, "rate") for name in ("update_shown", "both_statements_shown", "order_all_shown",
-                                               "instruction_shown", NUGGETS, "answer_nuggets")}}
+                                               "instruction_shown", NUGGETS, "answer_nuggets", "beam_judge")}}
 METRIC_LABELS = {"update_shown": "updated fact shown", "stale": "stale (original without update)",
                  "stale_first": "stale or original first (by budget rung)",
                  "both_statements_shown": "both statements shown", "order_all_shown": "every event shown",
@@ -436,6 +445,49 @@ def ability_values(ability: str, meta: dict[str, Any], gold: list[str], acc: dic
     return out
 
 
+def render_judge(metrics: dict[str, Any], conds: list[str], abilities: list[str]) -> list[str]:
+    """The BEAM judge's section: overall and per ability (mean [95% CI by conversation]), and what it left
+    unjudged."""
+    m = metrics["conditions"]
+    j = metrics.get("judge") or {}
+    who = f" by {j.get('model')}" if isinstance(j, dict) and j.get("model") else ""
+    tag = C.mock_tag(metrics, "judge")
+    out = ["", f"### BEAM's nugget judging{tag} (each nugget 0 / 0.5 / 1 from the answer{who}; the question's mean)",
+           "", "Every ability, behaviour nuggets included (a model reads the reply); a judge reply that could not be "
+           "read leaves its question unjudged (not 0). Agreement with a reader's labels: "
+           "services/coordinator/suites/data/judge_labels_beam.md.", ""]
+    out.append(C.md_table(["ability", *conds], [
+        ["**overall**", *(C.fmt_ci(m[c]["overall"].get("beam_judge")) for c in conds)],
+        *([a, *(C.fmt_ci(m[c]["by_ability"].get(a, {}).get("beam_judge")) for c in conds)] for a in abilities)]))
+    counts = metrics.get("beam_judge_counts") or {}
+    if counts:
+        out += ["", "Judged / unjudged answers (unjudged nuggets): " + ", ".join(
+            f"{c} {v['judged']} / {v['unjudged']} ({v['unjudged_nuggets']})" for c, v in sorted(counts.items()))
+            + "."]
+    return out
+
+
+def judge_is_model(ctx: Any) -> bool:
+    """Whether the run's judge is a model (the local one or an endpoint): llm-mock has no nugget rule, so with it
+    nothing is judged (its config says `is_mock`; a client without a config, a test's scripted model, is a model)."""
+    llm = getattr(ctx, "judge_llm", None)
+    return llm is not None and not bool(getattr(getattr(llm, "config", None), "is_mock", False))
+
+
+def judge_counts(samples: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per condition: answers the nugget judge saw, those it left unjudged (a reply it could not read), nuggets
+    unjudged."""
+    out: dict[str, dict[str, int]] = {}
+    for r in samples:
+        j = r.get("beam_judge")
+        if not isinstance(j, dict):
+            continue
+        c = out.setdefault(r["condition"], {"judged": 0, "unjudged": 0, "unjudged_nuggets": 0})
+        c["unjudged" if j.get("score") is None else "judged"] += 1
+        c["unjudged_nuggets"] += int(j.get("unjudged") or 0)
+    return out
+
+
 @register
 class BeamSuite(Suite):
     name = "beam"
@@ -445,7 +497,7 @@ class BeamSuite(Suite):
                    "nuggets offline.")
     retrieval_headline = budget.HEADLINE_METRIC
     answer_headline = None  # BEAM's own nugget judging by a model is not implemented: the verdict reads retrieval
-    answer_metrics = {"answer_nuggets": "answer"}
+    answer_metrics = {"answer_nuggets": "answer", "beam_judge": "judge"}
     namespace_scoped = True  # 1M-token conversations: ingested, probed and released one at a time
     defaults = {"data_dir": None, "file": "beam/beam_dev.json.gz", "sizes": ",".join(SIZES), "conversations": 4,
                 "top_k": 50, "mode": "fast", "answer": True}
@@ -516,6 +568,9 @@ class BeamSuite(Suite):
         body, shown = await C.retrieval_body(ctx, probe, backend, 200)
         if condition.answer:
             body.update(await ctx.answer(probe.question, [shown]))
+            rubric = (getattr(probe, "meta", None) or {}).get("rubric") or []
+            if rubric and judge_is_model(ctx):
+                body["beam_judge"] = await judges.nugget_judge(ctx, probe.question, rubric, body["answer"])
         return body
 
     def more_units(self, data: dict[str, Any]) -> tuple[str, int] | None:
@@ -536,6 +591,8 @@ class BeamSuite(Suite):
                     vals.setdefault(name, {})[pid] = v
                 if "answer" in r and ability not in BEHAVIOUR_NUGGETS:
                     vals.setdefault("answer_nuggets", {})[pid] = nugget_share(meta.get("rubric") or [], r["answer"])
+                if isinstance(r.get("beam_judge"), dict):
+                    vals.setdefault("beam_judge", {})[pid] = r["beam_judge"].get("score")
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
                 vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
             values[cond] = vals
@@ -575,6 +632,8 @@ class BeamSuite(Suite):
         out["statistics"] = {"unit": "conversation", "conversations": len(set(clusters.values())),
                              "method": C.CONVERSATION_STATISTICS}
         out["held_out"] = held_out_check(per_cond, clusters, HELD_OUT_METRICS, self.seed)
+        if counts := judge_counts(samples):
+            out["beam_judge_counts"] = counts
         baseline, out["baseline_rule"] = C.scorecard_baseline(pv, budget.HEADLINE_METRIC)
         out["baseline"] = baseline
         out["comparisons"] = C.compare_all(per_cond, baseline, [
@@ -635,6 +694,8 @@ class BeamSuite(Suite):
                 f"{c} {C.fmt_ci(m[c]['overall'].get('answer_nuggets'))}" for c in conds) + "."]
             out += C.mock_note(metrics)
         abilities = [a for a in ABILITIES if any(a in m[c]["by_ability"] for c in conds)]
+        if any("beam_judge" in m[c]["overall"] for c in conds):
+            out += render_judge(metrics, conds, abilities)
         out += ["", f"### Evidence recall @{hb} tokens by ability", ""]
         out.append(C.md_table(["ability", *conds], [
             [a, *(C.fmt_ci(m[c]["by_ability"].get(a, {}).get(RECALL)) for c in conds)]
