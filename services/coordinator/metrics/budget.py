@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.common.tokens import _encoding, count_tokens, truncate_to_tokens
+from services.common.tokens import _encoding, count_tokens, token_ids, truncate_to_tokens
 from services.common.types import ValidationError
 from services.coordinator.metrics import shown as text_rule
 from services.coordinator.metrics.registry import metric
@@ -167,23 +167,18 @@ def chars_within(text: str, budgets: Sequence[int]) -> tuple[int, list[int]]:
     if enc is None:  # the labelled chars/4 fallback of services/common/tokens
         total = count_tokens(text)
         return total, [min(len(text), 4 * b) for b in budgets]
-    ids = enc.encode(text, disallowed_special=())
+    ids = token_ids(text)
     if not ids:
         return 0, [0 for _ in budgets]
     raw = text.encode("utf-8")
-    ends: list[int] = []
-    pos = 0
-    for t in ids:
-        pos += len(enc.decode_single_token_bytes(t))
-        ends.append(pos)
     cuts = []
     for b in budgets:
         if b >= len(ids):
             cuts.append(len(text))
         elif b <= 0:
             cuts.append(0)
-        else:
-            cuts.append(len(raw[: ends[b - 1]].decode("utf-8", errors="ignore")))
+        else:  # the bytes of the first b tokens, the UTF-8 text's prefix up to there
+            cuts.append(len(raw[: len(enc.decode_bytes(list(ids[:b])))].decode("utf-8", errors="ignore")))
     return len(ids), cuts
 
 

@@ -77,11 +77,15 @@ def words(text: str) -> list[str]:
 _SPAN_RE = re.compile(r"&[#A-Za-z0-9]+;|" + ESCAPE_RE.pattern + r"|[^\W_]+")
 
 
-def word_spans(text: str) -> tuple[list[str], list[int]]:
+def word_spans(text: str, upto: int | None = None) -> tuple[list[str], list[int]]:
     """(words, the character offset in `text` where each word ends). Offsets are in `text` itself, so a budget cut
-    at a character position keeps exactly the words that end before it; unescaping is applied per word."""
+    at a character position keeps exactly the words that end before it; unescaping is applied per word. With
+    `upto`, only the words that end at or before that offset (the same as the whole text's list cut there: matches
+    come in order, so the first one ending past it ends the scan)."""
     out, ends = [], []
     for m in _SPAN_RE.finditer(text):
+        if upto is not None and m.end() > upto:
+            break
         for w in words(m.group(0)):
             out.append(w)
             ends.append(m.end())
@@ -125,6 +129,21 @@ class CorpusIndex:
     def __contains__(self, mid: str) -> bool:
         return mid in self._pos
 
+    def coverage_by_prefix(self, grams: TextGrams, lengths: Sequence[int]) -> list[np.ndarray]:
+        """`coverage(text_keys(ws[:k]))` for each k of `lengths`, from one lookup of the corpus's n-grams among the
+        text's (each key found at the fewest leading words that hold it)."""
+        keys = self._g.keys
+        if len(grams.keys) and len(keys):
+            pos = np.minimum(np.searchsorted(grams.keys, keys), len(grams.keys) - 1)
+            need = np.where(grams.keys[pos] == keys, grams.need[pos], np.iinfo(np.int64).max)
+        else:
+            need = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
+        out = []
+        for k in lengths:
+            got = np.bincount(self._g.owner[need <= k], minlength=len(self.ids)).astype(np.float64)
+            out.append(np.divide(got, self._g.size, out=np.zeros(len(self.ids)), where=self._g.size > 0))
+        return out
+
     def coverage(self, shown_keys: np.ndarray) -> np.ndarray:
         """Per message (in self.ids order), the share of its n-grams among `shown_keys`; 0 for an empty message."""
         hit = np.isin(self._g.keys, shown_keys)
@@ -149,6 +168,30 @@ def text_keys(ws: Sequence[str], n: int = NGRAM) -> np.ndarray:
         if len(ws) >= k:
             keys += [hash((k, *ws[i:i + k])) for i in range(len(ws) - k + 1)]
     return np.unique(np.asarray(keys, dtype=np.int64))
+
+
+@dataclass
+class TextGrams:
+    keys: np.ndarray  # every distinct 1..n-gram key of a text's words, sorted (text_keys of all of them)
+    need: np.ndarray  # for each key, the fewest leading words that contain it (text_keys(ws[:k]) holds it iff need <= k)
+
+
+def text_grams(ws: Sequence[str], n: int = NGRAM) -> TextGrams:
+    """The keys of text_keys(ws, n), each with the length of the shortest prefix of `ws` holding it."""
+    keys: list[int] = []
+    need: list[int] = []
+    for k in range(1, n + 1):
+        if len(ws) >= k:
+            keys += [hash((k, *ws[i:i + k])) for i in range(len(ws) - k + 1)]
+            need += range(k, len(ws) + 1)
+    if not keys:
+        return TextGrams(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    ka, na = np.asarray(keys, dtype=np.int64), np.asarray(need, dtype=np.int64)
+    order = np.lexsort((na, ka))  # by key, then by prefix length: the first of each key is its shortest prefix
+    ks = ka[order]
+    first = np.ones(len(ks), dtype=bool)
+    first[1:] = ks[1:] != ks[:-1]
+    return TextGrams(ks[first], na[order][first])
 
 
 def message_coverage(shown_text: str, message_text: str, n: int = NGRAM) -> float:
@@ -222,13 +265,21 @@ def shown_at(text: str, cuts: Sequence[int], corpus: CorpusIndex | None, answer:
              threshold: float = MESSAGE_SHOWN) -> tuple[list[list[str]], list[float | None]]:
     """For each character cut of the injected `text` (one per budget): the messages shown (ids, corpus order) and
     the answer-term coverage (None without an answer or corpus-free answer terms)."""
-    ws, ends = word_spans(text)
+    # Only the words up to the largest cut matter; each prefix's n-grams and terms are read off one pass over them.
+    ws, ends = word_spans(text, upto=max(cuts, default=0))
     terms = answer_terms(answer) if answer else []
+    end_at = np.asarray(ends, dtype=np.int64)
+    lengths = [int(np.searchsorted(end_at, cut, side="right")) if ends else 0 for cut in cuts]
     shown_ids: list[list[str]] = []
-    answer_cov: list[float | None] = []
-    for cut in cuts:
-        k = int(np.searchsorted(np.asarray(ends, dtype=np.int64), cut, side="right")) if ends else 0
-        head = ws[:k]
-        shown_ids.append(corpus.shown(text_keys(head, corpus.n), threshold) if corpus is not None else [])
-        answer_cov.append(answer_coverage(terms, shown_terms(head)) if terms else None)
+    if corpus is not None:
+        for cov in corpus.coverage_by_prefix(text_grams(ws, corpus.n), lengths):
+            shown_ids.append([corpus.ids[i] for i in np.flatnonzero((cov >= threshold) & (cov > 0))])
+    else:
+        shown_ids = [[] for _ in cuts]
+    answer_cov: list[float | None] = [None for _ in cuts]
+    if terms:
+        first: dict[str, int] = {}  # each shown term at the fewest leading words that hold it
+        for i, w in enumerate(ws):
+            first.setdefault(_term(w), i + 1)
+        answer_cov = [answer_coverage(terms, {t for t in terms if first.get(t, k + 1) <= k}) for k in lengths]
     return shown_ids, answer_cov
