@@ -237,6 +237,18 @@ def test_backends_sharing_a_service_process_share_a_lane():
     assert lane_groups([]) == []
 
 
+def test_the_heaviest_lanes_start_first():
+    from services.coordinator.runner import heaviest_first, lane_groups
+
+    # roles: bm25 ir-baseline, cortex memory, none control, openclaw-real native, an unknown target ranks as memory
+    names = ["bm25", "cortex", "cortex-fast", "none", "openclaw-real", "someone-elses-target"]
+    assert heaviest_first(lane_groups(names)) == [["openclaw-real"], ["cortex", "cortex-fast"],
+                                                  ["someone-elses-target"], ["bm25"], ["none"]]
+    # the rest keep their order; nothing heavy: unchanged
+    assert heaviest_first([["none"], ["bm25"], ["dense"]]) == [["none"], ["bm25"], ["dense"]]
+    assert heaviest_first([]) == []
+
+
 async def test_stop_all_stops_a_child_that_is_still_starting(tmp_path):
     """Ctrl-C can land while a process is spawned but not READY yet: stop_all stops it too (by PID)."""
     import asyncio

@@ -285,7 +285,8 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
             for name in group:
                 await ingest_backend(name)
 
-    await asyncio.gather(*(ingest_group(g) for g in lane_groups([n for n in sorted(needed) if n in clients])))
+    await asyncio.gather(*(ingest_group(g) for g in
+                           heaviest_first(lane_groups([n for n in sorted(needed) if n in clients]))))
     for b, (a, _) in views.items():
         if a in failures:
             failures.setdefault(b, f"its replay is {a}'s, which failed: {failures[a]}"[:400])
@@ -310,6 +311,27 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
 
     emit({"run_id": run_id, "phase": "probes", "done": 0, "total": total})
     await asyncio.gather(*(one(p, c) for p, c in work))
+
+
+# Which lanes start first when there are more lane groups than lanes: by the role of their heaviest member. OpenClaw's
+# own profiles (one Node process each, its Worker threads, seconds a namespace) and the memory systems under test
+# take most of a suite's lane time; started last, one of them ran alone at the end while the other lane sat idle.
+LANE_FIRST = ("native", "memory")
+
+
+def heaviest_first(groups: list[list[str]]) -> list[list[str]]:
+    """`groups` with those holding a backend of a LANE_FIRST role first (in LANE_FIRST's order), otherwise in the
+    order given. A name the registry does not know ranks with the memory systems (someone's own system)."""
+    from services.adapters.registry import get_spec
+
+    def rank(name: str) -> int:
+        try:
+            role = get_spec(name).role
+        except KeyError:
+            role = "memory"
+        return LANE_FIRST.index(role) if role in LANE_FIRST else len(LANE_FIRST)
+
+    return sorted(groups, key=lambda g: min(rank(n) for n in g))
 
 
 def lane_groups(backends: list[str]) -> list[list[str]]:
@@ -478,7 +500,7 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
     latest: dict[str, Any] = {}
     hook = interrupt.on_exit(lambda: checkpoint(latest["info"]) if latest else None)
     try:
-        await asyncio.gather(*(group_run(g) for g in lane_groups(sorted(lanes))))
+        await asyncio.gather(*(group_run(g) for g in heaviest_first(lane_groups(sorted(lanes)))))
     finally:
         interrupt.forget(hook)
     return {n: info[n] for n in sorted(info)}
