@@ -287,4 +287,6 @@ def test_the_blind_sheet_drops_the_backend_and_keeps_one_answer_per_question():
     assert sorted(r["probe"] for r in sheet) == [f"c:ab:{i}" for i in range(6)]
     assert all(set(r) == {"id", "probe", "question", "nuggets", "answer"} for r in sheet)
     assert BJ.blind_sheet(samples, seed=3) == sheet  # the seed fixes the picks and the order
-    assert [r["probe"] for r in sheet] != sorted(r["probe"] for r in sheet) or len(sheet) < 2
+    assert [r["probe"] for r in sheet] != sorted(r["probe"] for r in sheet)  # shuffled
+    every = BJ.blind_sheet(samples, seed=3, every=True)
+    assert len(every) == 12 and sorted(r["answer"] for r in every) == sorted(s["answer"] for s in samples)

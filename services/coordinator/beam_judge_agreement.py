@@ -258,9 +258,10 @@ def labels_digest(path: str | Path) -> str:
 # The blind labelling sheet
 
 
-def blind_sheet(samples: Sequence[Mapping[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
-    """One answered sample per question (a seeded pick among the conditions that answered it), without the
-    backend, in a seeded shuffled order, numbered B01, B02, ...: {id, probe, question, nuggets, answer}."""
+def blind_sheet(samples: Sequence[Mapping[str, Any]], seed: int = 0, every: bool = False) -> list[dict[str, Any]]:
+    """One answered sample per question (a seeded pick among the conditions that answered it; `every`: all of
+    them), without the backend, in a seeded shuffled order, numbered B01, B02, ...: {id, probe, question, nuggets,
+    answer}."""
     by_probe: dict[str, list[Mapping[str, Any]]] = {}
     for s in samples:
         if s.get("status", "ok") == "ok" and isinstance(s.get("answer"), str):
@@ -269,7 +270,7 @@ def blind_sheet(samples: Sequence[Mapping[str, Any]], seed: int = 0) -> list[dic
     picked = []
     for pid in sorted(by_probe):
         rows = sorted(by_probe[pid], key=lambda r: str(r.get("condition")))
-        picked.append(rows[rng.randrange(len(rows))])
+        picked += rows if every else [rows[rng.randrange(len(rows))]]
     rng.shuffle(picked)
     return [{"id": f"B{i:02d}", "probe": str(s["probe_id"]), "question": s.get("question"),
              "nuggets": list((s.get("meta") or {}).get("rubric") or []), "answer": s["answer"]}
@@ -279,13 +280,17 @@ def blind_sheet(samples: Sequence[Mapping[str, Any]], seed: int = 0) -> list[dic
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m services.coordinator.beam_judge_agreement")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    ex = sub.add_parser("export", help="the blind labelling sheet of a BEAM run with answers")
-    ex.add_argument("run_dir")
+    ex = sub.add_parser("export", help="the blind labelling sheet of BEAM runs with answers")
+    ex.add_argument("run_dir", nargs="+", help="run directories (their samples.jsonl)")
     ex.add_argument("out")
     ex.add_argument("--seed", type=int, default=0)
+    ex.add_argument("--every", action="store_true", help="every answer, not one per question")
     args = ap.parse_args(argv)
-    samples = [json.loads(x) for x in (Path(args.run_dir) / "samples.jsonl").read_text().splitlines() if x.strip()]
-    sheet = blind_sheet(samples, args.seed)
+    samples = []
+    for i, run in enumerate(args.run_dir):  # runs kept apart: a backend of two runs is two answerers
+        samples += [{**json.loads(x), "condition": f"{i}:{json.loads(x).get('condition')}"}
+                    for x in (Path(run) / "samples.jsonl").read_text().splitlines() if x.strip()]
+    sheet = blind_sheet(samples, args.seed, args.every)
     Path(args.out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in sheet))
     print(f"{len(sheet)} answers -> {args.out}")
     return 0
