@@ -132,3 +132,31 @@ def test_a_long_text_is_encoded_once_and_counts_the_same():
     assert (info.misses, info.hits) == (1, 2)
     short = "went to the group"
     assert tokens.count_tokens(short) == len(enc.encode(short)) and tokens._cached_ids.cache_info().misses == 1
+
+
+async def test_a_run_loads_the_rules_lazy_parts_before_anything_is_timed(tmp_path, monkeypatch):
+    """NLTK's stemmer and the tokenizer load before the first backend call, not at the first grading (where the
+    import stalled the event loop inside the timings of the calls in flight)."""
+    from services.coordinator import report_html, runner
+    from services.coordinator.runner import RunConfig, run_suite
+
+    monkeypatch.setenv("MEMRIG_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # nobody calls it: retrieval only
+    monkeypatch.setattr(report_html, "render_html", lambda *a, **k: None)
+    events: list[str] = []
+    monkeypatch.setattr(runner.shown, "load", lambda: events.append("load"))
+    real_account = budget.account
+    monkeypatch.setattr(budget, "account", lambda *a, **k: events.append("account") or real_account(*a, **k))
+    cfg = RunConfig(suite="octybot", backends=["bm25"], out_dir=str(tmp_path / "r"), embedder="hash",
+                    in_process=True)
+    out = await run_suite(cfg)
+    assert out.state == "succeeded", out.failures
+    assert events[0] == "load" and events.count("load") == 1 and "account" in events
+
+
+def test_load_loads_the_stemmer_and_the_tokenizer():
+    from services.coordinator.metrics import qa
+
+    qa._stemmer.cache_clear()
+    tokens._encoding.cache_clear()
+    S.load()
+    assert qa._stemmer.cache_info().currsize == 1 and tokens._encoding.cache_info().currsize == 1

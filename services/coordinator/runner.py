@@ -36,6 +36,7 @@ from services.common.llm_client import LLMClient, LLMConfig
 from services.coordinator import costs
 from services.coordinator import views as replay_views
 from services.coordinator.context import ProbeContext
+from services.coordinator.metrics import shown
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, sample_key
 from services.coordinator.reuse import Reuse
 from services.coordinator.reuse import owner as reuse_owner
@@ -151,6 +152,7 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
     try:
         emit({"run_id": run_id, "phase": "load", "done": 0, "total": 0})
         data = suite.load()
+        shown.load()  # the grader's lazy loads, before anything is timed
 
         # -- LLM roles, then backends --------------------------------------------------------------
         roles = await rig.ensure_llm_roles(cfg.llm_roles)

@@ -200,6 +200,16 @@ def message_coverage(shown_text: str, message_text: str, n: int = NGRAM) -> floa
     return float(idx.coverage(text_keys(words(shown_text), n))[0])
 
 
+def load() -> None:
+    """Load what the rule reads lazily, before any call is timed: NLTK's Porter stemmer (importing NLTK takes seconds)
+    and the tokenizer. Loaded at a run's first grading instead, it stalled the coordinator's event loop inside the
+    timings of every call in flight (prepare and retrieve latencies of up to 10 s under load)."""
+    from services.common.tokens import _encoding
+
+    _stem("memory")
+    _encoding()
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Answer terms
 
