@@ -290,3 +290,14 @@ def test_the_blind_sheet_drops_the_backend_and_keeps_one_answer_per_question():
     assert [r["probe"] for r in sheet] != sorted(r["probe"] for r in sheet)  # shuffled
     every = BJ.blind_sheet(samples, seed=3, every=True)
     assert len(every) == 12 and sorted(r["answer"] for r in every) == sorted(s["answer"] for s in samples)
+
+
+def test_model_scores_judge_each_labelled_answer_through_the_suites_judge():
+    from services.coordinator.judge_agreement import JudgeSettings
+
+    items = [{"question": "q1?", "nuggets": ["a", "b"], "candidate": "x"},
+             {"question": "q2?", "nuggets": ["c"], "candidate": "y"}]
+    llm = ScriptedJudge({"q1?": '{"scores": [0.5, 1]}', "q2?": "no idea"})
+    scores, raw = asyncio.run(BJ.model_scores(items, JudgeSettings(llm)))
+    assert scores == [[0.5, 1.0], [None]] and raw == [['{"scores": [0.5, 1]}'], ["no idea"]]
+    assert [c["user"].split("\n")[1] for c in llm.judge_calls] == ["Answer: x", "Answer: y"]
