@@ -67,20 +67,30 @@ def test_a_view_returns_what_a_backend_of_that_profile_returns(tmp_path):
     batch, probes = _conversation()
     assert len(batch.sessions) == SESSIONS and len(probes) == QUESTIONS
 
+    async def replay(h):
+        await h.ingest("conv", batch)
+        await h.settle("conv", 60)
+        await h.prepare("conv")
+
+    async def both(make):
+        # the two sidecars start and replay side by side (each is one Node process, this host has two cores); every
+        # one finishes before the first error is raised, so none is left starting while the others close
+        for r in await asyncio.gather(*(make(h) for h in hosts.values()), return_exceptions=True):
+            if isinstance(r, BaseException):
+                raise r
+
+    hosts = {}
+
     async def main():
-        hosts = {}
         for prof in ("default", "sessions"):
             d = tmp_path / prof
             b = OpenClawRealBackend({"embedder": "hash", "profile": prof},
                                     BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"),
                                                    _llm=InProcessMockLLM()))
             hosts[prof] = BackendHost(b)
-            await hosts[prof].start()
         try:
-            for h in hosts.values():
-                await h.ingest("conv", batch)
-                await h.settle("conv", 60)
-                await h.prepare("conv")
+            await both(lambda h: h.start())
+            await both(replay)
             transcript_hits = 0
             for p in probes:
                 q = RetrieveQuery(p.question, 10, reference_time=p.reference_time)
