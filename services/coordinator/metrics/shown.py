@@ -205,8 +205,9 @@ def load() -> None:
     and the tokenizer. Loaded at a run's first grading instead, it stalled the coordinator's event loop inside the
     timings of every call in flight (prepare and retrieve latencies of up to 10 s under load)."""
     from services.common.tokens import _encoding
+    from services.coordinator.metrics.qa import _stemmer
 
-    _stem("memory")
+    _stemmer()
     _encoding()
 
 
