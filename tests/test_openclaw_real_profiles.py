@@ -27,45 +27,65 @@ ASKED = T0 + timedelta(days=3)
 MSG_LINES = {2: "s1-m0", 3: "s1-m1", 4: "s1-m2", 6: "s2-m0", 7: "s2-m1"}  # line 1 header, 5 the /new reset
 
 
-def _start(tmp_path_factory, cfg):
-    loop = asyncio.new_event_loop()
-    llm = InProcessMockLLM()
-    d = tmp_path_factory.mktemp("ocr")
-    b = OpenClawRealBackend({"embedder": "hash", **cfg},
-                            BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"), _llm=llm))
-    loop.run_until_complete(b.start())
-    loop.run_until_complete(b.ingest("demo", IngestBatch(sessions=(S1, S2))))
-    return b, loop, llm
+# Every install this module reads: its settings and the batches it ingests into namespace "demo" (a batch is one
+# Ingest call). They start together on one event loop, two at a time (each is one Node process starting OpenClaw,
+# this host has two cores), when the module's first test asks for one; each is its own sidecar and data dir.
+INSTALLS = {
+    "default": ({"profile": "default"}, [(S1, S2)]),
+    "sessions": ({"profile": "sessions"}, [(S1, S2)]),
+    "closed": ({"profile": "default", "last_session": "closed"}, [(S1, S2)]),
+    "one-session": ({"profile": "default"}, [(S1,)]),
+    "flush-every-session": ({"profile": "flush-every-session"}, [(S1, S2)]),
+    "continue": ({"profile": "default", "context_window": 40, "session_boundary": "continue",
+                  "system_prompt_tokens": 0}, [(S1, S2)]),
+}
+AT_ONCE = 2
 
 
-def _start_batches(tmp_path_factory, cfg, batches):
+@pytest.fixture(scope="module")
+def installs(tmp_path_factory):
     loop = asyncio.new_event_loop()
-    d = tmp_path_factory.mktemp("ocr")
-    b = OpenClawRealBackend({"embedder": "hash", **cfg},
-                            BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"), _llm=InProcessMockLLM()))
-    loop.run_until_complete(b.start())
-    for sessions in batches:
-        loop.run_until_complete(b.ingest("demo", IngestBatch(sessions=tuple(sessions))))
-    return b, loop, None
+    made = {}
+    for name, (cfg, _) in INSTALLS.items():
+        d, llm = tmp_path_factory.mktemp("ocr"), InProcessMockLLM()
+        made[name] = (OpenClawRealBackend({"embedder": "hash", **cfg},
+                                          BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"), _llm=llm)),
+                      loop, llm)
+
+    async def up(gate, b, batches):
+        async with gate:
+            await b.start()
+            for sessions in batches:
+                await b.ingest("demo", IngestBatch(sessions=tuple(sessions)))
+
+    async def all_up():
+        gate = asyncio.Semaphore(AT_ONCE)
+        # every one finishes before the first error is raised, so none is left starting while the others close
+        return await asyncio.gather(*(up(gate, made[n][0], INSTALLS[n][1]) for n in made), return_exceptions=True)
+
+    try:
+        for r in loop.run_until_complete(all_up()):
+            if isinstance(r, BaseException):
+                raise r
+        yield made
+    finally:
+        for b, _, _ in made.values():
+            loop.run_until_complete(b.close())
+        loop.close()
+
+
+@pytest.fixture(scope="module")
+def default(installs):
+    return installs["default"]
+
+
+@pytest.fixture(scope="module")
+def sessions(installs):
+    return installs["sessions"]
 
 
 def _stop(b, loop):
-    loop.run_until_complete(b.close())
-    loop.close()
-
-
-@pytest.fixture(scope="module")
-def default(tmp_path_factory):
-    b, loop, llm = _start(tmp_path_factory, {"profile": "default"})
-    yield b, loop, llm
-    _stop(b, loop)
-
-
-@pytest.fixture(scope="module")
-def sessions(tmp_path_factory):
-    b, loop, llm = _start(tmp_path_factory, {"profile": "sessions"})
-    yield b, loop, llm
-    _stop(b, loop)
+    loop.run_until_complete(b.close())  # the loop is the module's: `installs` closes it
 
 
 def _transcript(b, loop):
@@ -130,10 +150,10 @@ def test_the_ports_hook_files_are_openclaws_byte_for_byte(default, tmp_path):
         loop.run_until_complete(port.close())
 
 
-def test_closed_last_session_ends_with_new_like_the_port(tmp_path_factory):
+def test_closed_last_session_ends_with_new_like_the_port(installs, tmp_path_factory):
     # last_session "closed" (the earlier replay): session 2 is closed at its last message by OpenClaw's /new (a second
     # reset and hook file, dated 11:03, the time of that /new); the port writes the same bytes.
-    b, loop, _ = _start(tmp_path_factory, {"profile": "default", "last_session": "closed"})
+    b, loop, _ = installs["closed"]
     try:
         t = _transcript(b, loop)
         assert [e["type"] for e in t["events"]].count("reset") == 2
@@ -151,7 +171,8 @@ def test_closed_last_session_ends_with_new_like_the_port(tmp_path_factory):
         _stop(b, loop)
 
 
-def test_onboardings_files_are_openclaws_and_bootstrap_md_goes_with_the_first_memory(default, tmp_path_factory):
+def test_onboardings_files_are_openclaws_and_bootstrap_md_goes_with_the_first_memory(default, installs,
+                                                                                      tmp_path_factory):
     # OpenClaw's ensureAgentWorkspace wrote AGENTS.md, SOUL.md, IDENTITY.md, USER.md and BOOTSTRAP.md before the first
     # message; the hook file of session 1's /new made memory/, so its next run (the question's turn) deleted
     # BOOTSTRAP.md. The port's files (the package's templates, front matter stripped) are the same bytes.
@@ -164,7 +185,7 @@ def test_onboardings_files_are_openclaws_and_bootstrap_md_goes_with_the_first_me
         assert (root / name).read_bytes() == templates[name].encode("utf-8"), name
     # One session, still open: no memory yet, so BOOTSTRAP.md stays, on both; then a reset and a fresh ingest (OpenClaw
     # forgets the workspace's setup state on /drop, as `agents delete` does, so the new workspace is not "vanished").
-    b1, loop1, _ = _start_batches(tmp_path_factory, {"profile": "default"}, [(S1,)])
+    b1, loop1, _ = installs["one-session"]
     try:
         r1 = b1.workspace_dir("demo")
         assert sorted(p.name for p in r1.glob("*.md")) == sorted(L.BOOTSTRAP_FILES)
@@ -316,8 +337,8 @@ def test_transcript_evidence_by_hand():
     assert transcript_evidence(ws, "sessions/a/y.jsonl", 1, 9) == [] and transcript_evidence(None, "x", 1, 2) == []
 
 
-def test_flush_every_session_matches_the_port_and_writes_no_transcript(tmp_path_factory):
-    b, loop, _ = _start(tmp_path_factory, {"profile": "flush-every-session"})
+def test_flush_every_session_matches_the_port_and_writes_no_transcript(installs, tmp_path_factory):
+    b, loop, _ = installs["flush-every-session"]
     try:
         assert _transcript(b, loop)["events"] == []
         real_files = b.workspace("demo")
@@ -331,10 +352,9 @@ def test_flush_every_session_matches_the_port_and_writes_no_transcript(tmp_path_
     assert "MEMORY.md" in real_files and "memory/2026-03-01.md" in real_files
 
 
-def test_continue_boundary_flushes_with_openclaws_plan(tmp_path_factory):
+def test_continue_boundary_flushes_with_openclaws_plan(installs):
     # Window 40 (flush at 15 tokens): one flush after s2-m1, no /new, so no hook file and no reset in the transcript.
-    b, loop, llm = _start(tmp_path_factory, {"profile": "default", "context_window": 40,
-                                             "session_boundary": "continue", "system_prompt_tokens": 0})
+    b, loop, llm = installs["continue"]
     try:
         assert llm.tasks() == ["flush"]
         assert llm.calls[0][1][0]["content"] == L.flush_plan(ms(S2.messages[-1].ts)).system_prompt

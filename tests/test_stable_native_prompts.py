@@ -29,25 +29,31 @@ def expected_session_id(agent: str, t0_ms: int) -> str:
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}"
 
 
-def _install(tmp_path, name):
-    async def go():
-        d = tmp_path / name
-        b = OpenClawRealBackend({"embedder": "hash", "profile": "default"},
-                                BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"), _llm=InProcessMockLLM()))
-        await b.start()
-        try:
-            await b.ingest("demo", IngestBatch(sessions=(S1, S2)))
-            t = await b._call("POST", "/transcript", {"agent": agent_id("demo")})
-            return t["sessionId"], b.workspace("demo")
-        finally:
-            await b.close()
+async def _install(tmp_path, name):
+    d = tmp_path / name
+    b = OpenClawRealBackend({"embedder": "hash", "profile": "default"},
+                            BackendContext(data_dir=d, embedding_cache_path=str(d / "e.sqlite"), _llm=InProcessMockLLM()))
+    await b.start()
+    try:
+        await b.ingest("demo", IngestBatch(sessions=(S1, S2)))
+        t = await b._call("POST", "/transcript", {"agent": agent_id("demo")})
+        return t["sessionId"], b.workspace("demo")
+    finally:
+        await b.close()
 
-    return asyncio.run(go())
+
+async def _installs(tmp_path, *names):
+    # two separate installs (own data dir, own sidecar) side by side: each sidecar is one Node process, the host has
+    # two cores; every one finishes (and closes) before the first error is raised
+    res = await asyncio.gather(*(_install(tmp_path, n) for n in names), return_exceptions=True)
+    for r in res:
+        if isinstance(r, BaseException):
+            raise r
+    return res
 
 
 def test_two_installs_of_the_same_sessions_hold_the_same_files(tmp_path):
-    sid_a, files_a = _install(tmp_path, "a")
-    sid_b, files_b = _install(tmp_path, "b")
+    (sid_a, files_a), (sid_b, files_b) = asyncio.run(_installs(tmp_path, "a", "b"))
     assert sid_a == sid_b == expected_session_id(agent_id("demo"), ms(S1.messages[0].ts))
     assert files_a == files_b and files_a  # the hook files, session id included, byte for byte
     assert all(sid_a in text for path, text in files_a.items() if path.startswith("memory/"))
