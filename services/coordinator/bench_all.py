@@ -22,6 +22,7 @@ runs them. Given backends (--backends, --target) run on every suite, BEAM includ
 
 from __future__ import annotations
 
+import asyncio
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import Any
 from services.adapters.registry import default_backends, get_spec
 from services.coordinator import reuse as reuse_mod
 from services.coordinator.plan import RunPlan, SuitePlan, run_plan, run_settings, suite_options
+from services.coordinator.report_html import deferred_pages, render_pages
 from services.coordinator.results import RESULTS_ROOT, RunDir, new_run_id, provenance
 from services.coordinator.run_report import write_reports
 from services.coordinator.runner import TerminalProgress, run_suite
@@ -110,18 +112,33 @@ async def run_bench_all(p: BenchAllPlan) -> int:
     await _wait_for_targets(p.run.targets, p.target_wait_s)
     rig = Rig(p.out / "procs")
     t0 = time.monotonic()
-    try:
-        index["suites"] = await run_plan(p, run_suite, TerminalProgress(), None if p.run.in_process else rig)
-        if p.costs:
-            index["costs"] = await _run_costs(p.out / "costs", rig, getattr(p.run, "reuse", "off"))
-    finally:
-        rig.stop_all()
+    # Each suite's report.html (its plots: most of the time between two suites) is drawn at the end, on every core,
+    # once nothing is measured; a run stopped before then has its report.md, and `memrig report` draws the rest.
+    with deferred_pages() as pages:
+        try:
+            index["suites"] = await run_plan(p, run_suite, TerminalProgress(), None if p.run.in_process else rig)
+            if p.costs:
+                index["costs"] = await _run_costs(p.out / "costs", rig, getattr(p.run, "reuse", "off"))
+        finally:
+            rig.stop_all()
+    await asyncio.to_thread(draw_suite_pages, p.out, index, pages)
     index["duration_s"] = time.monotonic() - t0
     top.write_json("report.json", index)
     write_reports(p.out, index)  # verdict.json, report.md (verdict first), report.html
     print(f"\nbench-all: {p.out / 'report.md'}")
     bad = [n for n, s in index["suites"].items() if s["state"] == "failed"]
     return 1 if bad else 0
+
+
+def draw_suite_pages(out: Path, index: dict[str, Any], pages: list[Path]) -> None:
+    """The suites' report.html pages noted in `pages` (report_html.render_pages); a suite whose page failed is
+    marked failed with the reason, as it was when its page was drawn inside the suite."""
+    by_dir = {(out / s["dir"]).resolve(): s for s in (index.get("suites") or {}).values() if s.get("dir")}
+    for d, err in render_pages(pages).items():
+        print(f"[bench-all] {d / 'report.html'} failed: {err}", flush=True)
+        entry = by_dir.get(Path(d).resolve())
+        if entry is not None:
+            entry.update(state="failed", reason=f"report.html: {err}")
 
 
 async def _wait_for_targets(targets: dict[str, str], timeout_s: float) -> None:

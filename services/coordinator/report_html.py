@@ -13,12 +13,17 @@ outside the axes (constrained layout makes room, so they never cover a bar) in t
 whiskers only on bars that have a CI; the CSS scales any image down (`max-width: 100%`) instead of cutting it.
 The "Judge:" line follows the page's H1.
 
-`render_html(run_dir) -> Path` writes `<run_dir>/report.html` and returns its path.
+`render_html(run_dir) -> Path` writes `<run_dir>/report.html` and returns its path. Inside `deferred_pages()` it only
+notes the directory, and `render_pages(dirs)` draws the noted pages afterwards, one process per core: bench-all
+draws its suites' plots once nothing is being measured, on both cores, instead of on one between the suites. A page
+is the same bytes either way (tests/test_report_pages.py).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import functools
 import hashlib
 import html
@@ -506,8 +511,70 @@ def verdict_picture(verdict: dict[str, Any]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
+# The run directories whose report.html waits for render_pages (inside deferred_pages()), else None
+_DEFERRED: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("memrig_deferred_pages", default=None)
+
+
+@contextlib.contextmanager
+def deferred_pages():
+    """Inside, render_html writes nothing: it notes its run directory in the list this yields (once each, in order),
+    for the caller to draw with render_pages when nothing is being measured."""
+    pending: list[Path] = []
+    token = _DEFERRED.set(pending)
+    try:
+        yield pending
+    finally:
+        _DEFERRED.reset(token)
+
+
+def _render_page(run_dir: str) -> str:
+    """A worker's job: one page, its error as text (an exception from a child process may not pickle)."""
+    try:
+        render_html(run_dir)
+    except ModuleNotFoundError:  # no matplotlib here: no page, as finalize has it
+        return ""
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return ""
+
+
+def render_pages(run_dirs: list[str | Path], workers: int | None = None) -> dict[Path, str]:
+    """report.html of each run directory, `workers` pages at a time (default one per core) in processes of their own
+    (spawned: the caller may hold gRPC channels, which do not survive a fork), the largest samples.jsonl first so
+    the long pages do not finish last. Each page is what render_html writes on its own, byte for byte: it reads
+    only its directory's files. Returns {run_dir: error} for the pages that failed (empty: every page written)."""
+    dirs = list(dict.fromkeys(Path(d) for d in run_dirs))
+
+    def size(d: Path) -> int:
+        try:
+            return (d / "samples.jsonl").stat().st_size
+        except OSError:
+            return 0
+
+    dirs.sort(key=size, reverse=True)
+    n = min(len(dirs), workers or os.cpu_count() or 1)
+    if n <= 1:
+        errors = {d: _render_page(str(d)) for d in dirs}
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
+                errors = dict(zip(dirs, pool.map(_render_page, [str(d) for d in dirs]), strict=True))
+        except BrokenProcessPool:  # a worker died (e.g. spawn re-ran a caller's unguarded __main__): here, in turn
+            errors = {d: _render_page(str(d)) for d in dirs}
+    return {d: e for d, e in errors.items() if e}
+
+
 def render_html(run_dir: str | Path) -> Path:
     run_dir = Path(run_dir)
+    pending = _DEFERRED.get()
+    if pending is not None:  # deferred_pages(): render_pages draws it later
+        if run_dir not in pending:
+            pending.append(run_dir)
+        return run_dir / "report.html"
     metrics = json.loads((run_dir / "metrics.json").read_text()) if (run_dir / "metrics.json").exists() else {}
     run = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     samples = []

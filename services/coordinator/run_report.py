@@ -221,15 +221,19 @@ def rerender(out: str | Path, rescore: bool = True) -> Path:
     if not isinstance(index.get("suites"), dict):
         raise ValueError(f"{index_path}: suites: missing (not a bench-all index)")
     if rescore:
+        from services.coordinator.report_html import deferred_pages, render_pages
         from services.coordinator.runner import finalize
 
-        for name, s in index["suites"].items():
-            if not s.get("dir") and s.get("state") == "failed" and (out / name / "samples.jsonl").exists():
-                s["rescored_after"] = {k: s.pop(k) for k in ("reason", "traceback") if k in s}
-                s["dir"] = name
-            d = out / (s.get("dir") or "")
-            if s.get("dir") and (d / "run.json").exists() and (d / "samples.jsonl").exists():
-                _, state = finalize(RunDir(d))
-                s["state"] = state
+        with deferred_pages() as pages:  # the suites' report.html: drawn below, one process per core
+            for name, s in index["suites"].items():
+                if not s.get("dir") and s.get("state") == "failed" and (out / name / "samples.jsonl").exists():
+                    s["rescored_after"] = {k: s.pop(k) for k in ("reason", "traceback") if k in s}
+                    s["dir"] = name
+                d = out / (s.get("dir") or "")
+                if s.get("dir") and (d / "run.json").exists() and (d / "samples.jsonl").exists():
+                    _, state = finalize(RunDir(d))
+                    s["state"] = state
+        for d, err in render_pages(pages).items():
+            print(f"warning: {d / 'report.html'} not written: {err}", flush=True)
         RunDir(out).write_json("report.json", index)
     return write_reports(out, index)

@@ -33,6 +33,7 @@ recomputed exactly.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
@@ -127,13 +128,27 @@ def _cluster_arrays(values: Mapping[str, float | None], clusters: Mapping[str, s
             np.asarray([counts[c] for c in names], dtype=np.float64), names)
 
 
+@functools.lru_cache(maxsize=1024)
+def t_quantile(q: float, df: int) -> float:
+    """Student t's quantile function at q with df degrees of freedom (scipy's ppf), kept per (q, df): a report asks
+    it for the same few df thousands of times."""
+    from scipy.stats import t as student_t
+
+    return float(student_t.ppf(q, df))
+
+
 def cluster_bootstrap_ci(values: Mapping[str, float | None], clusters: Mapping[str, str] | None = None,
                          n_resamples: int = N_BOOTSTRAP, confidence: float = 0.95, seed: int = 0
                          ) -> tuple[float | None, float | None, float | None]:
     """(mean over probes, lower, upper): percentile bootstrap resampling whole clusters (`clusters[probe]`,
     default: every probe its own cluster), each resample's statistic = sum of drawn values / count of drawn
     values. Independent of the mapping's order."""
-    sums, counts, names = _cluster_arrays(values, clusters)
+    return _cluster_bootstrap(*_cluster_arrays(values, clusters), n_resamples, confidence, seed)
+
+
+def _cluster_bootstrap(sums: np.ndarray, counts: np.ndarray, names: list[str], n_resamples: int, confidence: float,
+                       seed: int) -> tuple[float | None, float | None, float | None]:
+    """cluster_bootstrap_ci from _cluster_arrays' arrays."""
     if not names:
         return None, None, None
     m = float(sums.sum() / counts.sum())
@@ -154,9 +169,12 @@ def cluster_t_interval(values: Mapping[str, float | None], clusters: Mapping[str
     critical values with G - 1 degrees of freedom, the standard small-G correction (Cameron & Miller, J. Human
     Resources 2015). On LoCoMo dev it holds its 95% nominally where the percentile cluster bootstrap does not
     (see README "What the report's numbers mean"). One cluster: a zero-width interval at the mean."""
-    from scipy.stats import t as student_t
+    return _cluster_t(*_cluster_arrays(values, clusters), confidence)
 
-    sums, counts, names = _cluster_arrays(values, clusters)
+
+def _cluster_t(sums: np.ndarray, counts: np.ndarray, names: list[str], confidence: float
+               ) -> tuple[float | None, float | None, float | None]:
+    """cluster_t_interval from _cluster_arrays' arrays."""
     if not names:
         return None, None, None
     r = float(sums.sum() / counts.sum())
@@ -165,7 +183,7 @@ def cluster_t_interval(values: Mapping[str, float | None], clusters: Mapping[str
         return r, r, r
     resid = sums - r * counts
     se = float(np.sqrt(g / (g - 1) * float((resid ** 2).sum())) / counts.sum())
-    half = float(student_t.ppf(0.5 + confidence / 2.0, g - 1)) * se
+    half = t_quantile(0.5 + confidence / 2.0, g - 1) * se
     return r, r - half, r + half
 
 
@@ -174,8 +192,8 @@ def interval(values: Mapping[str, float | None], clusters: Mapping[str, str] | N
              confidence: float = 0.95) -> dict[str, Any]:
     """{n, units, mean, ci, method}: the reported interval of one metric (see the module docstring)."""
     vals = [float(v) for v in values.values() if v is not None]
-    _, _, names = _cluster_arrays(values, clusters)
-    n_units = len(names)
+    arrays = _cluster_arrays(values, clusters)  # once: the interval below is drawn from the same arrays
+    n_units = len(arrays[2])
     out: dict[str, Any] = {"n": len(vals), "units": n_units}
     if not vals:
         return {**out, "mean": None, "ci": [None, None], "method": ""}
@@ -185,14 +203,14 @@ def interval(values: Mapping[str, float | None], clusters: Mapping[str, str] | N
         what = cluster_unit if clusters is not None else "question"
         return {**out, "mean": constant, "ci": [lo, hi], "method": WILSON.format(n=n_units, unit=what, v=constant)}
     if clusters is not None:
-        m, lo, hi = cluster_t_interval(values, clusters, confidence)
+        m, lo, hi = _cluster_t(*arrays, confidence)
         method = CLUSTER_T.format(unit=cluster_unit)
         if unit == "rate" and lo is not None and hi is not None:  # a rate's interval stays inside [0, 1]
             lo, hi = max(0.0, lo), min(1.0, hi)
         elif unit in ("ms", "tokens") and lo is not None:  # counts and durations are never negative
             lo = max(0.0, lo)
     else:
-        m, lo, hi = cluster_bootstrap_ci(values, None, n_resamples, confidence, seed)
+        m, lo, hi = _cluster_bootstrap(*arrays, n_resamples, confidence, seed)
         method = BOOTSTRAP_PROBE
     return {**out, "mean": m, "ci": [lo, hi], "method": method}
 
@@ -252,10 +270,8 @@ def _diff_se(diffs: Mapping[str, float | None], clusters: Mapping[str, str] | No
 
 
 def _mdd_factor(units: int, alpha: float = ALPHA, power: float = POWER) -> float:
-    from scipy.stats import t as student_t
-
     df = units - 1
-    return float(student_t.ppf(1 - alpha / 2, df) + student_t.ppf(power, df))
+    return t_quantile(1 - alpha / 2, df) + t_quantile(power, df)
 
 
 def min_detectable_difference(diffs: Mapping[str, float | None], clusters: Mapping[str, str] | None = None,
@@ -440,11 +456,9 @@ def held_out_check(per_cond: Mapping[str, Mapping[str, Mapping[str, float | None
 def prediction_interval(unit_means: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
     """Student-t prediction interval for one more unit's mean, from >= 2 unit means:
     mean ± t_{(1+confidence)/2, k-1} · s · sqrt(1 + 1/k), s the sample standard deviation (ddof 1)."""
-    from scipy.stats import t as student_t
-
     x = np.asarray(unit_means, dtype=np.float64)
     k = x.size
     if k < 2:
         raise ValueError("prediction_interval: needs at least 2 unit means")
-    half = float(student_t.ppf(0.5 + confidence / 2.0, k - 1)) * float(x.std(ddof=1)) * float(np.sqrt(1 + 1 / k))
+    half = t_quantile(0.5 + confidence / 2.0, k - 1) * float(x.std(ddof=1)) * float(np.sqrt(1 + 1 / k))
     return float(x.mean() - half), float(x.mean() + half)

@@ -129,14 +129,9 @@ def relevance_density(texts: Sequence[str], expected: Sequence[str]) -> float | 
 
 
 def ranked_unique(ids: Iterable[str]) -> list[str]:
-    """Ids in first-seen order, duplicates dropped (a chunk citing a turn twice ranks it once)."""
-    seen: set[str] = set()
-    out = []
-    for i in ids:
-        if i not in seen:
-            seen.add(i)
-            out.append(i)
-    return out
+    """Ids in first-seen order, duplicates dropped (a chunk citing a turn twice ranks it once): a dict keeps its
+    keys in insertion order, and building one is a C loop."""
+    return list(dict.fromkeys(ids))
 
 
 @metric("evidence_recall_at_k", higher_is_better=True, unit="rate")

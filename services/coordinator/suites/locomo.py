@@ -32,6 +32,7 @@ conversations no permutation p goes below 0.125).
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -137,6 +138,7 @@ def conversation_of(probe_id: str) -> str:
     return probe_id.rsplit(":q", 1)[0]
 
 
+@functools.lru_cache(maxsize=65536)  # scoring asks it for every cited turn of every sample: the same few thousand ids
 def session_of(dia_id: str) -> str | None:
     m = _SESSION_OF.match(dia_id)
     return f"S{m.group(1)}" if m else None
