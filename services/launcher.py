@@ -243,14 +243,33 @@ class Rig:
             process.stop(child if child is not None and child.pid == proc.pid else proc.pid)
             prom_targets.remove_target(proc.target)
 
+    @staticmethod
+    def stop_tier(key: str) -> int:
+        """0 for a backend, 1 for the fault proxy, 2 for what they depend on (the services)."""
+        return 0 if key.startswith("backend/") else 1 if key == "fault-proxy" else 2
+
     def stop_order(self) -> list[str]:
         """Dependents first: backends, then the proxy, then what they depended on."""
-        return sorted(self.procs, key=lambda k: (0 if k.startswith("backend/") else 1 if k == "fault-proxy" else 2))
+        return sorted(self.procs, key=self.stop_tier)
+
+    def stop_many(self, keys: list[str]) -> None:
+        """Stop these at once (process.stop: one SIGTERM each, one grace period for all): an OpenClaw backend can
+        take its whole grace to exit, and a run holds several."""
+        procs = [(k, p) for k in keys if (p := self.procs.pop(k, None)) is not None]
+        targets = []
+        for k, p in procs:
+            child = self._popen.pop(k, None)
+            targets.append(child if child is not None and child.pid == p.pid else p.pid)
+        process.stop(*targets)
+        for _, p in procs:
+            prom_targets.remove_target(p.target)
 
     def stop_all(self) -> None:
+        """Everything this rig started, by PID, tier by tier in stop_order (each tier at once)."""
         interrupt.forget(self.stop_all)
-        for key in self.stop_order():
-            self.stop(key)
+        order = self.stop_order()
+        for tier in sorted({self.stop_tier(k) for k in order}):
+            self.stop_many([k for k in order if self.stop_tier(k) == tier])
         # a child still starting (spawned, not READY yet) when the run was stopped is in no `procs` entry
         for key, p in list(self._popen.items()):
             process.stop(p)
