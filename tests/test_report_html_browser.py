@@ -46,18 +46,25 @@ def test_images_are_inlined_and_cells_carry_their_column():
     assert '<td data-label="s1: recall@5">a<br>b</td>' in t and '<td data-label="backend"><b>mine</b></td>' in t
 
 
-@pytest.fixture
-def eight_suite_run(tmp_path):
-    out = tmp_path / "run"
-    for name in SUITES:
-        madial_run(out / name, HITS, html=True)
-    (out / "costs").mkdir()
-    for p, (w, h) in {"turn_latency.png": (640, 300), "rss.png": (500, 260)}.items():
-        (out / "costs" / p).write_bytes(png(w, h))
-    index = bench_all_dir(out, {n: "succeeded" for n in SUITES}, list(HITS),
-                          costs={"state": "ok", "dir": "costs", "results": {"backend": "mine",
-                                                                           "plots": ["turn_latency.png", "rss.png"]}})
-    write_reports(out, index)
+@pytest.fixture(scope="module")
+def eight_suite_run(tmp_path_factory):
+    # Built once for the module (eight suite reports with their plots, ~9 s): the tests only load its pages. The
+    # state dirs are its own, as tests/conftest.py's per-test ones are not set up yet for a module fixture.
+    base = tmp_path_factory.mktemp("eight-suites")
+    out = base / "run"
+    with pytest.MonkeyPatch.context() as mp:
+        for var, sub in (("MEMRIG_STATE_DIR", "state"), ("MEMRIG_RESULTS_DIR", "results"),
+                         ("MEMRIG_CACHE_DIR", "cache"), ("MEMRIG_DATA_ROOT", "data")):
+            mp.setenv(var, str(base / sub))
+        for name in SUITES:
+            madial_run(out / name, HITS, html=True)
+        (out / "costs").mkdir()
+        for p, (w, h) in {"turn_latency.png": (640, 300), "rss.png": (500, 260)}.items():
+            (out / "costs" / p).write_bytes(png(w, h))
+        index = bench_all_dir(out, {n: "succeeded" for n in SUITES}, list(HITS),
+                              costs={"state": "ok", "dir": "costs", "results": {"backend": "mine",
+                                                                               "plots": ["turn_latency.png", "rss.png"]}})
+        write_reports(out, index)
     return out
 
 
