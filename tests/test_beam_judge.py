@@ -83,7 +83,8 @@ class ScriptedJudge(FakeLLM):
 def test_one_call_per_question_lists_the_nuggets_and_records_the_replies():
     llm = ScriptedJudge({"q?": '{"scores": [1, 0.5, 0]}'})
     ctx = SimpleNamespace(judge_llm=llm, judge_passes=1, judge_temperature=0.0)
-    r = asyncio.run(judges.nugget_judge(ctx, "q?", ["LLM response should state: a", "b", "c"], "ans"))
+    r = asyncio.run(judges.nugget_judge(ctx, "q?", ["LLM response should state: a", "b", "c"], "ans",
+                                        mode="question"))
     assert (r["score"], r["nuggets"], r["unjudged"], r["mode"]) == (0.5, [1.0, 0.5, 0.0], 0, "question")
     assert r["prompt"] == "NUGGET_JUDGE_SYSTEM" and r["prompt_id"] == judges.prompt_id(prompts.NUGGET_JUDGE_SYSTEM)
     (call,) = llm.judge_calls
@@ -94,9 +95,10 @@ def test_one_call_per_question_lists_the_nuggets_and_records_the_replies():
 def test_one_call_per_nugget_and_an_unread_reply_is_unjudged_not_zero():
     llm = ScriptedJudge(by_point={"a": '{"score": 1}', "b": "I think so", "c": "0.5"})
     ctx = SimpleNamespace(judge_llm=llm, judge_passes=1, judge_temperature=0.0)
-    r = asyncio.run(judges.nugget_judge(ctx, "q?", ["a", "b", "c"], "ans", mode="nugget"))
+    r = asyncio.run(judges.nugget_judge(ctx, "q?", ["a", "b", "c"], "ans"))  # the default mode
     assert r["nuggets"] == [1.0, None, 0.5] and r["score"] is None and r["unjudged"] == 1
-    assert len(llm.judge_calls) == 3 and r["prompt"] == "NUGGET_JUDGE_ONE_SYSTEM"
+    assert len(llm.judge_calls) == 3 and r["prompt"] == "NUGGET_JUDGE_ONE_SYSTEM" and r["mode"] == "nugget"
+    assert llm.judge_calls[1]["user"] == "Question: q?\nAnswer: ans\nPoints:\n1. b"
     with pytest.raises(ValueError, match="mode: 'both'"):
         asyncio.run(judges.nugget_judge(ctx, "q?", ["a"], "ans", mode="both"))
 
@@ -104,7 +106,7 @@ def test_one_call_per_nugget_and_an_unread_reply_is_unjudged_not_zero():
 def test_three_passes_are_seeded_draws_and_each_nugget_takes_their_median():
     llm = ScriptedJudge({"q?": ['{"scores": [1, 1]}', '{"scores": [0, 1]}', "garbage"]})
     ctx = SimpleNamespace(judge_llm=llm, judge_passes=3, judge_temperature=0.0)
-    r = asyncio.run(judges.nugget_judge(ctx, "q?", ["a", "b"], "ans"))
+    r = asyncio.run(judges.nugget_judge(ctx, "q?", ["a", "b"], "ans", mode="question"))
     # nugget a: passes 1, 0 (the third unread) -> lower middle 0; nugget b: 1, 1 -> 1; mean 0.5
     assert r["passes"] == [[1.0, 1.0], [0.0, 1.0], [None, None]]
     assert r["nuggets"] == [0.0, 1.0] and r["score"] == 0.5
@@ -136,13 +138,22 @@ REPLIES = {  # probe -> the judge's reply; the fixture's nugget counts in bracke
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory):
+    """The suite with the judge in question mode (one scripted reply per question: the list parsing on real
+    probes); the default one-nugget mode is the same nugget_judge with one call per nugget (tested above)."""
     root = beam_file(tmp_path_factory.mktemp("beam"))
     suite = BeamSuite({"data_dir": str(root), "conversations": 0, "answer": True}, seed=0)
     questions = {p.question: REPLIES[p.id] for p in suite.load().probes}
     llm = ScriptedJudge(questions)
     clients = {"scripted": InProcessBackendClient(ScriptedBackend())}
-    samples = asyncio.run(run_inprocess(suite, clients, llm=llm, run_dir=tmp_path_factory.mktemp("run")))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(judges, "NUGGET_JUDGE_MODE", "question")
+        samples = asyncio.run(run_inprocess(suite, clients, llm=llm, run_dir=tmp_path_factory.mktemp("run")))
     return suite, json.loads(json.dumps(samples)), llm
+
+
+def test_the_default_is_one_call_per_nugget():
+    # chosen on the reader's labels: the local model answered one-nugget lists with two scores
+    assert judges.NUGGET_JUDGE_MODE == "nugget" and judges.NUGGET_JUDGE_PROMPT["nugget"] == "NUGGET_JUDGE_ONE_SYSTEM"
 
 
 def test_every_answer_is_judged_and_its_question_scored_by_the_mean(judged):
@@ -298,6 +309,6 @@ def test_model_scores_judge_each_labelled_answer_through_the_suites_judge():
     items = [{"question": "q1?", "nuggets": ["a", "b"], "candidate": "x"},
              {"question": "q2?", "nuggets": ["c"], "candidate": "y"}]
     llm = ScriptedJudge({"q1?": '{"scores": [0.5, 1]}', "q2?": "no idea"})
-    scores, raw = asyncio.run(BJ.model_scores(items, JudgeSettings(llm)))
+    scores, raw = asyncio.run(BJ.model_scores(items, JudgeSettings(llm), mode="question"))
     assert scores == [[0.5, 1.0], [None]] and raw == [['{"scores": [0.5, 1]}'], ["no idea"]]
     assert [c["user"].split("\n")[1] for c in llm.judge_calls] == ["Answer: x", "Answer: y"]

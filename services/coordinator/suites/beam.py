@@ -71,9 +71,9 @@ messages shown at each budget (no order within one), so order is read only betwe
   llm-mock figure when the mock answered);
 - with answers and a judge model (`--judge local` or an endpoint; not llm-mock, which has no nugget rule):
   `beam_judge`, BEAM's own way of grading: a model reads the answer and scores each rubric nugget 0 (not stated or
-  contradicted), 0.5 (partly) or 1 (stated), and the question's score is the mean (judges.nugget_judge, with
-  memrig's own prompt, prompts.NUGGET_JUDGE_SYSTEM; the median across judge passes; a reply it cannot read leaves
-  the question unjudged, None, never 0, and is counted). Every ability is judged, abstention, instruction and
+  contradicted), 0.5 (partly) or 1 (stated), and the question's score is the mean (judges.nugget_judge: memrig's
+  own prompt, one call per nugget, prompts.NUGGET_JUDGE_ONE_SYSTEM; the median across judge passes; a reply it
+  cannot read leaves the question unjudged, None, never 0, and is counted). Every ability is judged, abstention, instruction and
   preference following included: their nuggets describe the reply's behaviour ("there is no information", "includes
   numeric codes"), which a model can read from the answer, unlike the offline term rule. How far the judge agrees
   with a reader's labels: suites/data/judge_labels_beam.md.
