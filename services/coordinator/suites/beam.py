@@ -496,7 +496,9 @@ class BeamSuite(Suite):
                    "vs stale, both contradicting statements, every event, standing instructions, abstention), rubric "
                    "nuggets offline.")
     retrieval_headline = budget.HEADLINE_METRIC
-    answer_headline = None  # BEAM's own nugget judging by a model is not implemented: the verdict reads retrieval
+    # BEAM's own nugget judging (beam_judge) is reported but is not the verdict's metric: with the local model it agreed
+    # with a reader's labels on 20 one-nugget answers only (docs/results/beam.md); the verdict reads retrieval
+    answer_headline = None
     answer_metrics = {"answer_nuggets": "answer", "beam_judge": "judge"}
     namespace_scoped = True  # 1M-token conversations: ingested, probed and released one at a time
     defaults = {"data_dir": None, "file": "beam/beam_dev.json.gz", "sizes": ",".join(SIZES), "conversations": 4,
