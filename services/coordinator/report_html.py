@@ -540,9 +540,10 @@ def _render_page(run_dir: str) -> str:
 
 def render_pages(run_dirs: list[str | Path], workers: int | None = None) -> dict[Path, str]:
     """report.html of each run directory, `workers` pages at a time (default one per core) in processes of their own
-    (spawned: the caller may hold gRPC channels, which do not survive a fork), the largest samples.jsonl first so
-    the long pages do not finish last. Each page is what render_html writes on its own, byte for byte: it reads
-    only its directory's files. Returns {run_dir: error} for the pages that failed (empty: every page written)."""
+    (spawned: the caller may hold gRPC channels, which do not survive a fork; spawn imports the caller's __main__
+    again, which memrig's entry points allow), the largest samples.jsonl first so the long pages do not finish
+    last. Each page is what render_html writes on its own, byte for byte: it reads only its directory's files.
+    Returns {run_dir: error} for the pages that failed (empty: every page written)."""
     dirs = list(dict.fromkeys(Path(d) for d in run_dirs))
 
     def size(d: Path) -> int:
@@ -560,11 +561,14 @@ def render_pages(run_dirs: list[str | Path], workers: int | None = None) -> dict
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
-        try:
-            with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
-                errors = dict(zip(dirs, pool.map(_render_page, [str(d) for d in dirs]), strict=True))
-        except BrokenProcessPool:  # a worker died (e.g. spawn re-ran a caller's unguarded __main__): here, in turn
-            errors = {d: _render_page(str(d)) for d in dirs}
+        errors = {}
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {d: pool.submit(_render_page, str(d)) for d in dirs}
+            for d, f in futures.items():
+                try:
+                    errors[d] = f.result()
+                except BrokenProcessPool as e:  # a worker died (killed, Ctrl-C): the page is not written
+                    errors[d] = f"{type(e).__name__}: {e}"
     return {d: e for d, e in errors.items() if e}
 
 
