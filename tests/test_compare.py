@@ -237,9 +237,9 @@ def test_two_real_bench_all_runs_of_one_seed_compare_clean(tmp_path):
     import subprocess
     import sys
 
-    def bench(out):
+    def bench(out, *extra):
         r = subprocess.run([sys.executable, "-m", "services.cli", "bench-all", "--suites", "octybot", "--backends",
-                            "none,bm25,openclaw", "--no-costs", "--in-process", "--out", str(out)],
+                            "none,bm25,openclaw", "--no-costs", "--in-process", "--out", str(out), *extra],
                            capture_output=True, text=True, timeout=600, env={**os.environ, "MEMRIG_EMBEDDER": "hash"})
         assert r.returncode == 0, r.stderr[-2000:]
         head = (out / "report.md").read_text().split("\n")[:40]
@@ -247,7 +247,10 @@ def test_two_real_bench_all_runs_of_one_seed_compare_clean(tmp_path):
         assert json.loads((out / "verdict.json").read_text())["suites"]["octybot"]["baseline"]["backend"] == "openclaw"
         return out
 
-    a, b = bench(tmp_path / "a"), bench(tmp_path / "b")
+    # the second run measures everything again (--fresh): reusing the first's stored results would compare a run
+    # with a copy of itself
+    a, b = bench(tmp_path / "a"), bench(tmp_path / "b", "--fresh")
+    assert "reused from" not in (b / "octybot" / "report.md").read_text()
     res = compare_runs(a, b, fail_on=["any"])
     assert res["changed"] == [] and res["exit_status"] == 0 and res["compared"] > 0
     assert run_cli("compare", str(a), str(b), "--fail-on", "any") == 0
