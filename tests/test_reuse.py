@@ -243,6 +243,7 @@ PARTS = {
     "grader": lambda mp, cfg: (mp.setattr("services.coordinator.metrics.budget.GRADER_VERSION", 99), view(cfg))[1],
     "grader ": lambda mp, cfg: (edit_file(mp, "services/coordinator/metrics/budget.py"), view(cfg))[1],  # its code
     "grader  ": lambda mp, cfg: (edit_file(mp, "services/coordinator/suites/octybot.py"), view(cfg))[1],
+    "grader   ": lambda mp, cfg: (edit_file(mp, "services/coordinator/judges.py"), view(cfg))[1],  # the judges
 }
 
 
@@ -251,6 +252,34 @@ async def test_each_key_part_invalidates_the_stored_result(stored, monkeypatch, 
     r = PARTS[part](monkeypatch, stored)
     assert r.lookup("bm25") is None
     assert part.strip() in r.why["bm25"].split(": ", 1)[1].split(", "), r.why["bm25"]
+
+
+def test_every_coordinator_module_a_suite_imports_is_in_its_key_or_declared_scoring_only():
+    """The suite's own imports decide its samples (the judges, the probe context ...): each is in the key unless it is
+    declared to score samples only (reuse.SCORING_ONLY); a module new to a suite's imports lands on one side."""
+    for name, cls in suite_registry.all_suites().items():
+        suite = cls({}, seed=0)
+        closure = {f.relative_to(reuse.PROJECT_ROOT).as_posix()
+                   for f in reuse.import_closure([type(suite).__module__, "services.coordinator.context"])}
+        keyed = {f.relative_to(reuse.PROJECT_ROOT).as_posix() for f in reuse.rig_code_files(suite)}
+        coordinator = {f for f in closure if f.startswith("services/coordinator/")}
+        assert coordinator - keyed == set(reuse.SCORING_ONLY) & coordinator, name
+        assert "services/coordinator/judges.py" in keyed, name
+
+
+def test_the_import_scan_sees_every_line_of_a_block_of_imports():
+    """Each import line of a block counts, after a `from x import a, b` line and after a parenthesised list over
+    several lines (a names pattern that crossed line breaks swallowed the next line's import)."""
+    text = ("from services.a import x, y\nfrom services.b import z\nimport services.c\n"
+            "from services.d import (\n    p,\n    q,\n)\nfrom services.e import r  # note\n")
+    found = [(base or plain, " ".join(names.split())) for base, names, plain in reuse._IMPORT.findall(text)]
+    assert found == [("services.a", "x, y"), ("services.b", "z"), ("services.c", ""),
+                     ("services.d", "( p, q, )"), ("services.e", "r  ".strip())]
+    rel = reuse._REL_IMPORT.findall("from .a import x, y\nfrom ..b import z\n")
+    assert [(d, m, n.strip()) for d, m, n in rel] == [(".", "a", "x, y"), ("..", "b", "z")]
+    # the probe context imports its judges on the line after another from-import
+    closure = {f.relative_to(reuse.PROJECT_ROOT).as_posix() for f in reuse.import_closure(["services.coordinator.context"])}
+    assert "services/coordinator/judges.py" in closure
 
 
 async def test_a_change_elsewhere_keeps_the_result(stored, monkeypatch):

@@ -178,6 +178,7 @@ def memory_hook_rerank_user(request: str, candidates: list[tuple[str, str]]) -> 
 
 
 def prompts_hash() -> str:
-    texts = [ANSWER_SYSTEM, COMPACTION_SYSTEM, FLUSH_SYSTEM, JUDGE_SYSTEM, BINARY_JUDGE_SYSTEM, FACT_EXTRACTION_SYSTEM,
-             PAIRWISE_JUDGE_SYSTEM, CONTINUITY_JUDGE_SYSTEM, MEMORY_HOOK_EXTRACTION_SYSTEM, MEMORY_HOOK_RERANK_SYSTEM]
+    """The first 16 hex digits of the sha256 of every system prompt of this module (each `*_SYSTEM` string, by name),
+    so a prompt added later is covered without being listed."""
+    texts = [v for k, v in sorted(globals().items()) if k.endswith("_SYSTEM") and isinstance(v, str)]
     return hashlib.sha256("\n\x00".join(texts).encode()).hexdigest()[:16]

@@ -159,9 +159,12 @@ def files_digest(files: set[Path]) -> str:
     return hashlib.sha256("".join(f"{file_sha(f)}  {r}\n" for r, f in rels).encode()).hexdigest()
 
 
-_IMPORT = re.compile(r"^\s*(?:from\s+((?:services|proto)(?:\.\w+)*)\s+import\s+([\w\s,()*]+)"
-                     r"|import\s+((?:services|proto)(?:\.\w+)*))", re.M)
-_REL_IMPORT = re.compile(r"^\s*from\s+(\.+)(\w*(?:\.\w+)*)\s+import\s+([\w\s,()*]+)", re.M)
+# The imported names: a parenthesised list (which may span lines) or the rest of the line. A names pattern that could
+# cross a line break swallowed the next line's `from`, and that import went unseen.
+_NAMES = r"(\([\w\s,]*\)|[\w \t,*]+)"
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+((?:services|proto)(?:\.\w+)*)[ \t]+import[ \t]+" + _NAMES +
+                     r"|import[ \t]+((?:services|proto)(?:\.\w+)*))", re.M)
+_REL_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.+)(\w*(?:\.\w+)*)[ \t]+import[ \t]+" + _NAMES, re.M)
 
 
 def _module_file(module: str) -> Path | None:
@@ -235,14 +238,21 @@ def uses_llm(own: set[Path]) -> bool:
                and f.name != "package-lock.json")
 
 
+# Coordinator modules a suite imports that only score samples (metrics.json, intervals), never a sample's fields: a
+# change to them is scored again on a rerun, not measured again. Every other coordinator module a suite imports is
+# part of its key (tests/test_reuse.py holds the split whole: a new module must be put on one side).
+SCORING_ONLY = ("services/coordinator/stats.py",)
+
+
 def rig_code_files(suite: Any) -> set[Path]:
-    """The code that makes a suite's samples besides the backends: the suite's module and the suite modules it
-    imports, and RIG_CODE."""
+    """The code that makes a suite's samples besides the backends: the coordinator modules the suite's module and the
+    probe context import (the suite's own, the judges, the grader ...) but SCORING_ONLY, and RIG_CODE."""
     import inspect
 
     module = type(suite).__module__
-    files = {f for f in import_closure([module])
-             if f.relative_to(PROJECT_ROOT).as_posix().startswith("services/coordinator/suites/")}
+    files = {f for f in import_closure([module, "services.coordinator.context"])
+             if (rel := f.relative_to(PROJECT_ROOT).as_posix()).startswith("services/coordinator/")
+             and rel not in SCORING_ONLY}
     src = inspect.getsourcefile(type(suite))
     if src:
         files.add(Path(src).resolve())
