@@ -31,7 +31,13 @@ from typing import Any
 import numpy as np
 
 from services.coordinator import judges
-from services.coordinator.judge_agreement import N_RESAMPLES, bootstrap_kappa, cohen_kappa, confusion
+from services.coordinator.judge_agreement import (
+    N_RESAMPLES,
+    bootstrap_kappa,
+    cohen_kappa,
+    confusion,
+    label_records,
+)
 from services.coordinator.metrics import shown as text_rule
 
 LEVELS = (0.0, 0.5, 1.0)
@@ -57,19 +63,7 @@ def load_labels(path: str | Path, beam_file: str | Path) -> list[dict[str, Any]]
                 questions[f"{conv['id']}:{ability}:{i}"] = (q.get("question") or "", list(q.get("rubric") or []))
     items: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{n}"
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{where}: not JSON ({e.msg})") from None
-        if not isinstance(rec, dict):
-            raise ValueError(f"{where}: expected an object")
-        for f in LABEL_FIELDS:
-            if f not in rec:
-                raise ValueError(f"{where}: field {f!r} is missing")
+    for where, rec in label_records(path, LABEL_FIELDS):
         if not isinstance(rec["id"], str) or not rec["id"] or rec["id"] in seen:
             raise ValueError(f"{where}: field 'id': {rec['id']!r} is empty, not text or appears twice")
         seen.add(rec["id"])

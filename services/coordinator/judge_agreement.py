@@ -281,14 +281,9 @@ def labels_digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def load_labels(path: str | Path, locomo_file: str | Path) -> list[dict[str, Any]]:
-    """The labelled items, each joined with its question, gold answer and category from the LoCoMo file. Every
-    line must carry LABEL_FIELDS; `label` is "correct" or "wrong", `rubric` (optional) 0-3 or null, `category`
-    (optional) must match the data. Errors name the line and the field."""
-    data = json.loads(Path(locomo_file).read_text())
-    convs = {c["sample_id"]: c for c in data}
-    items: list[dict[str, Any]] = []
-    seen: set[str] = set()
+def label_records(path: str | Path, fields: Sequence[str]) -> Iterable[tuple[str, dict[str, Any]]]:
+    """Each non-blank line of a JSONL labels file as (where, record), where = "path:line". A line that is not JSON,
+    not an object or lacks one of `fields` is a ValueError naming the line (and the field)."""
     for n, line in enumerate(Path(path).read_text().splitlines(), 1):
         if not line.strip():
             continue
@@ -299,9 +294,21 @@ def load_labels(path: str | Path, locomo_file: str | Path) -> list[dict[str, Any
             raise ValueError(f"{where}: not JSON ({e.msg})") from None
         if not isinstance(rec, dict):
             raise ValueError(f"{where}: expected an object")
-        for f in LABEL_FIELDS:
+        for f in fields:
             if f not in rec:
                 raise ValueError(f"{where}: field {f!r} is missing")
+        yield where, rec
+
+
+def load_labels(path: str | Path, locomo_file: str | Path) -> list[dict[str, Any]]:
+    """The labelled items, each joined with its question, gold answer and category from the LoCoMo file. Every
+    line must carry LABEL_FIELDS; `label` is "correct" or "wrong", `rubric` (optional) 0-3 or null, `category`
+    (optional) must match the data. Errors name the line and the field."""
+    data = json.loads(Path(locomo_file).read_text())
+    convs = {c["sample_id"]: c for c in data}
+    items: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for where, rec in label_records(path, LABEL_FIELDS):
         if rec["id"] in seen:
             raise ValueError(f"{where}: field 'id': {rec['id']!r} appears twice")
         seen.add(rec["id"])
