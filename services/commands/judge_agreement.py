@@ -42,21 +42,28 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     llm_flags(ap)
 
 
+def labelled_items(args: argparse.Namespace, load, dataset: str, file_name: str) -> list:
+    """The labels file's items joined with the dataset (--data, else the shared data's file); a missing file or a bad
+    label line is an error naming its flag."""
+    from services.coordinator.suites.common import resolve_data_file
+
+    data_file = Path(args.data) if args.data else resolve_data_file(None, dataset, file_name)
+    if not data_file.exists():
+        raise FileNotFoundError(f"--data: {data_file} not found")
+    try:
+        return load(args.labels, data_file)
+    except ValueError as e:
+        raise ValidationError("--labels", str(e)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from services.common import llm_roles
     from services.coordinator import judge_agreement as JA
     from services.coordinator.results import git_sha
-    from services.coordinator.suites.common import resolve_data_file
 
     if args.suite == "beam":
         return run_beam(args)
-    data_file = Path(args.data) if args.data else resolve_data_file(None, "locomo", "locomo10_dev.json")
-    if not data_file.exists():
-        raise FileNotFoundError(f"--data: {data_file} not found")
-    try:
-        items = JA.load_labels(args.labels, data_file)
-    except ValueError as e:
-        raise ValidationError("--labels", str(e)) from None
+    items = labelled_items(args, JA.load_labels, "locomo", "locomo10_dev.json")
     choices = llm_choices(args)
     choices = {"judge": choices["judge"]} if choices else {}
     judges = parse_csv(args.judges)
@@ -107,15 +114,8 @@ def run_beam(args: argparse.Namespace) -> int:
     from services.coordinator import judges
     from services.coordinator.judge_agreement import JudgeSettings, _rel
     from services.coordinator.results import git_sha
-    from services.coordinator.suites.common import resolve_data_file
 
-    data_file = Path(args.data) if args.data else resolve_data_file(None, "beam", "beam_dev.json.gz")
-    if not data_file.exists():
-        raise FileNotFoundError(f"--data: {data_file} not found")
-    try:
-        items = BJ.load_labels(args.labels, data_file)
-    except ValueError as e:
-        raise ValidationError("--labels", str(e)) from None
+    items = labelled_items(args, BJ.load_labels, "beam", "beam_dev.json.gz")
     mode = args.nugget_mode or judges.NUGGET_JUDGE_MODE
     choices = llm_choices(args)
     choices = {"judge": choices["judge"]} if choices else {}
