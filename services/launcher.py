@@ -237,11 +237,7 @@ class Rig:
     # ---------------------------------------------------------------------------------------------
     def stop(self, key: str) -> None:
         """By PID, with grace; our own child (started by this Rig, not loaded from a state file) is reaped too."""
-        proc = self.procs.pop(key, None)
-        if proc is not None:
-            child = self._popen.pop(key, None)
-            process.stop(child if child is not None and child.pid == proc.pid else proc.pid)
-            prom_targets.remove_target(proc.target)
+        self.stop_many([key])
 
     @staticmethod
     def stop_tier(key: str) -> int:
@@ -253,8 +249,8 @@ class Rig:
         return sorted(self.procs, key=self.stop_tier)
 
     def stop_many(self, keys: list[str]) -> None:
-        """Stop these at once (process.stop: one SIGTERM each, one grace period for all): an OpenClaw backend can
-        take its whole grace to exit, and a run holds several."""
+        """Stop these at once by PID (process.stop: one SIGTERM each, one grace period for all; our own children
+        reaped): an OpenClaw backend can take its whole grace to exit, and a run holds several."""
         procs = [(k, p) for k in keys if (p := self.procs.pop(k, None)) is not None]
         targets = []
         for k, p in procs:
