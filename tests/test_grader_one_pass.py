@@ -88,7 +88,8 @@ def test_text_grams_hold_each_key_at_its_shortest_prefix():
         assert set(g.keys[g.need <= k].tolist()) == set(S.text_keys(ws[:k], 3).tolist())
     # "a" first appears with 1 word, (a, b) with 2, (a, b, c) with 5
     need = dict(zip(g.keys.tolist(), g.need.tolist(), strict=True))
-    assert need[hash((1, "a"))] == 1 and need[hash((2, "a", "b"))] == 2 and need[hash((3, "a", "b", "c"))] == 5
+    assert need[S.gram_key(["a"])] == 1 and need[S.gram_key(["a", "b"])] == 2
+    assert need[S.gram_key(["a", "b", "c"])] == 5
     assert len(S.text_grams([], 3).keys) == 0
 
 
@@ -160,3 +161,56 @@ def test_load_loads_the_stemmer_and_the_tokenizer():
     tokens._encoding.cache_clear()
     S.load()
     assert qa._stemmer.cache_info().currsize == 1 and tokens._encoding.cache_info().currsize == 1
+
+
+def ref_words(text):
+    """The rule's words by its definition, with no shortcut (module docstring of metrics/shown.py, Words)."""
+    import html
+    import unicodedata
+
+    if not text:
+        return []
+    return S.WORD_RE.findall(unicodedata.normalize("NFKC", html.unescape(S.ESCAPE_RE.sub(" ", text))).lower())
+
+
+def ref_word_spans(text, upto=None):
+    """Each match read on its own: what word_spans gave before plain ASCII words were lower-cased in one call."""
+    out, ends = [], []
+    for m in S._SPAN_RE.finditer(text):
+        if upto is not None and m.end() > upto:
+            break
+        for w in ref_words(m.group(0)):
+            out.append(w)
+            ends.append(m.end())
+    return out, ends
+
+
+def test_word_spans_and_words_equal_their_definition_on_entities_escapes_and_non_ascii():
+    hand = "Caf\u00e9 &amp; Bar\\nNext &#39;s \u0130stanbul x_y \u65e5\u672c END"
+    assert S.word_spans(hand) == ref_word_spans(hand)
+    # the entity gives no word, the escape separates, the dotted capital I lower-cases to two code points
+    assert S.word_spans(hand)[0][:4] == ["café", "bar", "next", "s"]
+    rng = random.Random(7)
+    for _ in range(300):
+        text = " ".join(rng.choice(VOCAB).upper() if rng.random() < 0.2 else rng.choice(VOCAB)
+                        for _ in range(rng.randint(0, 60)))
+        assert S.words(text) == ref_words(text)
+        assert S.word_spans(text) == ref_word_spans(text)
+        for upto in (0, 1, len(text) // 3, len(text) - 1, len(text), len(text) + 5):
+            assert S.word_spans(text, upto=upto) == ref_word_spans(text, upto)
+
+
+def test_gram_keys_tell_apart_every_word_sequence_by_words_order_and_length():
+    words = sorted({w for v in VOCAB for w in ref_words(v)})
+    seqs = [(a,) for a in words] + [(a, b) for a in words for b in words]
+    seqs += [(a, b, c) for a in words[:12] for b in words for c in words]
+    keys = [S.gram_key(list(s)) for s in seqs]
+    assert len(set(keys)) == len(seqs)
+    # the text side (text_keys) and the corpus side (a message's n-grams) key a sequence alike
+    ws = ["she", "painted", "a", "sunrise"]
+    assert set(S.text_keys(ws, 3).tolist()) == {S.gram_key(ws[i:i + k]) for k in (1, 2, 3)
+                                                for i in range(len(ws) - k + 1)}
+    idx = S.CorpusIndex([("m1", "she painted a sunrise"), ("m2", "said she")])
+    assert set(idx._g.keys[idx._g.owner == 0].tolist()) == {S.gram_key(["she", "painted", "a"]),
+                                                             S.gram_key(["painted", "a", "sunrise"])}
+    assert idx._g.keys[idx._g.owner == 1].tolist() == [S.gram_key(["said", "she"])]

@@ -39,9 +39,11 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 
 import numpy as np
 
@@ -71,6 +73,8 @@ def words(text: str) -> list[str]:
     """The words of `text` (module docstring, Words)."""
     if not text:
         return []
+    if text.isascii() and "&" not in text and "\\" not in text:  # nothing to unescape or normalise
+        return WORD_RE.findall(text.lower())
     return WORD_RE.findall(unicodedata.normalize("NFKC", html.unescape(ESCAPE_RE.sub(" ", text))).lower())
 
 
@@ -82,23 +86,76 @@ def word_spans(text: str, upto: int | None = None) -> tuple[list[str], list[int]
     at a character position keeps exactly the words that end before it; unescaping is applied per word. With
     `upto`, only the words that end at or before that offset (the same as the whole text's list cut there: matches
     come in order, so the first one ending past it ends the scan)."""
-    out, ends = [], []
-    for m in _SPAN_RE.finditer(text):
-        if upto is not None and m.end() > upto:
-            break
-        for w in words(m.group(0)):
-            out.append(w)
-            ends.append(m.end())
-    return out, ends
+    seg = text if upto is None else text[:upto + 1]  # a word ending past `upto` runs past this slice's end
+    groups = _SPAN_RE.findall(seg)
+    ends = [m.end() for m in _SPAN_RE.finditer(seg)]
+    if upto is not None and ends and ends[-1] > upto:
+        groups.pop()
+        ends.pop()
+    if not groups:
+        return [], []
+    # Nearly every match is a plain ASCII word, whose words() is itself lower-cased: all of them lower-cased in one
+    # call, and only the others (an entity, an escape, a word with non-ASCII letters) read one by one.
+    joined = "\x00".join(groups)
+    low = joined.lower()
+    lows = low.split("\x00") if len(low) == len(joined) else [g.lower() for g in groups]
+    dirty = [m.start() for m in _DIRTY_RE.finditer(joined)]
+    if not dirty:
+        return lows, ends
+    bounds = list(accumulate(len(g) + 1 for g in groups))  # one past each group's separator in `joined`
+    special = sorted({bisect_right(bounds, pos) for pos in dirty})
+    out: list[str] = []
+    out_ends: list[int] = []
+    prev = 0
+    for i in special:
+        out += lows[prev:i]
+        out_ends += ends[prev:i]
+        ws = words(groups[i])
+        out += ws
+        out_ends += [ends[i]] * len(ws)
+        prev = i + 1
+    out += lows[prev:]
+    out_ends += ends[prev:]
+    return out, out_ends
 
 
-def _gram_keys(ws: Sequence[str], n: int) -> list[int]:
-    """Hashes of the word n-grams of `ws` (the whole sequence when it is shorter than n)."""
+# A character that makes a match more than a plain ASCII word: non-ASCII, or an entity's or an escape's
+_DIRTY_RE = re.compile(r"[^\x00-\x7f]|[&\\;#_]")
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constants of a multiply-xorshift mix (splitmix64's)
+_MIX2 = np.uint64(0xBF58476D1CE4E5B9)
+
+
+def _word_hashes(ws: Sequence[str]) -> np.ndarray:
+    """One 64-bit hash per word (Python's string hash: stable within the process, which is where keys are compared)."""
+    return np.fromiter(map(hash, ws), dtype=np.int64, count=len(ws)).view(np.uint64)
+
+
+def _grams(h: np.ndarray, k: int) -> np.ndarray:
+    """The key of every run of k consecutive words of word hashes `h` (k and the words in order decide it), as int64."""
+    m = len(h) - k + 1
+    if m <= 0:
+        return np.zeros(0, np.int64)
+    with np.errstate(over="ignore"):
+        acc = np.full(m, np.uint64(k) * _MIX2, dtype=np.uint64)
+        for j in range(k):
+            acc = (acc ^ h[j:j + m]) * _MIX
+            acc ^= acc >> np.uint64(31)
+    return acc.view(np.int64)
+
+
+def gram_key(ws: Sequence[str]) -> int:
+    """The key of the one word sequence `ws` (what _gram_keys, text_keys and text_grams give it)."""
+    return int(_grams(_word_hashes(ws), len(ws))[0])
+
+
+def _gram_keys(ws: Sequence[str], n: int) -> np.ndarray:
+    """Keys of the word n-grams of `ws` (the whole sequence when it is shorter than n)."""
     if not ws:
-        return []
-    if len(ws) < n:
-        return [hash((len(ws), *ws))]
-    return [hash((n, *ws[i:i + n])) for i in range(len(ws) - n + 1)]
+        return np.zeros(0, np.int64)
+    h = _word_hashes(ws)
+    return _grams(h, min(n, len(ws)))
 
 
 @dataclass
@@ -117,7 +174,7 @@ class CorpusIndex:
         keys: list[np.ndarray] = []
         sizes: list[int] = []
         for mid, text in messages:
-            k = np.unique(np.asarray(_gram_keys(words(text), n), dtype=np.int64))
+            k = np.unique(_gram_keys(words(text), n))
             self.ids.append(str(mid))
             keys.append(k)
             sizes.append(len(k))
@@ -125,6 +182,8 @@ class CorpusIndex:
         size = np.asarray(sizes, dtype=np.int64)
         self._g = _Grams(np.concatenate(keys) if keys else np.zeros(0, np.int64),
                          np.repeat(np.arange(len(sizes)), size), size)
+        # the distinct keys, sorted, and where each message key is among them: a text's keys are looked up here
+        self._uniq, self._inv = np.unique(self._g.keys, return_inverse=True)
 
     def __contains__(self, mid: str) -> bool:
         return mid in self._pos
@@ -132,12 +191,13 @@ class CorpusIndex:
     def coverage_by_prefix(self, grams: TextGrams, lengths: Sequence[int]) -> list[np.ndarray]:
         """`coverage(text_keys(ws[:k]))` for each k of `lengths`, from one lookup of the corpus's n-grams among the
         text's (each key found at the fewest leading words that hold it)."""
-        keys = self._g.keys
-        if len(grams.keys) and len(keys):
-            pos = np.minimum(np.searchsorted(grams.keys, keys), len(grams.keys) - 1)
-            need = np.where(grams.keys[pos] == keys, grams.need[pos], np.iinfo(np.int64).max)
-        else:
-            need = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
+        uniq = self._uniq
+        need_u = np.full(len(uniq), np.iinfo(np.int64).max, dtype=np.int64)
+        if len(grams.keys) and len(uniq):
+            pos = np.minimum(np.searchsorted(uniq, grams.keys), len(uniq) - 1)
+            hit = uniq[pos] == grams.keys
+            need_u[pos[hit]] = grams.need[hit]
+        need = need_u[self._inv]
         out = []
         for k in lengths:
             got = np.bincount(self._g.owner[need <= k], minlength=len(self.ids)).astype(np.float64)
@@ -163,11 +223,8 @@ class CorpusIndex:
 
 def text_keys(ws: Sequence[str], n: int = NGRAM) -> np.ndarray:
     """Every 1..n-gram key of a shown text's words (the short messages' whole sequences included)."""
-    keys: list[int] = []
-    for k in range(1, n + 1):
-        if len(ws) >= k:
-            keys += [hash((k, *ws[i:i + k])) for i in range(len(ws) - k + 1)]
-    return np.unique(np.asarray(keys, dtype=np.int64))
+    h = _word_hashes(ws)
+    return np.unique(np.concatenate([_grams(h, k) for k in range(1, n + 1)]))
 
 
 @dataclass
@@ -178,15 +235,12 @@ class TextGrams:
 
 def text_grams(ws: Sequence[str], n: int = NGRAM) -> TextGrams:
     """The keys of text_keys(ws, n), each with the length of the shortest prefix of `ws` holding it."""
-    keys: list[int] = []
-    need: list[int] = []
-    for k in range(1, n + 1):
-        if len(ws) >= k:
-            keys += [hash((k, *ws[i:i + k])) for i in range(len(ws) - k + 1)]
-            need += range(k, len(ws) + 1)
-    if not keys:
+    if not ws:
         return TextGrams(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    ka, na = np.asarray(keys, dtype=np.int64), np.asarray(need, dtype=np.int64)
+    h = _word_hashes(ws)
+    ks_n = [k for k in range(1, n + 1) if len(ws) >= k]
+    ka = np.concatenate([_grams(h, k) for k in ks_n])
+    na = np.concatenate([np.arange(k, len(ws) + 1, dtype=np.int64) for k in ks_n])
     order = np.lexsort((na, ka))  # by key, then by prefix length: the first of each key is its shortest prefix
     ks = ka[order]
     first = np.ones(len(ks), dtype=bool)
@@ -222,6 +276,11 @@ def _term(word: str) -> str:
 
 def answer_terms(answer: str) -> list[str]:
     """The distinct terms of a gold answer, in order (module docstring, Answer terms)."""
+    return list(_answer_terms(answer))
+
+
+@lru_cache(maxsize=8192)
+def _answer_terms(answer: str) -> tuple[str, ...]:  # a probe's answer is graded once per backend
     out: list[str] = []
     for w in words(normalize_answer(answer)):
         if w in ANSWER_STOPWORDS:
@@ -229,7 +288,7 @@ def answer_terms(answer: str) -> list[str]:
         t = _term(w)
         if t not in out:
             out.append(t)
-    return out
+    return tuple(out)
 
 
 def shown_terms(ws: Iterable[str]) -> set[str]:
@@ -289,8 +348,11 @@ def shown_at(text: str, cuts: Sequence[int], corpus: CorpusIndex | None, answer:
         shown_ids = [[] for _ in cuts]
     answer_cov: list[float | None] = [None for _ in cuts]
     if terms:
-        first: dict[str, int] = {}  # each shown term at the fewest leading words that hold it
-        for i, w in enumerate(ws):
-            first.setdefault(_term(w), i + 1)
+        wanted = set(terms)
+        first: dict[str, int] = {}  # each answer term at the fewest leading words that hold it
+        for w in dict.fromkeys(ws):  # distinct words, in order of first use
+            t = _term(w)
+            if t in wanted:
+                first[t] = min(first.get(t, len(ws) + 1), ws.index(w) + 1)
         answer_cov = [answer_coverage(terms, {t for t in terms if first.get(t, k + 1) <= k}) for k in lengths]
     return shown_ids, answer_cov
