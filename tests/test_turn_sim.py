@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -167,6 +169,38 @@ async def test_every_state_runs_and_records(llm):
     tok = TokenOverheadCollector(registry=CollectorRegistry())
     out = await run_token_overhead(lambda: _client("none"), "none", "ns", tok, (1, 5), queries=3)
     assert out[1]["tokens_injected_p50"] == 0  # `none` recalls nothing: nothing injected
+
+
+async def test_token_overhead_counts_each_top_k_as_one_after_another_would_with_the_top_ks_side_by_side():
+    shared = _client("bm25")
+    await shared.ingest("ns", seed_history())
+    in_flight, most = 0, 0
+
+    class Counting:  # the shared backend, counting the recalls in flight
+        async def retrieve(self, ns, q):
+            nonlocal in_flight, most
+            in_flight += 1
+            most = max(most, in_flight)
+            try:
+                await asyncio.sleep(0.01)
+                return await shared.retrieve(ns, q)
+            finally:
+                in_flight -= 1
+
+        async def close(self):
+            pass
+
+    tok = TokenOverheadCollector(registry=CollectorRegistry())
+    out = await run_token_overhead(Counting, "bm25", "ns", tok, (1, 3, 5), queries=4)
+    assert most == 3  # one recall of each top_k at a time
+    ref = TokenOverheadCollector(registry=CollectorRegistry())
+    for k in (1, 3, 5):  # the same recalls, one after another, counted by hand
+        plugin = MemoryPlugin(shared, "ns", PluginConfig(recall_mode="fast", top_k=k))
+        for p in turn_prompts(4, seed=0):
+            ref.observe("bm25", k, (await plugin.before_agent_start(p)).context)
+        assert out[k] == ref.summary("bm25", k) and out[k]["n"] == 4
+    assert out[1]["tokens_injected_p50"] < out[5]["tokens_injected_p50"]
+    await shared.close()
 
 
 async def test_continuity_arc_separates_memory_from_none(llm):

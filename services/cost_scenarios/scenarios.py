@@ -239,20 +239,20 @@ async def run_costs(out_dir: Path, rig: Rig, quick: bool = True, config: CostsCo
         # -- continuity arc ------------------------------------------------------------------------------
         resources.set_phase("continuity")
         loop_mon.set_phase("continuity")
-        results["continuity"] = {}
-        for b in cfg.continuity_backends:
-            b_cfg = base_cfg if b == backend else {}
-            if b.startswith("cortex") and b != backend:
-                continue
-            c = _client_factory(b, b_cfg)()
+        # The arcs run side by side (their own namespaces): they score what is retained, not how long a turn takes.
+        async def arc_of(b: str) -> dict[str, Any]:
+            c = _client_factory(b, base_cfg if b == backend else {})()
             try:
                 arc = await run_continuity_arc(c, b, f"arc-{b}", llm)
                 sink.write("continuity", **{k: v for k, v in arc.items() if k != "sessions"})
-                results["continuity"][b] = {k: v for k, v in arc.items() if k != "probe_rows"}
+                return {k: v for k, v in arc.items() if k != "probe_rows"}
             except Exception as e:
-                results["continuity"][b] = {"error": f"{type(e).__name__}: {e}"[:300]}
+                return {"error": f"{type(e).__name__}: {e}"[:300]}
             finally:
                 await c.close()
+
+        arcs = [b for b in cfg.continuity_backends if not (b.startswith("cortex") and b != backend)]
+        results["continuity"] = dict(zip(arcs, await asyncio.gather(*(arc_of(b) for b in arcs)), strict=True))
         # -- drills ----------------------------------------------------------------------------------
         resources.set_phase("drills")
         loop_mon.set_phase("drills")
