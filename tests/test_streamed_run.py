@@ -291,3 +291,61 @@ async def test_a_resumed_run_numbers_its_pass_on_every_new_cost_record(tmp_path)
     lane = json.loads((rd / "run.json").read_text())["ingest"]["rec"]
     assert list(lane["namespaces"]) == ids
     assert [(lane["namespaces"][i]["pass"], lane["namespaces"][i]["lanes"]) for i in ids] == [(0, 2)] * 2 + [(1, 1)] * 2
+
+
+@pytest.mark.slow
+async def test_a_suite_probing_all_namespaces_probes_a_backend_once_its_own_ingest_ended(tmp_path):
+    """LoCoMo (not namespace-scoped: every namespace ingested before a backend's probes): the fast backend's probes
+    all run while the slow one still ingests, and the slow one's probes only after its ingest; a failed ingest
+    fails that backend's probes, named, and not the other's."""
+    import asyncio
+
+    from tests.test_suite_locomo_pipeline import _write
+
+    _write(tmp_path)
+    log: list[tuple[str, str]] = []
+    release = asyncio.Event()
+
+    class Tagged(Recorder):
+        async def ingest(self, namespace, batch):
+            if self.tag == "slow":
+                await release.wait()
+            log.append((self.tag, "ingest"))
+            self.store.apply(namespace, batch)
+
+        async def retrieve(self, namespace, query):
+            log.append((self.tag, "retrieve"))
+            if self.tag == "fast" and sum(1 for t, op in log if t == "fast" and op == "retrieve") == 5:
+                release.set()  # the fast backend's last probe lets the slow ingest go on
+            return await super().retrieve(namespace, query)
+
+    class Broken(Recorder):
+        async def ingest(self, namespace, batch):
+            raise RuntimeError("disk full")
+
+    servers, targets = [], {}
+    for tag, cls in (("fast", Tagged), ("slow", Tagged), ("broken", Broken)):
+        backend = cls()
+        backend.tag = tag
+        host = BackendHost(backend)
+        await host.start()
+        server, health, port = await start_server(
+            lambda s, h=host: pb_grpc.add_MemoryBackendServiceServicer_to_server(MemoryBackendServicer(h), s),
+            [SERVICE_NAME])
+        servers.append((server, health, host))
+        targets[tag] = f"127.0.0.1:{port}"
+    try:
+        out = await asyncio.wait_for(run_suite(RunConfig(
+            suite="locomo", backends=["slow", "fast", "broken"], out_dir=str(tmp_path / "run"), embedder="hash",
+            lanes=3, options={"data_dir": str(tmp_path), "full": True, "answer": False},
+            targets=targets, llm_roles=MOCK_ROLES)), 60)
+    finally:
+        for server, health, host in servers:
+            await graceful_stop(server, health, 0.5)
+            await host.close()
+    # 5 probes over 2 conversations: the fast backend's 2 ingests and 5 retrieves, then the slow one's
+    assert log[:7] == [("fast", "ingest")] * 2 + [("fast", "retrieve")] * 5
+    assert log[7:] == [("slow", "ingest")] * 2 + [("slow", "retrieve")] * 5
+    assert "disk full" in out.failures["broken"] and set(out.failures) == {"broken"}
+    samples = [json.loads(line) for line in (out.run_dir / "samples.jsonl").read_text().splitlines()]
+    assert {s["condition"] for s in samples if s["status"] == "ok"} == {"fast", "slow"}
