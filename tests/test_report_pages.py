@@ -149,3 +149,27 @@ def test_interval_is_the_separate_passes_it_replaced():
     plain = stats.interval(values, None, seed=3, unit="value")
     assert (plain["mean"], *plain["ci"]) == stats.cluster_bootstrap_ci(values, None, seed=3)
     assert plain["method"] == stats.BOOTSTRAP_PROBE and plain["units"] == 6
+
+
+@pytest.mark.slow  # a fresh interpreter spawning two workers
+def test_render_pages_leaves_no_process_a_run_guard_would_wait_for(tmp_path):
+    """Its workers and multiprocessing's resource tracker (which ignores SIGTERM and lives until its parent exits)
+    carry no run token: the guard's sweep at the end of every bench-all had waited its 5 s grace for the tracker."""
+    import os
+    import subprocess
+    import sys
+
+    from services.coordinator import guard
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    code = ("import sys; from services.coordinator import report_html as rh, guard; "
+            f"errs = rh.render_pages([{str(tmp_path / 'a')!r}, {str(tmp_path / 'b')!r}], workers=2); "
+            "from multiprocessing import resource_tracker as rt; "
+            "print(errs == {}, rt._resource_tracker._pid is not None, guard.marked(sys.argv[1], {__import__('os').getpid()}))")
+    env = {**os.environ, guard.ENV: "tok-render-pages", "MEMRIG_STATE_DIR": str(tmp_path / "state")}
+    out = subprocess.run([sys.executable, "-c", code, "tok-render-pages"], env=env, capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=120)
+    # the pages are drawn, the tracker was started, and no process but the caller carries the token
+    assert out.stdout.split() == ["True", "True", "[]"], out.stderr[-2000:]
+    assert (tmp_path / "a" / "report.html").exists()

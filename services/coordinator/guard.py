@@ -15,6 +15,7 @@ SIGKILL to those still running after the grace period, and notes what it stopped
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -73,6 +74,21 @@ def protect(env: dict[str, str] | None = None, log: str | Path | None = None) ->
         return Guard(token, None)
     target[ENV] = token
     return Guard(token, proc, target)
+
+
+@contextlib.contextmanager
+def unmarked(env: dict[str, str] | None = None):
+    """Inside: processes started carry no run token. For helpers that end on their own when the run does and that a
+    sweep must not wait for: a process pool's workers and multiprocessing's resource tracker, which ignores SIGTERM
+    and lives until its parent exits, so the sweep at the end of every bench-all waited its whole grace (5 s) for
+    it, then killed it."""
+    target = os.environ if env is None else env
+    token = target.pop(ENV, None)
+    try:
+        yield
+    finally:
+        if token is not None:
+            target[ENV] = token
 
 
 def marked(token: str, exclude: set[int] | None = None) -> list[int]:

@@ -561,8 +561,11 @@ def render_pages(run_dirs: list[str | Path], workers: int | None = None) -> dict
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
+        from services.coordinator.guard import unmarked
+
         errors = {}
-        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
+        # the workers and the resource tracker that spawning starts end with this process (end of their pipes)
+        with unmarked(), ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {d: pool.submit(_render_page, str(d)) for d in dirs}
             for d, f in futures.items():
                 try:
