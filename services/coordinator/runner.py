@@ -260,18 +260,14 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
                               failures: dict[str, str], run_dir: RunDir, cfg: RunConfig, emit: ProgressFn,
                               ingested: Callable[[dict[str, Any]], None],
                               views: dict[str, tuple[str, str]] | None = None) -> None:
-    """Every backend's namespaces ingested (then `ingested(info)`), and every probe: for a suite whose probes read
-    several namespaces or several backends at once. A probe waits for the ingest of every backend its condition
-    reads, not for the others': a backend's probes run while a slower one still ingests (on two cores, OpenClaw's
-    replay had run alone at the end of the ingest while the probes of the other twelve waited for it). A backend of
-    `views` ingests nothing: the one whose replay it reads does (even with no probes of its own left), and its
-    record is that replay's."""
+    """Every backend's namespaces ingested first (then `ingested(info)`), then every probe: for a suite whose
+    probes read several namespaces or several backends at once. A backend of `views` ingests nothing: the one whose
+    replay it reads does (even with no probes of its own left), and its record is that replay's."""
     run_id = run_dir.run_id
     views = {b: av for b, av in (views or {}).items() if b in needed}
     needed = (set(needed) - set(views)) | {a for a, _ in views.values()}
     ingest_info: dict[str, Any] = {}
     lanes = asyncio.Semaphore(max(1, cfg.lanes))
-    ingest_done = {n: asyncio.Event() for n in needed}  # set when n's ingest ended (ingested or failed)
 
     async def ingest_backend(name: str) -> None:
         t0 = time.perf_counter()
@@ -285,27 +281,21 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
             ingest_info[name] = info
         except Exception as e:
             failures[name] = f"ingest failed: {type(e).__name__}: {e}"
-        finally:
-            for b, (a, _) in views.items():
-                if a == name and a in failures:
-                    failures.setdefault(b, f"its replay is {a}'s, which failed: {failures[a]}"[:400])
-            ingest_done[name].set()
 
     async def ingest_group(group: list[str]) -> None:
         async with lanes:
             for name in group:
                 await ingest_backend(name)
 
-    async def ingest_all() -> None:
-        for n in needed - set(clients):  # nothing to ingest into: its probes fail on the missing client
-            ingest_done[n].set()
-        await asyncio.gather(*(ingest_group(g) for g in
-                               heaviest_first(lane_groups([n for n in sorted(needed) if n in clients]))))
-        for b, (a, _) in views.items():
-            if a in ingest_info and a not in failures:
-                ingest_info[b] = {**ingest_info[a], "replay_of": a, "namespaces": {
-                    ns: replay_views.shared_record(r, a) for ns, r in (ingest_info[a].get("namespaces") or {}).items()}}
-        ingested({n: ingest_info[n] for n in sorted(ingest_info)})
+    await asyncio.gather(*(ingest_group(g) for g in
+                           heaviest_first(lane_groups([n for n in sorted(needed) if n in clients]))))
+    for b, (a, _) in views.items():
+        if a in failures:
+            failures.setdefault(b, f"its replay is {a}'s, which failed: {failures[a]}"[:400])
+        elif a in ingest_info:
+            ingest_info[b] = {**ingest_info[a], "replay_of": a, "namespaces": {
+                ns: replay_views.shared_record(r, a) for ns, r in (ingest_info[a].get("namespaces") or {}).items()}}
+    ingested({n: ingest_info[n] for n in sorted(ingest_info)})
 
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
     total, finished = len(work), 0
@@ -313,10 +303,6 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
 
     async def one(probe: Probe, cond: Condition) -> None:
         nonlocal finished
-        for b in cond.backends:  # the ingest of every backend this probe reads (a view: its replay's)
-            n = views[b][0] if b in views else b
-            if n in ingest_done:
-                await ingest_done[n].wait()
         async with sem:
             sample = await run_one(suite, ctx, probe, cond, failures)
             run_dir.append_sample(sample)
@@ -326,15 +312,7 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
             emit({"run_id": run_id, "phase": "probes", "done": finished, "total": total, "eta_seconds": eta})
 
     emit({"run_id": run_id, "phase": "probes", "done": 0, "total": total})
-    probes = [asyncio.ensure_future(one(p, c)) for p, c in work]
-    try:
-        await ingest_all()
-    except BaseException:  # no probe is left waiting for an ingest that will not end
-        for t in probes:
-            t.cancel()
-        await asyncio.gather(*probes, return_exceptions=True)
-        raise
-    await asyncio.gather(*probes)
+    await asyncio.gather(*(one(p, c) for p, c in work))
 
 
 # Which lanes start first when there are more lane groups than lanes: by the role of their heaviest member. OpenClaw's

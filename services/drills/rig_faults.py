@@ -375,26 +375,15 @@ class Campaign:
             victim = backend_pid(run, "full-context")
             if victim:
                 os.kill(victim, signal.SIGSTOP)  # its ingest waits on it...
-        # A backend's probes start once its own ingest ended (runner._ingest_then_probes), so dense is frozen as
-        # soon as its ingest is reported, before most of its probes can run, and let through a few at a time below.
-        dense = None
-        ingested = b.wait_line(lambda s: "ingest:  dense" in s)
-        if ingested and (dense := backend_pid(run, "dense")):
-            os.kill(dense, signal.SIGSTOP)
-        ingested = ingested and b.wait_line(lambda s: "ingest:  bm25" in s)
+        ingested = b.wait_line(lambda s: "ingest:  dense" in s) and b.wait_line(lambda s: "ingest:  bm25" in s)
         if victim:
             time.sleep(0.3)
             os.kill(victim, signal.SIGKILL)  # ...and dies under it
         ingest.check(bool(victim and ingested), f"could not stop full-context in the ingest (pid {victim}): {b.err[-800:]}")
-        if dense:  # killed mid-probes: once one of its probes is written, with the others in flight or not started
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not any(
-                    s["condition"] == "dense" and s["status"] == "ok" for s in raw_samples(run)[0]):
-                os.kill(dense, signal.SIGCONT)
-                time.sleep(0.005)
-                os.kill(dense, signal.SIGSTOP)
-                time.sleep(0.05)
-            os.kill(dense, signal.SIGKILL)
+        if b.wait_line(lambda s: re.search(r"probes: [1-9]\d*/", s) is not None):
+            dense = backend_pid(run, "dense")
+            if dense:
+                os.kill(dense, signal.SIGKILL)
         code = b.wait()
         rj = json.loads((run / "run.json").read_text())
         rows, torn = raw_samples(run)
