@@ -165,9 +165,10 @@ def test_bit_identical_to_sentence_transformers_on_hand_made_cases(st, me, case)
     assert_bit_identical(st, me, hand_made()[case])
 
 
-# 16, 4 and 2 batches of 64, each in one call; thousands in calls of 2048: python -m services.studies.minilm_forward
-# --part identity (docs/results/longmemeval.md, 2026-11-29)
-REAL_SAMPLE = {"locomo": 1024, "longmemeval": 256, "beam": 128}
+# 4, 2 and 1 batches of 64, each in one call (several batches, each padded to its own longest); thousands in calls of
+# 2048: python -m services.studies.minilm_forward --part identity (docs/results/longmemeval.md, 2026-11-29). Kept
+# small: both models embed each turn on one thread inside make test's 15 minutes.
+REAL_SAMPLE = {"locomo": 256, "longmemeval": 128, "beam": 64}
 DATA = default_data_dir()
 NEEDED = ("locomo/locomo10_dev.json", "longmemeval/longmemeval_oracle_dev.json", "beam/beam_dev.json.gz")
 
