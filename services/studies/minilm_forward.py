@@ -65,6 +65,7 @@ def run_one(way: str) -> dict:
             + _PRELUDE + WAYS[way])
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
+        # a pass that failed has no time to report: the study stops with the child's own error, never a partial median
         raise RuntimeError(f"{way}: exit {out.returncode}: {out.stderr[-1500:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
