@@ -89,8 +89,14 @@ setup-octybot: setup
 octybot-optional: setup
 	-@$(BIN)/python -m services.adapters.octybot_real.install
 
+# make test runs the test files on TEST_WORKERS processes (pytest-xdist; a file's tests stay together, so a module's
+# fixture, such as a sidecar install, is made once): in one process a core sits idle whenever a test waits on the
+# processes and servers it starts. TEST_WORKERS=0 runs everything in one process, in order.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile,)
+
 test: setup openclaw-optional octybot-optional
-	$(BIN)/python -m pytest $(PYTEST_FLAGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_FLAGS)
 
 # The quick subset for developers (< 2 min here): everything not marked slow (slow = starts a Node sidecar, a locust
 # run, a real server or a pytest process, or takes seconds). `make test`, which CI runs, runs everything.
