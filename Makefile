@@ -89,9 +89,9 @@ setup-octybot: setup
 octybot-optional: setup
 	-@$(BIN)/python -m services.adapters.octybot_real.install
 
-# make test runs the test files on TEST_WORKERS processes (pytest-xdist; a file's tests stay together, so a module's
-# fixture, such as a sidecar install, is made once): in one process a core sits idle whenever a test waits on the
-# processes and servers it starts. TEST_WORKERS=0 runs everything in one process, in order.
+# make test and test-quick run the test files on TEST_WORKERS processes (pytest-xdist; a file's tests stay together,
+# so a module's fixture, such as a sidecar install, is made once): in one process the two cores were 47% idle, the
+# tests waiting on the processes and servers they start (docs/results/testing.md). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile,)
 
@@ -101,7 +101,7 @@ test: setup openclaw-optional octybot-optional
 # The quick subset for developers (< 2 min here): everything not marked slow (slow = starts a Node sidecar, a locust
 # run, a real server or a pytest process, or takes seconds). `make test`, which CI runs, runs everything.
 test-quick: setup
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_FLAGS)
+	$(BIN)/python -m pytest -m "not slow" $(XDIST) $(PYTEST_FLAGS)
 
 bench-all: setup-and-openclaw
 	$(BIN)/memrig bench-all $(if $(OUT),--out $(OUT),)
