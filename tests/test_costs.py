@@ -167,3 +167,52 @@ def test_the_pass_of_a_resumed_run():
     assert next_pass({"a": {"namespaces": {}}}) == 0
     assert next_pass({"a": {"namespaces": {"q": {"messages": 3}}}}) == 1  # a record from before passes: pass 0
     assert next_pass({"a": {"namespaces": {"q": {"pass": 2}}}, "b": {"namespaces": {"r": {"pass": 0}}}}) == 3
+
+
+def test_cost_by_group_leaves_out_each_passes_warm_up_and_reads_each_group_on_its_own():
+    group_of = {"q0": "small", "q1": "small", "q2": "small", "q3": "big", "q4": "big", "q5": "big"}
+    rows = [ns(100, 5.0, lat=(10, 20), rss=100 * 2**20),  # first of pass 0: 50 ms a message of warm-up, left out
+            ns(100, 0.2, 0.1, lat=(30,), rss=110 * 2**20),  # 3.0 ms a message
+            ns(300, 1.2, lat=(40,), rss=120 * 2**20),  # 4.0
+            ns(1_000, 6.0, lat=(50, 70), rss=300 * 2**20),  # 6.0
+            ns(1_000, 7.0, 1.0, lat=(90,), rss=500 * 2**20),  # 8.0
+            {**ns(2_000, 1.0), "error": "ingest failed"}]  # failed: in no group
+    table = costs.group_table({"b": lane(rows), "batch": {"namespaces": {}}}, group_of, ("small", "big", "huge"))
+    assert list(table) == ["b"]
+    small, big = table["b"]["groups"]["small"], table["b"]["groups"]["big"]
+    assert list(table["b"]["groups"]) == ["small", "big"]  # in the order given; a group without rows is not there
+    assert small["namespaces"] == 3 and small["messages"] == 500 and small["messages_median"] == 100
+    assert small["warmup_left_out"] == 1 and big["warmup_left_out"] == 0
+    assert small["ingest_ms_per_message"] == pytest.approx(3.5)  # median of 3.0 and 4.0; the warm-up's 50 is out
+    assert big["ingest_ms_per_message"] == pytest.approx(7.0)  # median of 6.0 and 8.0
+    # every retrieve counts, the warm-up namespace's too: 10, 20, 30, 40 and 50, 70, 90; p95 by linear interpolation
+    assert small["query_ms"] == 25.0 and small["query_p95_ms"] == pytest.approx(38.5) and small["queries"] == 4
+    assert big["query_ms"] == 70.0 and big["query_p95_ms"] == pytest.approx(88.0)
+    assert small["rss_mb"] == 110.0 and small["rss_max_mb"] == 120.0 and big["rss_mb"] == 400.0
+    e = table["b"]
+    assert e["groups_compared"] == ["small", "big"]
+    assert e["ingest_growth"] == pytest.approx(2.0) and e["query_growth"] == pytest.approx(2.8) and e["flat"] is False
+
+
+def test_cost_by_group_restarts_the_warm_up_at_each_pass_and_leaves_ungrouped_namespaces_out():
+    rows = [ns(100, 1.0), {**ns(100, 0.5), "pass": 1}, {**ns(100, 0.3), "pass": 1}, ns(100, 9.0)]
+    table = costs.group_table({"b": lane(rows)}, {"q0": "g", "q1": "g", "q2": "g"}, ("g",))
+    g = table["b"]["groups"]["g"]
+    assert g["namespaces"] == 3 and g["warmup_left_out"] == 2  # q0 opens pass 0, q1 opens pass 1; q3 has no group
+    assert g["ingest_ms_per_message"] == pytest.approx(3.0)  # q2 alone
+    assert table["b"]["passes"] == 2 and table["b"]["ingest_growth"] is None and table["b"]["flat"] is None
+    assert costs.group_table({"b": lane(rows)}, {}, ("g",)) == {}
+
+
+def test_cost_by_group_renders_a_row_per_backend_and_group_and_the_growth():
+    rows = [ns(100, 5.0, lat=(10, 20), rss=100 * 2**20), ns(100, 0.3, lat=(30,), rss=110 * 2**20),
+            ns(300, 1.2, lat=(40,), rss=120 * 2**20), ns(1_000, 6.0, lat=(50, 70), rss=300 * 2**20),
+            ns(1_000, 8.0, lat=(90,), rss=500 * 2**20)]
+    table = costs.group_table({"b": lane(rows)}, {f"q{i}": "small" if i < 3 else "big" for i in range(5)},
+                              ("small", "big"))
+    md = costs.render_groups(table, "size bucket")
+    assert md.startswith("## Cost by size bucket")
+    assert "| b | small | 3 | 100 | 1 | 3.50 | 25.0 | 38.5 | 110 | 120 |" in md
+    assert "| b | big | 2 | 1,000 | 0 | 7.00 | 70.0 | 88.0 | 400 | 500 |" in md
+    assert "| b | big ÷ small | 2.00 [" in md
+    assert costs.render_groups({}, "size bucket") == ""

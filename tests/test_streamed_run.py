@@ -123,7 +123,32 @@ async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tm
     assert metrics["costs"]["rec"]["messages"] == sum(n["messages"] for n in run["namespaces"].values())
     assert metrics["costs"]["rec"]["marks"] == {}  # a few dozen messages reach no mark
     assert "## Cost per message as memory grows" in (out.run_dir / "report.md").read_text()
+    assert "costs_by_group" not in metrics  # LongMemEval's haystacks come in one size
     assert "vectors_added" in run["embedding_cache"]
+
+
+@pytest.mark.slow
+async def test_beam_reports_what_a_conversation_of_each_size_bucket_cost(tmp_path):
+    from tests.fixtures_beam import beam_file
+
+    root = beam_file(tmp_path)  # three conversations, one per size bucket
+    async with recorder_target(tmp_path) as (backend, port):
+        cfg = RunConfig(suite="beam", backends=["rec"], out_dir=str(tmp_path / "run"), embedder="hash",
+                        options={"data_dir": str(root), "conversations": 0, "answer": False},
+                        targets={"rec": f"127.0.0.1:{port}"}, llm_roles=MOCK_ROLES)
+        out = await run_suite(cfg, lambda ev: None)
+    assert out.state == "succeeded", out.failures
+    run = json.loads((out.run_dir / "run.json").read_text())
+    ingest = run["ingest"]["rec"]["namespaces"]
+    by = json.loads((out.run_dir / "metrics.json").read_text())["costs_by_group"]
+    assert by["label"] == "size bucket" and list(by["backends"]["rec"]["groups"]) == ["100K", "500K", "1M"]
+    for cid, size in run["data"]["size_of"].items():
+        g = by["backends"]["rec"]["groups"][size]
+        assert g["namespaces"] == 1 and g["messages"] == ingest[cid]["messages"]
+        assert g["queries"] == len(ingest[cid]["retrieve_ms"]) > 0
+    first = next(iter(ingest))  # the first conversation ingested pays the warm-up: no ingest figure for its bucket
+    assert by["backends"]["rec"]["groups"][run["data"]["size_of"][first]]["ingest_ms_per_message"] is None
+    assert "## Cost by size bucket" in (out.run_dir / "report.md").read_text()
 
 
 @pytest.mark.slow

@@ -560,3 +560,16 @@ def test_run_probe_retrieves_top_50_and_answers_from_the_shown_text():
 def test_more_units_names_the_option_for_every_conversation():
     assert BeamSuite({}).more_units({"conversations_in_file": 51}) == ("conversations=0", 51)
     assert BeamSuite({}).more_units({}) is None
+
+
+def test_cost_groups_are_the_size_buckets_recorded_or_read_from_the_dev_ids(tmp_path):
+    s, data = _load(tmp_path, [{**C1, "id": "c-small"}, C2, C3])
+    assert data.info["size_of"] == {"c-small": "100K", "beam-500K-1": "500K", "beam-1M-1": "1M"}  # from "size"
+    assert s.cost_groups(data.info)[1] == data.info["size_of"]
+    suite = BeamSuite()
+    label, size_of, order = suite.cost_groups({"size_of": {"c-one": "500K", "c-two": "huge"},
+                                               "conversations": ["c-one", "beam-1M-3", "beam-100K-2", "odd"]})
+    assert label == "size bucket" and order == ("100K", "500K", "1M")
+    # recorded first; an older run.json's dev ids give theirs; an unknown bucket or an id without one gives none
+    assert size_of == {"c-one": "500K", "beam-1M-3": "1M", "beam-100K-2": "100K"}
+    assert suite.cost_groups({"conversations": ["odd"]}) is None

@@ -217,3 +217,109 @@ def render(table: dict[str, Any], marks: tuple[int, ...] = MARKS) -> str:
                    + f" | {_growth(e['ingest_growth'], e.get('ingest_growth_ci'))}"
                    + f" | {_growth(e['query_growth'], e.get('query_growth_ci'))} | {_verdict(e)} |")
     return "\n".join(out) + "\n"
+
+
+def group_table(ingest: dict[str, Any], group_of: dict[str, str], order: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """What one namespace of each group cost, per backend whose ingest was streamed: the table for a suite whose
+    namespaces come in sizes (BEAM's 100K / 500K / 1M conversations). A streamed backend releases each namespace
+    before the next, so the memory a namespace was searched in is its own; its group says how large that memory
+    was, where the marks above count the messages a process has taken in over the run.
+
+    Per group (in `order`; a namespace not in `group_of`, or one whose ingest failed, is left out):
+    - `namespaces`, `messages` (all of them) and `messages_median` (one namespace's);
+    - `ingest_ms_per_message`: the median over the group's namespaces of 1000 x (ingest_s + settle_s) / messages,
+      leaving out the first namespace of each pass (it pays the process's warm-up, as in `windows`);
+      `warmup_left_out` counts those; None when nothing is left;
+    - `query_ms` / `query_p95_ms`: the median and the 95th percentile of the group's timed retrieves;
+    - `rss_mb` / `rss_max_mb`: the median and the largest reading of the backend's processes after settle.
+    `ingest_growth` / `query_growth`: the figure of the last group in `order` that has one ÷ that of the first,
+    each with its bootstrap interval (stats.median_ratio_ci over the two groups' values); `flat` and `settled` by
+    the rules of `cost_table` (FLAT_LIMIT); `groups_compared` names the two groups, None when fewer than two have a
+    figure."""
+    out: dict[str, Any] = {}
+    for backend, lane in sorted((ingest or {}).items()):
+        if not isinstance(lane, dict) or lane.get("mode") != "streamed":
+            continue
+        firsts: set[int] = set()
+        by: dict[str, list[dict[str, Any]]] = {}
+        warm: dict[str, int] = {}
+        for ns, r in (lane.get("namespaces") or {}).items():  # in the order ingested
+            p = pass_of(r)
+            first = p not in firsts
+            firsts.add(p)
+            g = group_of.get(ns)
+            if g is None or "error" in r:
+                continue
+            by.setdefault(g, []).append({**r, "_warmup": first})
+            warm[g] = warm.get(g, 0) + int(first)
+        if not by:
+            continue
+        groups: dict[str, Any] = {}
+        values: dict[str, tuple[list[float], list[float]]] = {}
+        for g in [x for x in order if x in by]:
+            rows = by[g]
+            counted = [r for r in rows if not r["_warmup"]]
+            per = ingest_per_message(counted)
+            lat = retrieve_times(rows)
+            rss = [int(r["rss_bytes"]) / 2**20 for r in rows if r.get("rss_bytes")]
+            msgs = [int(r.get("messages") or 0) for r in rows]
+            groups[g] = {"namespaces": len(rows), "messages": sum(msgs), "messages_median": float(np.median(msgs)),
+                         "warmup_left_out": warm.get(g, 0),
+                         "ingest_ms_per_message": float(np.median(per)) if per else None,
+                         "query_ms": float(np.median(lat)) if lat else None,
+                         "query_p95_ms": float(np.percentile(lat, 95)) if lat else None, "queries": len(lat),
+                         "rss_mb": float(np.median(rss)) if rss else None, "rss_max_mb": max(rss) if rss else None}
+            values[g] = (per, lat)
+        rows_all = [r for rows in by.values() for r in rows]
+        per_record = {int(r.get("lanes") or lane.get("lanes") or 1) for r in rows_all}
+        entry: dict[str, Any] = {"groups": groups, "groups_compared": None, "ingest_growth": None,
+                                 "lanes": max(per_record), "lanes_mixed": len(per_record) > 1,
+                                 "passes": passes(rows_all),
+                                 "query_growth": None, "ingest_growth_ci": None, "query_growth_ci": None,
+                                 "flat": None, "settled": None}
+        for kind, idx, key in (("ingest", 0, "ingest_ms_per_message"), ("query", 1, "query_ms")):
+            have = [g for g in groups if groups[g][key] is not None]
+            if len(have) >= 2:
+                lo, hi = have[0], have[-1]
+                entry[f"{kind}_growth"] = growth(groups[lo][key], groups[hi][key])
+                entry[f"{kind}_growth_ci"] = median_ratio_ci(values[lo][idx], values[hi][idx])
+                entry["groups_compared"] = entry["groups_compared"] or [lo, hi]
+        gs = [entry["ingest_growth"], entry["query_growth"]]
+        if any(g is not None for g in gs):
+            entry["flat"] = all(g is not None and g <= FLAT_LIMIT for g in gs)
+            entry["settled"] = settled(entry)
+        out[backend] = entry
+    return out
+
+
+def render_groups(table: dict[str, Any], label: str) -> str:
+    """The markdown section of `group_table` (`label` names the groups, e.g. "size bucket"); empty without rows."""
+    if not table:
+        return ""
+    out = [f"## Cost by {label}", "",
+           f"What one namespace of each {label} cost, per backend. Each backend took one namespace at a time and "
+           f"released it before the next, so the {label} is how large the memory it searched was. Ingest = the median "
+           "over the namespaces of (ingest + settle time) per message, leaving out the first namespace of each pass "
+           "(it pays the process's warm-up; `warm-up left out` counts them); query = the median and 95th percentile "
+           "of the timed retrieves; RSS = the backend's processes right after settle, median and largest. Growth = "
+           f"the last {label}'s figure ÷ the first's [95% bootstrap interval]; flat = growth ≤ {FLAT_LIMIT} for "
+           "ingest and query (services/coordinator/costs.py `group_table`)." + _lanes_note(table)
+           + _passes_note(table),
+           "",
+           f"| backend | {label} | namespaces | messages each (median) | warm-up left out | ingest ms/msg | "
+           "query ms p50 | query ms p95 | RSS MB median | RSS MB max |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for backend, e in table.items():
+        for g, c in e["groups"].items():
+            out.append(f"| {backend} | {g} | {c['namespaces']} | {c['messages_median']:,.0f} | {c['warmup_left_out']} "
+                       f"| {_fmt(c['ingest_ms_per_message'], '.2f')} | {_fmt(c['query_ms'], '.1f')} "
+                       f"| {_fmt(c['query_p95_ms'], '.1f')} | {_fmt(c['rss_mb'], ',.0f')} "
+                       f"| {_fmt(c['rss_max_mb'], ',.0f')} |")
+    compared = [(b, e) for b, e in table.items() if e["groups_compared"]]
+    if compared:
+        out += ["", f"| backend | {label}s compared | ingest growth | query growth | flat |", "|---|---|---:|---:|---|"]
+        for b, e in compared:
+            lo, hi = e["groups_compared"]
+            out.append(f"| {b} | {hi} ÷ {lo} | {_growth(e['ingest_growth'], e.get('ingest_growth_ci'))} "
+                       f"| {_growth(e['query_growth'], e.get('query_growth_ci'))} | {_verdict(e)} |")
+    return "\n".join(out) + "\n"

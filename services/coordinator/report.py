@@ -219,6 +219,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], suite: Suite, er
     parts = [header, "", suite.render(metrics)]
     sections = (render_judge_agreement(run, metrics), render_peer_pairs(metrics),
                 costs.render(metrics.get("costs") or {}),
+                costs.render_groups((metrics.get("costs_by_group") or {}).get("backends") or {},
+                                    (metrics.get("costs_by_group") or {}).get("label") or "group"),
                 render_failures(errors, failures), render_configs(run))
     parts += [x for sec in sections if sec for x in ("", sec)]
     return "\n".join(parts).rstrip() + "\n"

@@ -659,6 +659,9 @@ def finalize(run_dir: RunDir, suite: Suite | None = None, html: bool = True) -> 
             metrics["judge_agreement"] = agreement
     if table := costs.cost_table(run.get("ingest") or {}):
         metrics["costs"] = table
+    if (groups := suite.cost_groups(run.get("data") or {})) and \
+            (by_group := costs.group_table(run.get("ingest") or {}, groups[1], groups[2])):
+        metrics["costs_by_group"] = {"label": groups[0], "backends": by_group}
     metrics["samples"] = {"ok": len(ok), "error": len(samples) - len(ok)}
     errors = [s for s in samples if s.get("status") != "ok"]
     failures = dict(run.get("failures") or {})

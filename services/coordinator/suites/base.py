@@ -209,6 +209,12 @@ class Suite(abc.ABC):
         run.json's `data`; None when the suite's unit is the question (it has no clustered unit to add)."""
         return None
 
+    def cost_groups(self, data: dict[str, Any]) -> tuple[str, dict[str, str], tuple[str, ...]] | None:
+        """(what the groups are called, {namespace: group}, the groups in order) when the suite's namespaces come in
+        sizes whose cost is worth a table of its own (services/coordinator/costs.py `group_table`), from run.json's
+        `data`; None (the default) otherwise."""
+        return None
+
     def mocked_metrics(self, answers_mocked: bool, judge_mocked: bool) -> set[str]:
         """The metrics whose values the offline llm-mock produced in this run."""
         return {m for m, kind in self.answer_metrics.items()

@@ -112,6 +112,7 @@ from services.coordinator.suites.base import (
 from services.coordinator.suites.registry import register
 
 SIZES = ("100K", "500K", "1M")
+_ID_SIZE = re.compile(r"^beam-(100K|500K|1M)-\d+$")  # the dev file's conversation ids (its README)
 ABILITIES = ("abstention", "contradiction_resolution", "event_ordering", "information_extraction",
              "instruction_following", "knowledge_update", "multi_session_reasoning", "preference_following",
              "summarization", "temporal_reasoning")
@@ -552,7 +553,7 @@ class BeamSuite(Suite):
             "upstream": raw.get("source"), "split": raw.get("split"),
             "licence": "no licence file upstream; published on the Hugging Face Hub (Mohammadta/BEAM) for "
                        "evaluation; cite Tavakoli et al., ICLR 2026",
-            "sizes": sizes, "conversations": [c["id"] for c in convs],
+            "sizes": sizes, "conversations": [c["id"] for c in convs], "size_of": {c["id"]: c["size"] for c in convs},
             "by_size": dict(sorted(Counter(c["size"] for c in convs).items(), key=lambda kv: SIZES.index(kv[0]))),
             "conversations_in_file": in_file, "messages": sum(b.message_count for b in corpora.values()),
             "questions": len(probes), "by_ability": dict(sorted(Counter(p.category for p in probes).items())),
@@ -578,6 +579,18 @@ class BeamSuite(Suite):
     def more_units(self, data: dict[str, Any]) -> tuple[str, int] | None:
         n = data.get("conversations_in_file")
         return ("conversations=0", int(n)) if n else None
+
+    def cost_groups(self, data: dict[str, Any]) -> tuple[str, dict[str, str], tuple[str, ...]] | None:
+        """The size buckets: a conversation's bucket from run.json's `size_of`; a run recorded before it was kept
+        has only the ids, which in the dev file are `beam-<size>-<n>` (its README), so the bucket is read from
+        those. None when no conversation has a bucket."""
+        size_of = dict(data.get("size_of") or {})
+        for cid in data.get("conversations") or []:
+            m = _ID_SIZE.match(str(cid))
+            if cid not in size_of and m:
+                size_of[cid] = m.group(1)
+        size_of = {c: s for c, s in size_of.items() if s in SIZES}
+        return ("size bucket", size_of, SIZES) if size_of else None
 
     # ------------------------------------------------------------------------------------------------
     def per_probe(self, samples: list[dict[str, Any]]) -> ProbeValues:
