@@ -295,8 +295,9 @@ class _BatchWriter:
         self.entity_types: dict[str, str] = {}
         self.rules = RuleIndex.of(idx)
         # The batch's own facts by what the rules compare (`_remember`): before these, each new fact was compared
-        # with every earlier fact of its batch by three rules, about 1.5 ms a fact in a BEAM capture window of a few
-        # hundred facts. Values are ascending positions in `self.batch`, so a rule meets its candidates in batch order.
+        # with every earlier fact of its batch by three rules; a BEAM capture window holds a few hundred facts, and
+        # the write of beam-100K-15's 4,071 took 7.3 s with the scans, 4.6 s with these (docs/results/beam.md).
+        # Values are ascending positions in `self.batch`, so a rule meets its candidates in batch order.
         self.batch_norms: dict[str, list[int]] = {}
         self.batch_postings: dict[str, list[int]] = {}
         self.batch_no_tokens: list[int] = []
