@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import logging
 import os
+import shutil
 import signal
 import sys
 
@@ -169,12 +170,13 @@ async def serve(cfg: MockConfig) -> None:
         if siblings is not None:
             print(f"cortex-mock: {cfg.processes} processes on port {port}; siblings {siblings.pids()}",
                   file=sys.stderr, flush=True)
-        # `key=<digits>` pairs only: the READY pattern (services/common/process.py)
-        process.announce_ready(http=port, **({"processes": cfg.processes} if siblings else {}))
+        # before READY: a SIGTERM right after it would otherwise end the process without this block's cleanup
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        # `key=<digits>` pairs only: the READY pattern (services/common/process.py)
+        process.announce_ready(http=port, **({"processes": cfg.processes} if siblings else {}))
         if cfg.shared_jobs and cfg.processes == 1:  # a sibling: stop with the first process, even if SIGKILLed
             tasks.append(asyncio.create_task(_stop_when_orphaned(os.getppid(), stop)))
         await stop.wait()
@@ -190,6 +192,8 @@ async def serve(cfg: MockConfig) -> None:
         await runner.cleanup()
         if sup is not None:
             await asyncio.to_thread(sup.stop)
+        if engine.data_dir_is_temp:  # every process that used it has stopped: the temporary dir goes with them
+            shutil.rmtree(engine.data_dir, ignore_errors=True)  # (each bench run left one in /tmp)
 
 
 async def _stop_when_orphaned(parent: int, stop: asyncio.Event) -> None:
