@@ -293,3 +293,25 @@ async def test_runner_marks_a_backend_dead_on_failed_precondition():
     assert first["status"] == "error" and failures["openclaw"].startswith("failed mid-run: FAILED_PRECONDITION")
     second = await run_one(Refusing(), None, Probe(id="p2", question="q"), cond, failures)
     assert second["error"].startswith("backend openclaw unavailable")  # not retried probe after probe
+
+
+async def test_an_ingests_deadline_grows_with_its_messages_past_the_floor(monkeypatch):
+    from services.adapters.client import GrpcBackendClient
+    from services.common.types import IngestBatch, Message, Session
+
+    c = GrpcBackendClient("127.0.0.1:9", name="slow", ingest_deadline_s=600.0)  # nothing listens: _call is faked
+    try:
+        assert c.ingest_deadline(0) == 600.0 and c.ingest_deadline(200) == 600.0  # the floor
+        assert c.ingest_deadline(2_088) == 6_264.0  # a BEAM 1M conversation: 3 s a message
+        seen = []
+
+        async def fake_call(method, request, deadline=None):
+            seen.append((method, deadline))
+            return type("R", (), {"sessions_accepted": 1, "messages_accepted": 250, "documents_accepted": 0})()
+
+        monkeypatch.setattr(c, "_call", fake_call)
+        msgs = tuple(Message(f"m{i}", "user", "x") for i in range(250))
+        await c.ingest("ns", IngestBatch(sessions=(Session("s", datetime(2024, 1, 1, tzinfo=UTC), msgs),)))
+        assert seen == [("Ingest", 750.0)]
+    finally:
+        await c.close()

@@ -171,6 +171,46 @@ def test_each_namespace_manager_answers_one_throwaway_search_after_its_first_syn
     assert "one throwaway search" in b.describe_config()["latency"]
 
 
+def test_the_sync_after_an_ingest_has_time_for_every_message_it_brought():
+    b = OpenClawRealBackend({"embedder": "none"})  # not started: the rule alone
+    assert b.sync_timeout_s(0) == 300.0 and b.sync_timeout_s(150) == 300.0  # request_timeout_s, at least
+    assert b.sync_timeout_s(880) == 1760.0  # a BEAM 500K conversation: 2 s a message
+    assert OpenClawRealBackend({"embedder": "none", "sync_s_per_message": 0.5}).sync_timeout_s(880) == 440.0
+
+
+@needs_openclaw
+def test_an_ingests_sync_waits_by_its_messages_and_other_calls_by_the_request_timeout(real):
+    from services.common.types import Message, Session
+    from tests.inprocess_llm import InProcessMockLLM
+
+    b, loop = real
+    llm, b.context._llm = b.context._llm, InProcessMockLLM()  # a session's turn may ask for the flush
+    seen: list[tuple[str, float | None]] = []
+    call = b._call
+
+    async def spy(method, route, body=None, timeout_s=None):
+        seen.append((route, timeout_s))
+        return await call(method, route, body, timeout_s)
+
+    b._call, conf = spy, dict(b.config)
+    b.config.update({"request_timeout_s": 120.0, "sync_s_per_message": 50.0})
+    try:
+        msgs = tuple(Message(f"m{i}", "user", f"The deploy box number {i} is called wren{i}.") for i in range(3))
+        loop.run_until_complete(b.ingest("sync:t", IngestBatch(sessions=(Session("s1", DAY0, msgs),))))
+        loop.run_until_complete(b.ingest("sync:t", IngestBatch(documents=(
+            Document("t1", "- The cache host is called heron.", None, "MEMORY.md"),))))
+        loop.run_until_complete(b.settle("sync:t", 5))
+    finally:
+        b._call, b.context._llm = call, llm
+        b.config.clear()
+        b.config.update(conf)
+        loop.run_until_complete(b.reset("sync:t"))
+    syncs = [t for r, t in seen if r == "/sync"]
+    assert syncs == [150.0, 120.0]  # 3 messages x 50 s; a documents-only Ingest gets request_timeout_s
+    assert all(t is None for r, t in seen if r != "/sync")  # every other call: the session's timeout
+    assert b._sync_timeout == {}  # forgotten once each Ingest ended
+
+
 @needs_openclaw
 def test_prepare_syncs_and_searches_once_untimed_and_changes_no_result(real):
     """The rig's Prepare (sidecar /prepare) before a namespace's first timed search: OpenClaw's sync and one

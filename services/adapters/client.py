@@ -57,11 +57,13 @@ def call_message(method: str, code: grpc.StatusCode, details: str | None, timeou
 
 class GrpcBackendClient:
     def __init__(self, target: str, name: str | None = None, deadline_s: float = 60.0,
-                 ingest_deadline_s: float = 600.0, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT):
+                 ingest_deadline_s: float = 600.0, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+                 ingest_deadline_per_message_s: float = 3.0):
         self.target = target
         self.name = name or target
         self.deadline_s = deadline_s
         self.ingest_deadline_s = ingest_deadline_s
+        self.ingest_deadline_per_message_s = ingest_deadline_per_message_s
         self._channel = aio_channel(target)
         self._stub = pb_grpc.MemoryBackendServiceStub(self._channel)
         self._bound = BoundedCalls(max_in_flight)
@@ -99,8 +101,13 @@ class GrpcBackendClient:
     async def reset(self, namespace: str) -> int:
         return (await self._call("Reset", pb.ResetRequest(namespace=namespace))).items_removed
 
+    def ingest_deadline(self, messages: int) -> float:
+        """An Ingest's deadline: ingest_deadline_s, or ingest_deadline_per_message_s a message when that is longer
+        (a backend may index a whole conversation in the call: BEAM's 1M conversations hold ~2,000 messages)."""
+        return max(self.ingest_deadline_s, self.ingest_deadline_per_message_s * messages)
+
     async def ingest(self, namespace: str, batch: IngestBatch) -> dict[str, int]:
-        r = await self._call("Ingest", batch_to_pb(namespace, batch), self.ingest_deadline_s)
+        r = await self._call("Ingest", batch_to_pb(namespace, batch), self.ingest_deadline(batch.message_count))
         return {
             "sessions_accepted": r.sessions_accepted,
             "messages_accepted": r.messages_accepted,

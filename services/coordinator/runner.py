@@ -82,6 +82,11 @@ class RunConfig:
     # call, and the run goes on without it.
     deadline_s: float = 60.0
     ingest_deadline_s: float = 600.0
+    # An Ingest's deadline grows with its messages past ingest_deadline_s: a namespace arrives in one Ingest, and a
+    # BEAM 1M conversation (~2,000 messages) indexed by OpenClaw took about 0.5 s a message here, 1.1 s under heavy
+    # load (docs/results/beam.md). Above the adapter's own per-message allowance (openclaw-real: 2 s), so the
+    # adapter's timeout, which names what it was waiting for, fires first.
+    ingest_deadline_per_message_s: float = 3.0
 
 
 @dataclass
@@ -168,7 +173,8 @@ async def run_suite(cfg: RunConfig, progress: ProgressFn | None = None, rig: Rig
         async def start(name: str) -> None:
             emit({"run_id": run_id, "phase": "start", "message": name})
             try:
-                deadlines = {"deadline_s": cfg.deadline_s, "ingest_deadline_s": cfg.ingest_deadline_s}
+                deadlines = {"deadline_s": cfg.deadline_s, "ingest_deadline_s": cfg.ingest_deadline_s,
+                             "ingest_deadline_per_message_s": cfg.ingest_deadline_per_message_s}
                 if name in cfg.targets:
                     clients[name] = GrpcBackendClient(cfg.targets[name], name=name, **deadlines)
                 elif cfg.in_process:

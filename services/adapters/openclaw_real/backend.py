@@ -52,6 +52,7 @@ from services.common.errors import DependencyError
 from services.common.types import (
     ChannelDiagnostics,
     EvidenceSpan,
+    IngestBatch,
     Memory,
     RetrieveQuery,
     RetrieveResult,
@@ -122,7 +123,12 @@ class OpenClawRealBackend(WorkspaceReplayer):
     defaults: dict[str, Any] = {
         **WorkspaceReplayer.defaults,
         "sidecar_start_timeout_s": 180.0,  # the first start loads OpenClaw's modules (slow disks take longer)
-        "request_timeout_s": 300.0,  # one sync may embed a whole workspace
+        "request_timeout_s": 300.0,  # every call to the sidecar, at least
+        # A forced /sync after an Ingest embeds every chunk of what it brought (chunks already embedded come from
+        # OpenClaw's cache): its timeout is the larger of request_timeout_s and this many seconds per message of the
+        # Ingest. BEAM's conversations arrive whole: a 500K one (~1,000 messages) took over 300 s in one sync on
+        # this 2-core host under load, about 0.5 s a message (docs/results/beam.md); a 1M one holds ~2,000.
+        "sync_s_per_message": 2.0,
     }
     searches_sessions = True  # OpenClaw indexes the session transcripts the sidecar writes with its own code
 
@@ -133,6 +139,7 @@ class OpenClawRealBackend(WorkspaceReplayer):
         self._sock_dir: Path | None = None
         self._session: aiohttp.ClientSession | None = None
         self._bridge = EmbeddingsBridge()
+        self._sync_timeout: dict[str, float] = {}  # per namespace, while its Ingest runs
         self._embed_url = ""
         self._embed_model = ""
         self._health: dict[str, Any] = {}
@@ -225,11 +232,25 @@ class OpenClawRealBackend(WorkspaceReplayer):
                 shutil.rmtree(d, ignore_errors=True)
         self._root = self._sock_dir = None
 
-    async def _call(self, method: str, route: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def sync_timeout_s(self, messages: int) -> float:
+        """The /sync timeout after an Ingest of `messages` messages (the `sync_s_per_message` default's comment)."""
+        return max(float(self.config["request_timeout_s"]), float(self.config["sync_s_per_message"]) * messages)
+
+    async def ingest(self, namespace: str, batch: IngestBatch) -> None:
+        self._sync_timeout[namespace] = self.sync_timeout_s(batch.message_count)
+        try:
+            await super().ingest(namespace, batch)
+        finally:
+            self._sync_timeout.pop(namespace, None)
+
+    async def _call(self, method: str, route: str, body: dict[str, Any] | None = None,
+                    timeout_s: float | None = None) -> dict[str, Any]:
+        """One request to the sidecar; `timeout_s` replaces the session's request_timeout_s for it."""
         if self._session is None:
             raise SidecarError("openclaw-real: the sidecar is not running (start() was not called or failed)")
+        extra = {"timeout": aiohttp.ClientTimeout(total=timeout_s)} if timeout_s else {}
         try:
-            async with self._session.request(method, f"http://openclaw-sidecar{route}", json=body) as r:
+            async with self._session.request(method, f"http://openclaw-sidecar{route}", json=body, **extra) as r:
                 data = await r.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError, ValueError) as e:
             sc = self._sidecar
@@ -378,15 +399,16 @@ class OpenClawRealBackend(WorkspaceReplayer):
         # force: OpenClaw's incremental sync re-reads memory files only once its file watcher has marked them dirty
         # (debounced, so timing-dependent); a forced sync re-reads them now. Unchanged chunks keep their cached
         # embeddings (OpenClaw's embedding cache), so this costs chunking, not re-embedding.
+        timeout = self._sync_timeout.get(namespace)
         try:
             st = await self._call("POST", "/sync", {"agent": agent_id(namespace), "workspace": str(root),
-                                                    "force": True})
+                                                    "force": True}, timeout)
         except SidecarError:
             # Nothing half-applied: put the files back and let OpenClaw index what was there before.
             await asyncio.to_thread(self._restore, root, before)
             with contextlib.suppress(SidecarError):
                 await self._call("POST", "/sync", {"agent": agent_id(namespace), "workspace": str(root),
-                                                   "force": True})
+                                                   "force": True}, timeout)
             raise
         if st.get("firstSearchMs") is not None:
             self.n["first_searches"] += 1
