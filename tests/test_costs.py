@@ -216,3 +216,12 @@ def test_cost_by_group_renders_a_row_per_backend_and_group_and_the_growth():
     assert "| b | big | 2 | 1,000 | 0 | 7.00 | 70.0 | 88.0 | 400 | 500 |" in md
     assert "| b | big ÷ small | 2.00 [" in md
     assert costs.render_groups({}, "size bucket") == ""
+
+
+def test_the_cost_by_group_warns_when_the_embedding_cache_was_warm_at_the_start():
+    warm = costs.cache_note({"vectors": 209_741, "vectors_added": {"all-MiniLM-L6-v2": 130_854}})
+    assert "held 78,887 vectors when this run started" in warm
+    assert costs.cache_note({"vectors": 500, "vectors_added": {"a": 300, "b": 200}}) == ""  # all added by this run
+    assert costs.cache_note(None) == "" and costs.cache_note({}) == ""
+    table = costs.group_table({"b": lane([ns(100, 1.0), ns(100, 1.0)])}, {"q0": "g", "q1": "g"}, ("g",))
+    assert warm in costs.render_groups(table, "size bucket", warm)

@@ -292,8 +292,22 @@ def group_table(ingest: dict[str, Any], group_of: dict[str, str], order: list[st
     return out
 
 
-def render_groups(table: dict[str, Any], label: str) -> str:
-    """The markdown section of `group_table` (`label` names the groups, e.g. "size bucket"); empty without rows."""
+def cache_note(embedding_cache: dict[str, Any] | None) -> str:
+    """A warning for the ingest figures when the embedding cache (run.json's `embedding_cache`: its vectors at the
+    end and those this run added) already held vectors when the run started: a namespace embedded by an earlier run
+    pays no embedding in this one, so two groups' ingest can differ by the cache, not by their size."""
+    ec = embedding_cache or {}
+    held = int(ec.get("vectors") or 0) - sum(int(v) for v in (ec.get("vectors_added") or {}).values())
+    if held <= 0:
+        return ""
+    return (f" The embedding cache held {held:,} vectors when this run started: a namespace whose texts an earlier run "
+            "embedded paid no embedding here, so an ingest figure, and its growth, can differ by what was cached "
+            "rather than by size (an empty MEMRIG_CACHE_DIR gives every namespace a cold cache).")
+
+
+def render_groups(table: dict[str, Any], label: str, note: str = "") -> str:
+    """The markdown section of `group_table` (`label` names the groups, e.g. "size bucket"; `note` ends its
+    paragraph, e.g. `cache_note`); empty without rows."""
     if not table:
         return ""
     out = [f"## Cost by {label}", "",
@@ -304,7 +318,7 @@ def render_groups(table: dict[str, Any], label: str) -> str:
            "of the timed retrieves; RSS = the backend's processes right after settle, median and largest. Growth = "
            f"the last {label}'s figure ÷ the first's [95% bootstrap interval]; flat = growth ≤ {FLAT_LIMIT} for "
            "ingest and query (services/coordinator/costs.py `group_table`)." + _lanes_note(table)
-           + _passes_note(table),
+           + _passes_note(table) + note,
            "",
            f"| backend | {label} | namespaces | messages each (median) | warm-up left out | ingest ms/msg | "
            "query ms p50 | query ms p95 | RSS MB median | RSS MB max |",

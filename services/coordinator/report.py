@@ -220,7 +220,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], suite: Suite, er
     sections = (render_judge_agreement(run, metrics), render_peer_pairs(metrics),
                 costs.render(metrics.get("costs") or {}),
                 costs.render_groups((metrics.get("costs_by_group") or {}).get("backends") or {},
-                                    (metrics.get("costs_by_group") or {}).get("label") or "group"),
+                                    (metrics.get("costs_by_group") or {}).get("label") or "group",
+                                    costs.cache_note(run.get("embedding_cache"))),
                 render_failures(errors, failures), render_configs(run))
     parts += [x for sec in sections if sec for x in ("", sec)]
     return "\n".join(parts).rstrip() + "\n"
