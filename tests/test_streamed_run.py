@@ -316,3 +316,20 @@ async def test_a_resumed_run_numbers_its_pass_on_every_new_cost_record(tmp_path)
     lane = json.loads((rd / "run.json").read_text())["ingest"]["rec"]
     assert list(lane["namespaces"]) == ids
     assert [(lane["namespaces"][i]["pass"], lane["namespaces"][i]["lanes"]) for i in ids] == [(0, 2)] * 2 + [(1, 1)] * 2
+
+
+def test_the_eta_takes_each_lanes_own_pace_and_the_slowest_for_a_lane_not_yet_timed():
+    from services.coordinator.runner import lane_eta
+
+    # bm25 ingested 1,000 messages in 50 s (0.05 s each), 4,000 left; openclaw-real 300 in 150 s (0.5 s), 2,700 left
+    lanes = {"bm25": (1_000, 4_000, 50.0), "openclaw-real": (300, 2_700, 150.0)}
+    # its own lane: 2,700 x 0.5 = 1,350 s; all the work over two slots: (200 + 1,350) / 2 = 775 s -> 1,350
+    assert lane_eta(lanes, 2) == pytest.approx(1_350.0)
+    assert lane_eta(lanes, 1) == pytest.approx(1_550.0)  # one slot: everything in a row
+    # cortex has not started: it takes the slowest pace seen (0.5 s) for its 3,000 messages
+    lanes["cortex"] = (0, 3_000, None)
+    assert lane_eta(lanes, 2) == pytest.approx((200 + 1_350 + 1_500) / 2)
+    # a lane started but with no namespace done yet has no pace of its own either; its work counts as running
+    assert lane_eta({"a": (100, 0, 10.0), "b": (0, 500, 3.0)}, 2) == pytest.approx(50.0)
+    assert lane_eta({"a": (0, 500, 3.0)}, 2) is None  # no pace yet
+    assert lane_eta({"a": (500, 0, 30.0), "b": (0, 0, None)}, 2) == 0.0  # nothing left

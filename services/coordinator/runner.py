@@ -380,6 +380,25 @@ async def ingest_namespace(client, bns: str, batch, settle_timeout_s: float) -> 
             "items_indexed": settled.items_indexed, "items_pending": settled.items_pending}
 
 
+def lane_eta(lanes: dict[str, tuple[int, int, float | None]], slots: int) -> float | None:
+    """Seconds until a streamed run ends, from each lane's own pace: `lanes` {backend: (messages it ingested so far,
+    messages it has still to ingest, seconds since it started, None before)}, `slots` lanes at a time. A lane's
+    pace is its seconds per message so far (its questions and releases included); a lane that has not finished a
+    namespace yet takes the slowest pace seen, so an early ETA errs long rather than short (before, one rate for
+    every message made the first ETA of a run whose cheap backends reported first far too short). The ETA: the
+    longest time a running lane still needs, or all the lanes' remaining work spread over the slots, whichever is
+    more. None while no lane has a pace; 0 when nothing is left."""
+    if not any(left for _, left, _ in lanes.values()):
+        return 0.0
+    paces = {n: elapsed / done for n, (done, _, elapsed) in lanes.items() if done and elapsed is not None}
+    if not paces:
+        return None
+    slowest = max(paces.values())
+    work = {n: left * paces.get(n, slowest) for n, (_, left, _) in lanes.items() if left}
+    running = [work[n] for n, (_, left, elapsed) in lanes.items() if left and elapsed is not None]
+    return max(max(running, default=0.0), sum(work.values()) / max(1, slots))
+
+
 async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[Probe, Condition]],
                        failures: dict[str, str], run_dir: RunDir, cfg: RunConfig, emit: ProgressFn,
                        rig: Rig | None, prev_ingest: dict[str, Any],
@@ -391,10 +410,10 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
     Returns run.json's "ingest": per backend, per namespace in the order ingested, what `ingest_namespace` records
     plus `release_s`, `rss_bytes` (the backend's processes right after settle; services/launcher.Rig.backend_rss)
     and `retrieve_ms` (each probe's timed retrieve), the raw material of services/coordinator/costs.py. Progress:
-    namespaces done of all, with an ETA from the messages still to ingest at the rate so far. What is done so far
-    goes to `checkpoint` at most every CHECKPOINT_S seconds, and once more when the command is interrupted
-    (services/common/interrupt.py runs it before the exit), so an interrupted run keeps every finished namespace's
-    cost record. Before, the records of the last CHECKPOINT_S seconds were lost while their samples were kept, so a
+    namespaces done of all, with an ETA from each lane's messages still to ingest at its own pace (`lane_eta`).
+    What is done so far goes to `checkpoint` at most every CHECKPOINT_S seconds, and once more when the command is
+    interrupted (services/common/interrupt.py runs it before the exit), so an interrupted run keeps every finished
+    namespace's cost record. Before, the records of the last CHECKPOINT_S seconds were lost while their samples were kept, so a
     resumed run skipped those namespaces and the cost table placed every later one at the wrong message count.
     `views` ({B: (A, view)}, services/coordinator/views.py): B has no lane of its own; its probes of a namespace run
     in A's lane right after A's, before A releases the namespace, and its records are A's replay's."""
@@ -411,10 +430,12 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
             rider_lanes[b] = lanes.pop(b)
     every = [*lanes.values(), *rider_lanes.values()]
     total_ns = sum(len(v) for v in every)
-    total_msgs = sum(data.corpora[ns].message_count for v in every for ns in v)
     lanes_left = {ns: sum(1 for v in every if ns in v) for v in every for ns in v}
-    done_ns = done_msgs = 0
-    t_start = last_checkpoint = time.monotonic()
+    done_ns = 0
+    last_checkpoint = time.monotonic()
+    lane_msgs = {name: sum(data.corpora[ns].message_count for ns in nss) for name, nss in lanes.items()}
+    lane_done = dict.fromkeys(lanes, 0)
+    lane_t0: dict[str, float] = {}
     sem = asyncio.Semaphore(max(1, cfg.concurrency))
     info: dict[str, Any] = {}
     this_pass = next_pass(prev_ingest)
@@ -433,11 +454,12 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
                 await lane_run(name)
 
     async def lane_run(name: str) -> None:
-        nonlocal done_ns, done_msgs, last_checkpoint
+        nonlocal done_ns, last_checkpoint
         client = ctx.clients.get(name)
         lane = info[name] = {"namespaces": dict((prev_ingest.get(name) or {}).get("namespaces") or {}),
                              "mode": "streamed", "lanes": max(1, cfg.lanes)}
         t_lane = time.perf_counter()
+        lane_t0[name] = time.monotonic()
         for ns, items in lanes[name].items():
             bns = ctx.backend_namespace(ns)
             # the pass (0, then 1 per resume) and its lanes: a resumed pass starts fresh backend processes, and the
@@ -470,15 +492,13 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
             if not lanes_left[ns]:  # every backend is done with it: the grader's index of its corpus goes too
                 ctx.release(ns)
             lane["namespaces"][ns] = rec
-            rode = sum(1 for b in riders.get(name, []) if ns in rider_lanes[b])
-            done_ns += rode
-            done_msgs += rode * rec["messages"]
+            done_ns += 1 + sum(1 for b in riders.get(name, []) if ns in rider_lanes[b])
+            lane_done[name] += rec["messages"]
             # what an interrupt writes: copies, taken here on the run's thread, never read while they change
             latest["info"] = {n: {**info[n], "namespaces": dict(info[n]["namespaces"])} for n in sorted(info)}
-            done_ns += 1
-            done_msgs += rec["messages"]
-            elapsed = time.monotonic() - t_start
-            eta = elapsed / done_msgs * (total_msgs - done_msgs) if done_msgs else None
+            now = time.monotonic()
+            eta = lane_eta({n: (lane_done[n], lane_msgs[n] - lane_done[n], now - lane_t0[n] if n in lane_t0 else None)
+                            for n in lanes}, cfg.lanes)
             emit({"run_id": run_id, "phase": "namespaces", "done": done_ns, "total": total_ns,
                   "eta_seconds": eta, "message": f"{name} {ns}: {rec['messages']} messages"})
             if time.monotonic() - last_checkpoint >= CHECKPOINT_S:
