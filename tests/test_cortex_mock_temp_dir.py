@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # starts cortex-mock processes
 
 
 def _start(extra: list[str]) -> tuple[subprocess.Popen, Path]:
