@@ -14,13 +14,19 @@ the same candidates in another order, changes it.
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from services.cortex_mock.config import MockConfig
 from services.cortex_mock.engine import CortexEngine
-from tests.fixtures_cortex_ingest import CLOCK, USERS, _labels, _relabel, rank_queries, synthetic_texts
+from tests.fixtures_cortex_ingest import (
+    CLOCK,
+    USERS,
+    ingest_crafted_and_conversation,
+    keeper,
+    snapshot,
+    synthetic_texts,
+)
 
 # One text each: every fact below meets its counterpart inside the same batch.
 CRAFTED_BATCHES: list[tuple[str, str, str]] = [  # (user, date, text)
@@ -55,10 +61,7 @@ async def run_batched(tmp_dir: str, per_call: int = 40) -> dict[str, Any]:
     e = CortexEngine(MockConfig(data_dir=tmp_dir, embedder="hash", embed_cache=False), clock=lambda: CLOCK)
     tenant = "golden"
     responses: list[dict[str, Any]] = []
-
-    def keep(res: dict[str, Any]) -> None:
-        responses.append({k: res[k] for k in ("nodes_created", "edges_created", "duplicates_merged",
-                                              "supersessions", "contradictions", "facts_extracted")})
+    keep = keeper(responses)
 
     by_user: dict[str, list[tuple[str, str]]] = {u: [] for u in USERS}
     for user, day, text in synthetic_texts(400):
@@ -69,26 +72,7 @@ async def run_batched(tmp_dir: str, per_call: int = 40) -> dict[str, Any]:
             keep(await e.ingest_text(tenant, {"text": " ".join(t for _, t in chunk), "session_id": f"{user}:b{c}",
                                               "reference_date": datetime.fromisoformat(chunk[0][0]),
                                               "message_ids": [f"{user}-m{c}"], "user_id": user}))
-    for i, (user, day, text) in enumerate(CRAFTED_BATCHES):
-        keep(await e.ingest_text(tenant, {"text": text, "session_id": f"{user}:cb{i}",
-                                          "reference_date": datetime.fromisoformat(day).replace(tzinfo=UTC),
-                                          "message_ids": [f"cb{i}"], "user_id": user}))
-    t0 = datetime(2026, 4, 1, 9, tzinfo=UTC)
-    keep(await e.ingest_conversation(tenant, {
-        "messages": [{"role": r, "content": c, "id": f"w{j}", "timestamp": t0 + timedelta(minutes=j)}
-                     for j, (r, c) in enumerate(CONVERSATION)],
-        "session_id": "alice:conv", "reference_date": t0, "user_id": "alice"}))
+    await ingest_crafted_and_conversation(e, tenant, keep, CRAFTED_BATCHES, "cb", CONVERSATION,
+                                          datetime(2026, 4, 1, 9, tzinfo=UTC), "w")
 
-    labels, st = _labels(e, tenant)
-    facts = []
-    for fid, content, sup, conf, meta in st.conn.execute(
-            "SELECT id, content, superseded_by, confidence, metadata FROM nodes WHERE type='FACT' ORDER BY rowid"):
-        facts.append({"id": labels[fid], "content": content[:80], "superseded_by": labels.get(sup) if sup else None,
-                      "confidence": round(conf, 6), "metadata": _relabel(json.loads(meta), labels)})
-    entities = [{"id": labels[eid], "name": name, "key": norm, "metadata": meta} for eid, name, norm, meta in
-                st.conn.execute("SELECT id, content, norm, metadata FROM nodes WHERE type='ENTITY' ORDER BY rowid")]
-    edges = [[typ, labels[src], labels[dst]] for typ, src, dst in
-             st.conn.execute("SELECT type, src, dst FROM edges ORDER BY id")]
-    rankings = rank_queries(e, tenant, labels)
-    await e.close()
-    return {"responses": responses, "facts": facts, "entities": entities, "edges": edges, "rankings": rankings}
+    return await snapshot(e, tenant, responses)

@@ -20,6 +20,7 @@ merges, entity aliases, a batch whose later fact supersedes an earlier one of th
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -125,29 +126,48 @@ def reopened_rankings(tmp_dir: str) -> dict[str, list[list[Any]]]:
     return out
 
 
+def keeper(responses: list[dict[str, Any]]) -> Callable[[dict[str, Any]], None]:
+    """A function that appends an ingest call's counters to `responses`."""
+    def keep(res: dict[str, Any]) -> None:
+        responses.append({k: res[k] for k in ("nodes_created", "edges_created", "duplicates_merged",
+                                              "supersessions", "contradictions", "facts_extracted")})
+    return keep
+
+
+async def ingest_crafted_and_conversation(e: CortexEngine, tenant: str, keep: Callable[[dict[str, Any]], None],
+                                          crafted: list[tuple[str, str, str]], tag: str,
+                                          conversation: list[tuple[str, str]], t0: datetime, msg: str) -> None:
+    """Each crafted (user, date, text) as one ingest call (session `<user>:<tag><i>`), then `conversation` as one
+    conversation of alice's from t0, a minute a message (ids `<msg><j>`)."""
+    for i, (user, day, text) in enumerate(crafted):
+        keep(await e.ingest_text(tenant, {"text": text, "session_id": f"{user}:{tag}{i}",
+                                          "reference_date": datetime.fromisoformat(day).replace(tzinfo=UTC),
+                                          "message_ids": [f"{tag}{i}"], "user_id": user}))
+    keep(await e.ingest_conversation(tenant, {
+        "messages": [{"role": r, "content": c, "id": f"{msg}{j}", "timestamp": t0 + timedelta(minutes=j)}
+                     for j, (r, c) in enumerate(conversation)],
+        "session_id": "alice:conv", "reference_date": t0, "user_id": "alice"}))
+
+
 async def run_corpus(tmp_dir: str, n_synth: int = 400) -> dict[str, Any]:
     e = CortexEngine(MockConfig(data_dir=tmp_dir, embedder="hash", embed_cache=False), clock=lambda: CLOCK)
     tenant = "golden"
     responses: list[dict[str, Any]] = []
-
-    def keep(res: dict[str, Any]) -> None:
-        responses.append({k: res[k] for k in ("nodes_created", "edges_created", "duplicates_merged",
-                                              "supersessions", "contradictions", "facts_extracted")})
+    keep = keeper(responses)
 
     for i, (user, day, text) in enumerate(synthetic_texts(n_synth)):
         keep(await e.ingest_text(tenant, {"text": text, "session_id": f"{user}:s{i // 10}",
                                           "reference_date": datetime.fromisoformat(day),
                                           "message_ids": [f"m{i}"], "user_id": user}))
-    for i, (user, day, text) in enumerate(CRAFTED):
-        keep(await e.ingest_text(tenant, {"text": text, "session_id": f"{user}:c{i}",
-                                          "reference_date": datetime.fromisoformat(day).replace(tzinfo=UTC),
-                                          "message_ids": [f"c{i}"], "user_id": user}))
-    t0 = datetime(2026, 2, 1, 9, tzinfo=UTC)
-    keep(await e.ingest_conversation(tenant, {
-        "messages": [{"role": r, "content": c, "id": f"v{j}", "timestamp": t0 + timedelta(minutes=j)}
-                     for j, (r, c) in enumerate(CONVERSATION)],
-        "session_id": "alice:conv", "reference_date": t0, "user_id": "alice"}))
+    await ingest_crafted_and_conversation(e, tenant, keep, CRAFTED, "c", CONVERSATION,
+                                          datetime(2026, 2, 1, 9, tzinfo=UTC), "v")
 
+    return await snapshot(e, tenant, responses)
+
+
+async def snapshot(e: CortexEngine, tenant: str, responses: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a golden file holds of a tenant, with stable labels: each call's counters (`responses`), the stored
+    facts, entities and edges in insertion order, and the rankings of `rank_queries`. Closes the engine."""
     labels, st = _labels(e, tenant)
     facts = []
     for fid, content, sup, conf, meta in st.conn.execute(
@@ -161,3 +181,16 @@ async def run_corpus(tmp_dir: str, n_synth: int = 400) -> dict[str, Any]:
     rankings = rank_queries(e, tenant, labels)
     await e.close()
     return {"responses": responses, "facts": facts, "entities": entities, "edges": edges, "rankings": rankings}
+
+
+def assert_matches_golden(got: dict[str, Any], want: dict[str, Any], part: str) -> None:
+    """One part of a `snapshot` against the golden's, item by item (a failure names the item)."""
+    g_part, w_part = got[part], want[part]
+    if isinstance(w_part, list):
+        assert len(g_part) == len(w_part)
+        for i, (g, w) in enumerate(zip(g_part, w_part, strict=True)):
+            assert g == w, f"{part}[{i}]"
+    else:
+        assert g_part.keys() == w_part.keys()
+        for k in w_part:
+            assert g_part[k] == w_part[k], f"{part}[{k!r}]"

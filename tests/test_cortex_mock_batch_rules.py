@@ -18,7 +18,7 @@ from services.cortex_mock import ingest
 from services.cortex_mock.config import MockConfig
 from services.cortex_mock.engine import CortexEngine
 from tests.fixtures_cortex_batch import run_batched
-from tests.fixtures_cortex_ingest import CLOCK, _labels
+from tests.fixtures_cortex_ingest import CLOCK, _labels, assert_matches_golden
 
 GOLDEN = Path(__file__).with_name("cortex_batch_golden.json")
 
@@ -30,15 +30,7 @@ def batched(tmp_path_factory):
 
 @pytest.mark.parametrize("part", ["responses", "facts", "entities", "edges", "rankings"])
 def test_matches_golden(batched, part):
-    got, want = batched[part], json.loads(GOLDEN.read_text())[part]
-    if isinstance(want, list):
-        assert len(got) == len(want)
-        for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            assert g == w, f"{part}[{i}]"
-    else:
-        assert got.keys() == want.keys()
-        for k in want:
-            assert got[k] == want[k], f"{part}[{k!r}]"
+    assert_matches_golden(batched, json.loads(GOLDEN.read_text()), part)
 
 
 def test_golden_batches_exercise_the_batch_rules(batched):

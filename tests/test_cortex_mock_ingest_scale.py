@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_cortex_ingest import reopened_rankings, run_corpus
+from tests.fixtures_cortex_ingest import assert_matches_golden, reopened_rankings, run_corpus
 
 GOLDEN = Path(__file__).with_name("cortex_ingest_golden.json")
 
@@ -31,16 +31,7 @@ def golden():
 
 @pytest.mark.parametrize("part", ["responses", "facts", "entities", "edges", "rankings"])
 def test_matches_golden(corpus, golden, part):
-    _, out = corpus
-    got, want = out[part], golden[part]
-    if isinstance(want, list):
-        assert len(got) == len(want)
-        for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            assert g == w, f"{part}[{i}]"
-    else:
-        assert got.keys() == want.keys()
-        for k in want:
-            assert got[k] == want[k], f"{part}[{k!r}]"
+    assert_matches_golden(corpus[1], golden, part)
 
 
 def test_rebuilt_snapshot_ranks_like_the_extended_one(corpus, golden):

@@ -225,3 +225,14 @@ def test_the_cost_by_group_warns_when_the_embedding_cache_was_warm_at_the_start(
     assert costs.cache_note(None) == "" and costs.cache_note({}) == ""
     table = costs.group_table({"b": lane([ns(100, 1.0), ns(100, 1.0)])}, {"q0": "g", "q1": "g"}, ("g",))
     assert warm in costs.render_groups(table, "size bucket", warm)
+
+
+def test_cost_by_group_compares_ingest_and_query_between_the_same_two_groups():
+    # "a" holds only the pass's first namespace (no ingest figure), so both growths are c over b, never query c over a
+    rows = [ns(100, 9.0, lat=(5,)), ns(100, 0.2, lat=(10,)), ns(100, 0.2, lat=(10,)), ns(100, 0.6, lat=(40,))]
+    table = costs.group_table({"x": lane(rows)}, {"q0": "a", "q1": "b", "q2": "b", "q3": "c"}, ("a", "b", "c"))
+    e = table["x"]
+    assert e["groups"]["a"]["ingest_ms_per_message"] is None and e["groups"]["a"]["query_ms"] == 5.0
+    assert e["groups_compared"] == ["b", "c"]
+    assert e["ingest_growth"] == pytest.approx(3.0) and e["query_growth"] == pytest.approx(4.0)
+    assert e["flat"] is False

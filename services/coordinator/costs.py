@@ -128,12 +128,18 @@ def cost_table(ingest: dict[str, Any], marks: tuple[int, ...] = MARKS) -> dict[s
             entry["rss_growth"] = growth(lo["rss_mb"], hi["rss_mb"])
             entry["ingest_growth_ci"] = median_ratio_ci(ingest_per_message(wins[first]), ingest_per_message(wins[last]))
             entry["query_growth_ci"] = median_ratio_ci(retrieve_times(wins[first]), retrieve_times(wins[last]))
-            gs = [entry["ingest_growth"], entry["query_growth"]]
-            if any(g is not None for g in gs):
-                entry["flat"] = all(g is not None and g <= FLAT_LIMIT for g in gs)
-                entry["settled"] = settled(entry)
+            judge(entry)
         out[backend] = entry
     return out
+
+
+def judge(entry: dict[str, Any]) -> None:
+    """Set an entry's `flat` (growth <= FLAT_LIMIT for ingest and query) and `settled` from its growths, when it
+    has at least one."""
+    gs = [entry["ingest_growth"], entry["query_growth"]]
+    if any(g is not None for g in gs):
+        entry["flat"] = all(g is not None and g <= FLAT_LIMIT for g in gs)
+        entry["settled"] = settled(entry)
 
 
 def settled(entry: dict[str, Any]) -> bool:
@@ -232,10 +238,10 @@ def group_table(ingest: dict[str, Any], group_of: dict[str, str], order: list[st
       `warmup_left_out` counts those; None when nothing is left;
     - `query_ms` / `query_p95_ms`: the median and the 95th percentile of the group's timed retrieves;
     - `rss_mb` / `rss_max_mb`: the median and the largest reading of the backend's processes after settle.
-    `ingest_growth` / `query_growth`: the figure of the last group in `order` that has one ÷ that of the first,
+    `ingest_growth` / `query_growth`: the figures of the last group in `order` that has both ÷ those of the first,
     each with its bootstrap interval (stats.median_ratio_ci over the two groups' values); `flat` and `settled` by
-    the rules of `cost_table` (FLAT_LIMIT); `groups_compared` names the two groups, None when fewer than two have a
-    figure."""
+    the rules of `cost_table` (`judge`); `groups_compared` names the two groups, None when fewer than two have both
+    figures."""
     out: dict[str, Any] = {}
     for backend, lane in sorted((ingest or {}).items()):
         if not isinstance(lane, dict) or lane.get("mode") != "streamed":
@@ -277,17 +283,15 @@ def group_table(ingest: dict[str, Any], group_of: dict[str, str], order: list[st
                                  "passes": passes(rows_all),
                                  "query_growth": None, "ingest_growth_ci": None, "query_growth_ci": None,
                                  "flat": None, "settled": None}
-        for kind, idx, key in (("ingest", 0, "ingest_ms_per_message"), ("query", 1, "query_ms")):
-            have = [g for g in groups if groups[g][key] is not None]
-            if len(have) >= 2:
-                lo, hi = have[0], have[-1]
+        # the same two groups for both: the first and the last with an ingest and a query figure
+        have = [g for g in groups if groups[g]["ingest_ms_per_message"] is not None and groups[g]["query_ms"] is not None]
+        if len(have) >= 2:
+            lo, hi = have[0], have[-1]
+            entry["groups_compared"] = [lo, hi]
+            for kind, idx, key in (("ingest", 0, "ingest_ms_per_message"), ("query", 1, "query_ms")):
                 entry[f"{kind}_growth"] = growth(groups[lo][key], groups[hi][key])
                 entry[f"{kind}_growth_ci"] = median_ratio_ci(values[lo][idx], values[hi][idx])
-                entry["groups_compared"] = entry["groups_compared"] or [lo, hi]
-        gs = [entry["ingest_growth"], entry["query_growth"]]
-        if any(g is not None for g in gs):
-            entry["flat"] = all(g is not None and g <= FLAT_LIMIT for g in gs)
-            entry["settled"] = settled(entry)
+            judge(entry)
         out[backend] = entry
     return out
 
