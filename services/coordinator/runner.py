@@ -83,8 +83,8 @@ class RunConfig:
     deadline_s: float = 60.0
     ingest_deadline_s: float = 600.0
     # An Ingest's deadline grows with its messages past ingest_deadline_s: a namespace arrives in one Ingest, and a
-    # BEAM 1M conversation (~2,000 messages) indexed by OpenClaw took about 0.5 s a message here, 1.1 s under heavy
-    # load (docs/results/beam.md). Above the adapter's own per-message allowance (openclaw-real: 2 s), so the
+    # BEAM 1M conversation holds ~2,000 messages, and OpenClaw indexed BEAM at 0.2-0.5 s a message here with a cold
+    # embedding cache, 1.1 s under heavy load (docs/results/beam.md). Above the adapter's own per-message allowance (openclaw-real: 2 s), so the
     # adapter's timeout, which names what it was waiting for, fires first.
     ingest_deadline_per_message_s: float = 3.0
 
@@ -413,8 +413,9 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
     namespaces done of all, with an ETA from each lane's messages still to ingest at its own pace (`lane_eta`).
     What is done so far goes to `checkpoint` at most every CHECKPOINT_S seconds, and once more when the command is
     interrupted (services/common/interrupt.py runs it before the exit), so an interrupted run keeps every finished
-    namespace's cost record. Before, the records of the last CHECKPOINT_S seconds were lost while their samples were kept, so a
-    resumed run skipped those namespaces and the cost table placed every later one at the wrong message count.
+    namespace's cost record. Before, the records of the last CHECKPOINT_S seconds were lost while their samples were
+    kept, so a resumed run skipped those namespaces and the cost table placed every later one at the wrong message
+    count.
     `views` ({B: (A, view)}, services/coordinator/views.py): B has no lane of its own; its probes of a namespace run
     in A's lane right after A's, before A releases the namespace, and its records are A's replay's."""
     run_id = run_dir.run_id
