@@ -127,7 +127,7 @@ class OpenClawRealBackend(WorkspaceReplayer):
         # A forced /sync after an Ingest embeds every chunk of what it brought (chunks already embedded come from
         # OpenClaw's cache): its timeout is the larger of request_timeout_s and this many seconds per message of the
         # Ingest. BEAM's conversations arrive whole: a 500K one (~1,000 messages) took over 300 s in one sync on
-        # this 2-core host under load, about 0.5 s a message (docs/results/beam.md); a 1M one holds ~2,000.
+        # this 2-core host under load, 0.2-0.4 s a message (docs/results/beam.md); a 1M one holds ~2,000.
         "sync_s_per_message": 2.0,
     }
     searches_sessions = True  # OpenClaw indexes the session transcripts the sidecar writes with its own code
