@@ -27,3 +27,6 @@ class MarkerEmbedder:
 
     async def aencode(self, texts, persist: bool = True):
         return self.encode(texts)
+
+    async def aencode_query(self, text):  # a search query's vector (the rig's never cached)
+        return self.encode([text])[0]

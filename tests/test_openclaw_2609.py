@@ -56,6 +56,9 @@ class AxisEmbedder:
     async def aencode(self, texts, persist=True):
         return self.encode(texts)
 
+    async def aencode_query(self, text):  # a search query's vector (the rig's never cached)
+        return self.encode([text])[0]
+
 
 def make(config=None, embedder=None):
     b = OpenClawBackend({"preset": "openclaw-2026-09", "bootstrap": False, **(config or {})},

@@ -71,6 +71,9 @@ class FakeEmbedder:
     async def aencode(self, texts, persist=True):
         return self.encode(texts)
 
+    async def aencode_query(self, text):  # a search query's vector (the rig's never cached)
+        return self.encode([text])[0]
+
 
 def session(sid, day, *msgs):
     return Session(sid, datetime(2026, 1, day, tzinfo=UTC),
@@ -475,6 +478,9 @@ class MarkerEmbedder:
 
     async def aencode(self, texts, persist=True):
         return self.encode(texts)
+
+    async def aencode_query(self, text):  # a search query's vector (the rig's never cached)
+        return self.encode([text])[0]
 
 
 DOCS_123 = (Document("a", "alpha one", path="memory/a.md"), Document("b", "alpha two", path="memory/b.md"),

@@ -117,6 +117,7 @@ class Embedder(ABC):
         self.cache = cache
         self.batch_size = batch_size
         self._model_lock = threading.Lock()
+        self.query_encodes = 0  # encode_query calls (never through the cache)
 
     @abstractmethod
     def _encode_uncached(self, texts: list[str]) -> np.ndarray: ...
@@ -148,6 +149,21 @@ class Embedder(ABC):
                 self.cache.put_many(self.name, new)
             found.update(new)
         return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """One search query's (dim,) vector, computed every time: the shared cache is neither read nor written.
+        A memory system embeds each turn's query, and that is part of the time a user waits. Through the cache a
+        backend's query time would depend on whether an earlier run, or another backend of this one, had asked the
+        same question before (the suites ask every backend the same questions, and encode() keeps what it embeds),
+        so the same backend's latency would differ between a first run and a rerun, and between the backend that
+        asked first and the ones after it."""
+        texts = check_texts([text])
+        self.query_encodes += 1
+        return self._encode_batched(texts)[0]
+
+    async def aencode_query(self, text: str) -> np.ndarray:
+        """encode_query off the event loop."""
+        return await asyncio.to_thread(self.encode_query, text)
 
     def _encode_batched(self, texts: list[str]) -> np.ndarray:
         with self._model_lock:  # models are not re-entrant; one batch at a time per process

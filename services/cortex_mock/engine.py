@@ -182,7 +182,7 @@ class CortexEngine:
             if v is not None:
                 self._qcache.move_to_end(query)
                 return v
-        v = QueryCodes.of(np.asarray(self.embedder.encode([query])[0], np.float32))
+        v = QueryCodes.of(np.asarray(self.embedder.encode_query(query), np.float32))
         with self._qcache_lock:
             self._qcache[query] = v
             while len(self._qcache) > QUERY_CACHE_SIZE:

@@ -180,7 +180,7 @@ class IRBaselineBackend(StoreBackedBackend):
         t0 = time.perf_counter_ns()
         qvec = None
         if self.uses_embedder:
-            qvec = (await self.context.embedder.aencode([query.query]))[0]
+            qvec = await self.context.embedder.aencode_query(query.query)
         top, channels, diags = await asyncio.to_thread(self._rank, idx, query.query, qvec, query.top_k)
         memories = []
         for i, score in top:

@@ -198,7 +198,7 @@ class Mem0Backend(StoreBackedBackend):
         if namespace not in self._scopes:
             return RetrieveResult()
         t0 = time.perf_counter_ns()
-        qvec = (await self.context.embedder.aencode([query.query]))[0]
+        qvec = await self.context.embedder.aencode_query(query.query)
         hits = self.search(qvec, query.top_k, {"user_id": namespace})
         self.n["searches"] += 1
         memories = [Memory(id=r.id, text=r.memory, score=s, kind="fact" if self.config["infer"] else "message",

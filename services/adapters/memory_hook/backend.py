@@ -225,7 +225,7 @@ class MemoryHookBackend(StoreBackedBackend):
             return RetrieveResult()
         self.n["retrieves"] += 1
         t0 = time.perf_counter_ns()
-        qvec = (await self.context.embedder.aencode([query.query]))[0]
+        qvec = await self.context.embedder.aencode_query(query.query)
         cos = st.vecs @ qvec
         rerank = bool(self.config["rerank"])
         pool = query.top_k * int(self.config["rerank_candidates_multiplier"]) if rerank else query.top_k

@@ -243,9 +243,9 @@ class OpenClawBackend(WorkspaceReplayer):
         now_ms = int(utc(ref).timestamp() * 1000)
         qvec = None
         if not self.fts_only:
-            # A query vector is not written to the shared cache (persist=False): queries rarely repeat, and a
-            # SQLite write per query cost more than the search itself at 100k chunks.
-            qvec = (await self.embedder.aencode([query.query.strip()], persist=False))[0]
+            # The query is embedded every time (Embedder.encode_query): OpenClaw's memory search asks its provider for
+            # each query's vector and keeps none (memory-core's embedQueryWithRetry, 2026.9.6).
+            qvec = await self.embedder.aencode_query(query.query.strip())
         results, diags = await asyncio.to_thread(self.search, namespace, query.query, query.top_k, qvec, now_ms)
         self.n["searches"] += 1
         rows = self.index.chunk_rows(namespace)

@@ -177,7 +177,7 @@ class QuaidBackend(StoreBackedBackend):
         if st is None or not st.nodes:
             return []
         emb = self.context.embedder
-        return rc.recall(st, query, limit, lambda t: emb.encode([t])[0],
+        return rc.recall(st, query, limit, emb.encode_query,
                          min_similarity=float(self.config["min_similarity"]),
                          track=bool(self.config["track_access"]))
 
