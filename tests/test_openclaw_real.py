@@ -112,6 +112,25 @@ def test_memory_md_bullet_is_its_own_chunk_found_by_keyword(real):
 
 
 @needs_openclaw
+def test_each_search_embeds_its_query_anew(real):
+    """OpenClaw asks its provider for every query's vector (memory-core's embedQueryWithRetry) and the bridge computes
+    a request of one text anew (services/embeddings_api/service.py): a wrong vector planted in the shared cache under
+    the query's key between two searches changes nothing, and each search embeds once."""
+    from services.common.embeddings import EmbeddingCache
+
+    b, loop = real
+    q = "which package manager does the team prefer"
+    emb = b.embedder
+    true = emb.encode_query(q)
+    first = [(m.id, m.score) for m in _search(real, q, ref=DAY0)]
+    assert first
+    emb.cache.put_many(emb.name, {EmbeddingCache.key(q): -true})
+    before = emb.query_encodes
+    assert [(m.id, m.score) for m in _search(real, q, ref=DAY0)] == first
+    assert emb.query_encodes == before + 1
+
+
+@needs_openclaw
 def test_reference_time_is_openclaws_clock(real):
     """A dated note scores 1/2 at 30 days and 1/4 at 60 days of its own score on its date; the undated copy is
     evergreen (30-day half-life: 0.5 ** (age_days / 30)). One note per namespace, so nothing else competes."""

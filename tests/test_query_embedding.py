@@ -110,3 +110,57 @@ def test_cortex_mock_embeds_each_new_query(tmp_path):
     assert emb.query_encodes == before + 1
     assert e.query_codes(QUERY) is got  # a repeat within the process is the engine's own LRU (load tests)
     assert emb.query_encodes == before + 1
+
+
+# ---------------------------------------------------------------------------------------------- the embeddings API
+# What a real system inside a backend calls (services/adapters/external/embeddings.py): one cache with a wrong vector
+# planted under "q"'s and "d"'s keys; the answer says which texts came through the cache.
+async def _serve(tmp_path, single_text_is_query: bool):
+    from prometheus_client import CollectorRegistry
+
+    from services.embeddings_api.app import EmbeddingsConfig, start_server
+
+    emb = HashEmbedder(EmbeddingCache(tmp_path / "c.sqlite"), dim=16)
+    true = HashEmbedder(None, dim=16).encode(["q", "d"])
+    emb.cache.put_many(emb.name, {EmbeddingCache.key("q"): -true[0], EmbeddingCache.key("d"): -true[1]})
+    runner, port = await start_server(EmbeddingsConfig(models=(), preloaded={"hash": emb},
+                                                       single_text_is_query=single_text_is_query),
+                                      "127.0.0.1", 0, CollectorRegistry())
+    return runner, f"http://127.0.0.1:{port}", emb, true
+
+
+async def _vectors(url: str, path: str, body: dict) -> np.ndarray:
+    from aiohttp import ClientSession
+
+    async with ClientSession() as s, s.post(url + path, json=body) as r:
+        assert r.status == 200, await r.text()
+        data = await r.json()
+    rows = data["embeddings"] if "embeddings" in data else [d["embedding"] for d in data["data"]]
+    return np.asarray(rows, dtype=np.float32)[:, :16]  # Voyage's answer is zero-padded to 1,024
+
+
+@pytest.mark.parametrize("single_text_is_query", [True, False])
+async def test_the_embeddings_api_embeds_a_query_anew(tmp_path, single_text_is_query):
+    runner, url, emb, true = await _serve(tmp_path, single_text_is_query)
+    try:
+        one = {"model": "hash", "input": ["q"]}
+        openai_one = await _vectors(url, "/v1/embeddings", one)
+        ollama_one = await _vectors(url, "/api/embed", one)
+        expect_one = true[:1] if single_text_is_query else -true[:1]  # one text: a query only when so configured
+        np.testing.assert_array_equal(openai_one, expect_one)
+        np.testing.assert_array_equal(ollama_one, expect_one)
+        two = {"model": "hash", "input": ["q", "d"]}  # a batch is documents: through the cache
+        np.testing.assert_array_equal(await _vectors(url, "/v1/embeddings", two), -true)
+        np.testing.assert_array_equal(await _vectors(url, "/api/embed", two), -true)
+        # input_type decides whenever it is sent (Voyage's field; Octybot sends it), whatever the count
+        np.testing.assert_array_equal(await _vectors(url, "/v1/embeddings", {**two, "input_type": "query"}), true)
+        np.testing.assert_array_equal(await _vectors(url, "/v1/embeddings", {**one, "input_type": "document"}),
+                                      -true[:1])
+        voyage = {"model": "hash", "input": ["q", "d"], "input_type": "query"}
+        np.testing.assert_array_equal(await _vectors(url, "/voyage/v1/embeddings", voyage), true)
+        np.testing.assert_array_equal(
+            await _vectors(url, "/voyage/v1/embeddings", {**voyage, "input": ["q"], "input_type": "document"}),
+            -true[:1])
+        assert emb.query_encodes == (2 if single_text_is_query else 0) + 2 + 2
+    finally:
+        await runner.cleanup()

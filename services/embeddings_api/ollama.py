@@ -67,8 +67,7 @@ class OllamaRoutes:
         if dims is not None and (not isinstance(dims, int) or isinstance(dims, bool) or dims != emb.dim):
             raise EmbeddingRequestError("dimensions", f"'dimensions' must be {emb.dim} for '{model_field}' "
                                         "(this model cannot be shortened)")
-        async with self.svc._sem:
-            return await emb.aencode(texts)
+        return await self.svc.encode(emb, texts)
 
     async def embed(self, request: web.Request) -> web.Response:
         loop = asyncio.get_running_loop()

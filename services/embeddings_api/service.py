@@ -54,6 +54,10 @@ class EmbeddingsConfig:
     cache_path: str | None = None
     max_concurrency: int = 4  # encode calls in flight (each runs in a worker thread)
     preloaded: dict[str, Embedder] = field(default_factory=dict)  # reuse an embedder the process already holds
+    # A request of one text counts as a search query (see EmbeddingsService.encode). On for a real system that asks
+    # for each query's vector alone and its documents' in batches (OpenClaw's embedQuery); off where one text a request
+    # is also how documents come (Quaid embeds each fact alone), so those stay cached.
+    single_text_is_query: bool = False
 
 
 def resolve_model(model: Any, served: tuple[str, ...]) -> str:
@@ -136,6 +140,17 @@ class EmbeddingsService:
                     self._embedders[name] = emb
         return emb
 
+    async def encode(self, emb: Embedder, texts: list[str], input_type: Any = None) -> np.ndarray:
+        """`texts`' vectors, at most max_concurrency calls at a time. A search query is embedded anew, never through
+        the shared cache (Embedder.encode_query): a provider computes every query, and a system's query time includes
+        it. A query is a request whose `input_type` is "query" (Voyage's field, which Octybot sends), or, with no
+        input_type, a request of one text when the config says so (single_text_is_query)."""
+        query = input_type == "query" or (input_type is None and self.config.single_text_is_query and len(texts) == 1)
+        async with self._sem:
+            if query:
+                return np.stack([await emb.aencode_query(t) for t in texts])
+            return await emb.aencode(texts)
+
     async def handle(self, request: web.Request) -> web.Response:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
@@ -158,8 +173,7 @@ class EmbeddingsService:
                 raise EmbeddingRequestError("dimensions", f"'dimensions' must be {emb.dim} for '{body['model']}' "
                                             "(this model cannot be shortened).")
             model_label = name
-            async with self._sem:
-                vecs = await emb.aencode(texts)
+            vecs = await self.encode(emb, texts, body.get("input_type") if isinstance(body.get("input_type"), str) else None)
             tokens = sum(count_tokens(t) for t in texts)
         except EmbeddingRequestError as e:
             self.requests.labels(model_label, f"error_{http_status(e)}").inc()

@@ -111,8 +111,7 @@ def add_voyage_routes(app: web.Application, svc: EmbeddingsService) -> None:
             fmt = validate_options(body)
             emb = await svc.embedder(name)
             dim = output_dimension(body, emb.dim)
-            async with svc._sem:
-                vecs = await emb.aencode(texts)
+            vecs = await svc.encode(emb, texts, body.get("input_type"))
             vecs = await asyncio.to_thread(pad, np.asarray(vecs, dtype=np.float32), dim)
         except EmbeddingRequestError as e:
             svc.requests.labels("voyage", f"error_{e.status}").inc()

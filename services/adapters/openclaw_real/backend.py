@@ -203,7 +203,9 @@ class OpenClawRealBackend(WorkspaceReplayer):
                 env["MEMRIG_OPENCLAW_EMBED_API_KEY"] = emb.api_key
             else:
                 self._embed_model = emb.name
-                self._embed_url = f"{await self._bridge.start(emb)}/v1"
+                # OpenClaw asks for a query's vector alone and indexes chunks in batches (memory-core's
+                # embedQueryWithRetry, embedBatch): one text a request is its query, embedded anew.
+                self._embed_url = f"{await self._bridge.start(emb, single_text_is_query=True)}/v1"
             sidecar_conf.update({"baseUrl": self._embed_url, "model": self._embed_model})
         sidecar_conf["provider"] = provider
         conf_path = self._root / "sidecar.json"
