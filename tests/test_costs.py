@@ -212,10 +212,31 @@ def test_cost_by_group_renders_a_row_per_backend_and_group_and_the_growth():
                               ("small", "big"))
     md = costs.render_groups(table, "size bucket")
     assert md.startswith("## Cost by size bucket")
-    assert "| b | small | 3 | 100 | 1 | 3.50 | 25.0 | 38.5 | 110 | 120 |" in md
-    assert "| b | big | 2 | 1,000 | 0 | 7.00 | 70.0 | 88.0 | 400 | 500 |" in md
+    assert "| b | small | 3 | 100 | 1 | 3.50 | 25.0 | 38.5 | 110 | 120 | – |\n" in md  # no embedder counts: –
+    assert "| b | big | 2 | 1,000 | 0 | 7.00 | 70.0 | 88.0 | 400 | 500 | – |\n" in md
     assert "| b | big ÷ small | 2.00 [" in md
     assert costs.render_groups({}, "size bucket") == ""
+
+
+def test_cost_by_group_says_what_share_of_the_vectors_each_group_embedded():
+    emb = lambda embedded, cached: {"texts_embedded": embedded, "texts_cached": cached}  # noqa: E731
+    rows = [{**ns(100, 1.0), **emb(100, 0)},  # the pass's warm-up counts here: it embedded what it embedded
+            {**ns(100, 1.0), **emb(10, 90)},
+            {**ns(100, 1.0), "texts_embedded": 7},  # half a record: left out
+            {**ns(1_000, 1.0), **emb(0, 1_000)}, {**ns(1_000, 1.0), **emb(0, 0)},
+            ns(1_000, 1.0), ns(1_000, 1.0)]
+    group_of = {"q0": "small", "q1": "small", "q2": "small", "q3": "big", "q4": "big", "q5": "none", "q6": "none"}
+    table = costs.group_table({"b": lane(rows)}, group_of, ("small", "big", "none"))
+    g = table["b"]["groups"]
+    assert g["small"]["embedded_share"] == pytest.approx(110 / 200)  # (100 + 10) / (100 + 10 + 90)
+    assert g["big"]["embedded_share"] == 0.0  # all 1,000 from the cache; the record with nothing to embed adds 0
+    assert g["none"]["embedded_share"] is None  # not recorded
+    assert costs.embedded_share([{**emb(0, 0)}]) is None  # nothing to embed: no share
+    md = costs.render_groups(table, "size bucket")
+    assert "| embedded |" in md.splitlines()[4]
+    rows_md = {line.split(" | ")[1]: line for line in md.splitlines() if line.startswith("| b | ")}
+    assert rows_md["small"].endswith("| 55% |") and rows_md["big"].endswith("| 0% |")
+    assert rows_md["none"].endswith("| – |")
 
 
 def test_the_cost_by_group_warns_when_the_embedding_cache_was_warm_at_the_start():

@@ -333,3 +333,39 @@ def test_the_eta_takes_each_lanes_own_pace_and_the_slowest_for_a_lane_not_yet_ti
     assert lane_eta({"a": (100, 0, 10.0), "b": (0, 500, 3.0)}, 2) == pytest.approx(50.0)
     assert lane_eta({"a": (0, 500, 3.0)}, 2) is None  # no pace yet
     assert lane_eta({"a": (500, 0, 30.0), "b": (0, 0, None)}, 2) == 0.0  # nothing left
+
+
+async def test_ingest_records_what_the_embedder_embedded_and_what_the_cache_answered(tmp_path):
+    """Around each namespace the runner reads the backend's embedder counters from Stats (through gRPC here):
+    a namespace whose texts an earlier one embedded finds them all in the cache; a backend without an embedder
+    records neither field."""
+    from datetime import UTC, datetime
+
+    from services.adapters.base import BackendContext
+    from services.adapters.client import GrpcBackendClient, InProcessBackendClient
+    from services.adapters.ir_baselines.backend import IRBaselineBackend
+    from services.common.types import IngestBatch, Message, Session
+    from services.coordinator.runner import ingest_namespace
+
+    t0 = datetime(2026, 3, 2, tzinfo=UTC)
+    batch = IngestBatch(sessions=(Session("s", t0, (Message("m0", "user", "alpha beta"),
+                                                     Message("m1", "assistant", "gamma delta"),
+                                                     Message("m2", "user", "epsilon zeta"))),))
+    ctx = BackendContext(embedder_name="hash", embedding_cache_path=str(tmp_path / "e.sqlite"))
+    dense = BackendHost(IRBaselineBackend({"method": "dense"}, ctx))
+    await dense.start()
+    server, health, port = await start_server(
+        lambda s: pb_grpc.add_MemoryBackendServiceServicer_to_server(MemoryBackendServicer(dense), s), [SERVICE_NAME])
+    client = GrpcBackendClient(f"127.0.0.1:{port}", name="dense")
+    try:
+        first = await ingest_namespace(client, "a", batch, 10.0)
+        again = await ingest_namespace(client, "b", batch, 10.0)
+    finally:
+        await client.close()
+        await graceful_stop(server, health)
+        await dense.close()
+    assert (first["texts_embedded"], first["texts_cached"]) == (3, 0)
+    assert (again["texts_embedded"], again["texts_cached"]) == (0, 3)
+    bm25 = InProcessBackendClient(IRBaselineBackend({"method": "bm25"}, BackendContext(embedder_name="hash")))
+    rec = await ingest_namespace(bm25, "a", batch, 10.0)
+    assert "texts_embedded" not in rec and "texts_cached" not in rec and rec["messages_accepted"] == 3

@@ -169,6 +169,10 @@ class MemoryBackend(abc.ABC):
     def counters(self) -> dict[str, int]:
         return {}
 
+    def loaded_embedder(self) -> Any:
+        """The embedder this backend has made so far, its own or the context's, or None: never loads one."""
+        return getattr(self, "_embedder", None) or self.context._embedder
+
     def views(self) -> tuple[str, ...]:
         """Search-time views of the memory this backend stores (RetrieveQuery.view), besides its own search: what
         another configuration of the same system would search over the same state. Listed in Describe as the

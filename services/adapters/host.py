@@ -14,6 +14,7 @@ from prometheus_client import Counter, Histogram
 
 from collectors.buckets import LATENCY_BUCKETS_S
 from services.adapters.base import MemoryBackend, NamespaceLocks
+from services.common.embeddings import embedder_counters
 from services.common.types import (
     IngestBatch,
     PrepareResult,
@@ -166,5 +167,5 @@ class BackendHost:
             "namespaces": per_ns,
             "disk_bytes": self.backend.disk_bytes(),
             "rss_bytes": psutil.Process().memory_info().rss,
-            "counters": self.backend.counters(),
+            "counters": {**self.backend.counters(), **embedder_counters(self.backend.loaded_embedder())},
         }

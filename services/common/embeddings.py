@@ -118,6 +118,8 @@ class Embedder(ABC):
         self.batch_size = batch_size
         self._model_lock = threading.Lock()
         self.query_encodes = 0  # encode_query calls (never through the cache)
+        self.texts_embedded = 0  # texts encode() ran the model on (distinct within a call)
+        self.texts_cached = 0  # texts encode() read from the cache
 
     @abstractmethod
     def _encode_uncached(self, texts: list[str]) -> np.ndarray: ...
@@ -129,6 +131,7 @@ class Embedder(ABC):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.cache is None:
+            self.texts_embedded += len(texts)
             return self._encode_batched(texts)
         hashes = [EmbeddingCache.key(t) for t in texts]
         found = self.cache.get_many(self.name, sorted(set(hashes)))
@@ -142,6 +145,8 @@ class Embedder(ABC):
                 missing_texts.append(t)
         self.cache.hits += len(texts) - len(missing_texts)
         self.cache.misses += len(missing_texts)
+        self.texts_cached += len(texts) - len(missing_texts)
+        self.texts_embedded += len(missing_texts)
         if missing_texts:
             vecs = self._encode_batched(missing_texts)
             new = dict(zip(missing_hashes, vecs, strict=True))
@@ -308,6 +313,18 @@ class RemoteEmbedder(Embedder):
         if len(rows) != len(texts):
             raise EmbedderError(f"embedder {self.name}: {len(rows)} vectors for {len(texts)} inputs")
         return np.asarray([d["embedding"] for d in rows], dtype=np.float32)
+
+
+def embedder_counters(emb: Embedder | None) -> dict[str, int]:
+    """A backend's Stats counters for its embedder (services/adapters/host.py), so a run can tell, per namespace,
+    what its ingest embedded and what the shared cache answered: `embed_texts_embedded` (texts the model ran on for
+    stored memory), `embed_texts_cached`, `embed_queries` (search queries, never cached). {} without an embedder.
+    Totals since the embedder was made; a run takes the difference around each namespace."""
+    if emb is None:
+        return {}
+    return {"embed_texts_embedded": int(getattr(emb, "texts_embedded", 0)),
+            "embed_texts_cached": int(getattr(emb, "texts_cached", 0)),
+            "embed_queries": int(getattr(emb, "query_encodes", 0))}
 
 
 _EMBEDDERS: dict[str, Embedder] = {}

@@ -237,7 +237,11 @@ def group_table(ingest: dict[str, Any], group_of: dict[str, str], order: list[st
       leaving out the first namespace of each pass (it pays the process's warm-up, as in `windows`);
       `warmup_left_out` counts those; None when nothing is left;
     - `query_ms` / `query_p95_ms`: the median and the 95th percentile of the group's timed retrieves;
-    - `rss_mb` / `rss_max_mb`: the median and the largest reading of the backend's processes after settle.
+    - `rss_mb` / `rss_max_mb`: the median and the largest reading of the backend's processes after settle;
+    - `embedded_share`: of the texts the group's ingests embedded or found in the shared embedding cache
+      (`texts_embedded`, `texts_cached`, recorded where the backend reports its embedder), the share embedded
+      here; None when no namespace recorded them or there was nothing to embed. 1 = a cold cache, 0 = an earlier
+      run paid for every vector, and its ingest figure leaves that out.
     `ingest_growth` / `query_growth`: the figures of the last group in `order` that has both ÷ those of the first,
     each with its bootstrap interval (stats.median_ratio_ci over the two groups' values); `flat` and `settled` by
     the rules of `cost_table` (`judge`); `groups_compared` names the two groups, None when fewer than two have both
@@ -274,7 +278,8 @@ def group_table(ingest: dict[str, Any], group_of: dict[str, str], order: list[st
                          "ingest_ms_per_message": float(np.median(per)) if per else None,
                          "query_ms": float(np.median(lat)) if lat else None,
                          "query_p95_ms": float(np.percentile(lat, 95)) if lat else None, "queries": len(lat),
-                         "rss_mb": float(np.median(rss)) if rss else None, "rss_max_mb": max(rss) if rss else None}
+                         "rss_mb": float(np.median(rss)) if rss else None, "rss_max_mb": max(rss) if rss else None,
+                         "embedded_share": embedded_share(rows)}
             values[g] = (per, lat)
         rows_all = [r for rows in by.values() for r in rows]
         per_record = {int(r.get("lanes") or lane.get("lanes") or 1) for r in rows_all}
@@ -294,6 +299,14 @@ def group_table(ingest: dict[str, Any], group_of: dict[str, str], order: list[st
             judge(entry)
         out[backend] = entry
     return out
+
+
+def embedded_share(rows: list[dict[str, Any]]) -> float | None:
+    """Texts embedded ÷ (embedded + found in the cache) over the namespaces that recorded both; None without any."""
+    have = [r for r in rows if "texts_embedded" in r and "texts_cached" in r]
+    embedded = sum(int(r["texts_embedded"]) for r in have)
+    total = embedded + sum(int(r["texts_cached"]) for r in have)
+    return embedded / total if total else None
 
 
 def cache_note(embedding_cache: dict[str, Any] | None) -> str:
@@ -319,20 +332,22 @@ def render_groups(table: dict[str, Any], label: str, note: str = "") -> str:
            f"released it before the next, so the {label} is how large the memory it searched was. Ingest = the median "
            "over the namespaces of (ingest + settle time) per message, leaving out the first namespace of each pass "
            "(it pays the process's warm-up; `warm-up left out` counts them); query = the median and 95th percentile "
-           "of the timed retrieves; RSS = the backend's processes right after settle, median and largest. Growth = "
+           "of the timed retrieves; RSS = the backend's processes right after settle, median and largest; embedded = "
+           "of the texts its ingest needed vectors for, the share it embedded rather than found in the shared embedding "
+           "cache (– where the backend does not report it or embeds nothing). Growth = "
            f"the last {label}'s figure ÷ the first's [95% bootstrap interval]; flat = growth ≤ {FLAT_LIMIT} for "
            "ingest and query (services/coordinator/costs.py `group_table`)." + _lanes_note(table)
            + _passes_note(table) + note,
            "",
            f"| backend | {label} | namespaces | messages each (median) | warm-up left out | ingest ms/msg | "
-           "query ms p50 | query ms p95 | RSS MB median | RSS MB max |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "query ms p50 | query ms p95 | RSS MB median | RSS MB max | embedded |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for backend, e in table.items():
         for g, c in e["groups"].items():
             out.append(f"| {backend} | {g} | {c['namespaces']} | {c['messages_median']:,.0f} | {c['warmup_left_out']} "
                        f"| {_fmt(c['ingest_ms_per_message'], '.2f')} | {_fmt(c['query_ms'], '.1f')} "
                        f"| {_fmt(c['query_p95_ms'], '.1f')} | {_fmt(c['rss_mb'], ',.0f')} "
-                       f"| {_fmt(c['rss_max_mb'], ',.0f')} |")
+                       f"| {_fmt(c['rss_max_mb'], ',.0f')} | {_fmt(c.get('embedded_share'), '.0%')} |")
     compared = [(b, e) for b, e in table.items() if e["groups_compared"]]
     if compared:
         out += ["", f"| backend | {label}s compared | ingest growth | query growth | flat |", "|---|---|---:|---:|---|"]

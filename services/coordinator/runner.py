@@ -368,16 +368,35 @@ def lane_groups(backends: list[str]) -> list[list[str]]:
     return sorted((g[1] for g in groups), key=lambda g: backends.index(g[0]))
 
 
+async def embed_counters(client) -> dict[str, int] | None:
+    """The backend's embedder counters from Stats (services/common/embeddings.embedder_counters), {} when it reports
+    none; None when Stats fails (the figures are then missing, the run goes on)."""
+    try:
+        counters = (await client.stats(""))["counters"]
+    except Exception:  # a backend's Stats is not what this run measures
+        return None
+    return {k: int(v) for k, v in counters.items() if k.startswith("embed_")}
+
+
 async def ingest_namespace(client, bns: str, batch, settle_timeout_s: float) -> dict[str, Any]:
-    """Reset, ingest and settle one namespace; its counts and times (seconds)."""
+    """Reset, ingest and settle one namespace; its counts and times (seconds), and, when the backend's Stats reports
+    its embedder's counters, `texts_embedded` / `texts_cached`: the texts its ingest and settle ran the model on and
+    those the shared embedding cache answered (an ingest figure with nothing embedded was paid for by an earlier run).
+    The Stats calls fall outside the timed spans."""
+    before = await embed_counters(client)
     await client.reset(bns)
     t0 = time.perf_counter()
     counts = await client.ingest(bns, batch)
     t1 = time.perf_counter()
     settled = await client.settle(bns, settle_timeout_s)
     t2 = time.perf_counter()
-    return {**counts, "ingest_s": t1 - t0, "settle_s": t2 - t1, "settled": settled.settled,
-            "items_indexed": settled.items_indexed, "items_pending": settled.items_pending}
+    rec = {**counts, "ingest_s": t1 - t0, "settle_s": t2 - t1, "settled": settled.settled,
+           "items_indexed": settled.items_indexed, "items_pending": settled.items_pending}
+    after = await embed_counters(client)
+    for key, name in (("embed_texts_embedded", "texts_embedded"), ("embed_texts_cached", "texts_cached")):
+        if before is not None and after and key in after:  # absent before: its embedder was made in this namespace
+            rec[name] = after[key] - before.get(key, 0)
+    return rec
 
 
 def lane_eta(lanes: dict[str, tuple[int, int, float | None]], slots: int) -> float | None:
