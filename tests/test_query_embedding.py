@@ -64,14 +64,22 @@ BACKENDS = {
     "quaid": (lambda: _with_llm(QuaidBackend({"track_access": False}, BackendContext(embedder_name="hash"))),
               TEXTS[0]),
     "openclaw": (lambda: _with_llm(OpenClawBackend({}, BackendContext(embedder_name="hash"))), QUERY),
+    "mem0-oss": (lambda: _mem0_oss(), QUERY),  # Mem0's own library (services/adapters/mem0_oss/library.searching)
 }
+
+
+def _mem0_oss():
+    from services.adapters.mem0_oss.backend import Mem0OssBackend
+
+    return Mem0OssBackend({}, BackendContext(embedder_name="hash"))
 
 
 def _ranked(res) -> list[tuple[str, float]]:
     return [(m.id, round(float(m.score), 6)) for m in res.memories]
 
 
-@pytest.mark.parametrize("name", sorted(BACKENDS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "mem0-oss" else n
+                                  for n in sorted(BACKENDS)])  # importing Mem0's library takes seconds
 async def test_a_backend_embeds_its_query_at_every_search(name):
     make, text = BACKENDS[name]
     b = make()

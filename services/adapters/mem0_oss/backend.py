@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from services.adapters.base import BackendContext, StoreBackedBackend
-from services.adapters.mem0_oss.library import MEM0_VERSION_PIN, embedder_config, import_mem0
+from services.adapters.mem0_oss.library import MEM0_VERSION_PIN, embedder_config, import_mem0, searching
 from services.common.llm_roles import role_config
 from services.common.types import (
     ChannelDiagnostics,
@@ -237,7 +237,7 @@ class Mem0OssBackend(StoreBackedBackend):
             return RetrieveResult()
         mem = await self._mem()
         t0 = time.perf_counter_ns()
-        res = await self._run(mem.search, query.query, top_k=query.top_k,
+        res = await self._run(searching, mem.search, query.query, top_k=query.top_k,
                               filters={"user_id": mem0_user_id(namespace)},
                               threshold=self.config["search_threshold"])
         memories = [self.to_memory(r) for r in res["results"]]

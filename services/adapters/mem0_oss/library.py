@@ -13,11 +13,24 @@ built-in provider names, so the config object is built with `model_construct` (n
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 MEM0_VERSION_PIN = "2.2.1"
 PROVIDER = "memrig"
+_SEARCHING = threading.local()
+
+
+def searching(fn, *args, **kwargs):
+    """`fn(*args, **kwargs)` with this thread's embeddings taken as a search query's: RigEmbedding then embeds anew,
+    never through the shared cache (Embedder.encode_query). Mem0 labels its add-time lookups of existing memories
+    "search" too, so its `memory_action` cannot tell a query apart; the backend wraps Memory.search in this."""
+    _SEARCHING.on = True
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _SEARCHING.on = False
 
 
 def import_mem0(home: Path):
@@ -42,6 +55,8 @@ def import_mem0(home: Path):
             """`config.model` is the rig's Embedder; vectors are its unit-norm float32 rows as lists."""
 
             def embed(self, text, memory_action=None):
+                if getattr(_SEARCHING, "on", False):
+                    return self.config.model.encode_query(text).tolist()
                 return self.config.model.encode([text])[0].tolist()
 
             def embed_batch(self, texts, memory_action="add"):
