@@ -93,3 +93,15 @@ async def test_a_job_the_service_forgot_is_not_waited_for():
     fake.status["j3"] = "completed"
     st = await b.settle("ns", 30)
     assert st.settled and st.items_indexed == 3 and st.counts["items_job_unknown"] == 4
+
+
+def test_the_settle_budget_grows_with_the_items_still_pending():
+    """180 s (the engram benchmark's) or 1 s an item still pending, whichever is longer; the caller caps it. A BEAM
+    500K conversation's ~1,100 messages were left queued at 180 s (docs/results/beam.md)."""
+    b, _ = backend({}, {"j1": 300, "j2": 800})
+    assert b.settle_budget("ns", 0) == 1_100.0  # 1,100 items pending at 1 s each
+    assert b.settle_budget("ns", 600.0) == 600.0  # the caller's timeout caps it
+    assert b.settle_budget("other", 0) == 180.0 and b.settle_budget("other", 30.0) == 30.0  # nothing pending
+    b.jobs["ns"] = {"j1": 100}
+    assert b.settle_budget("ns", 10_000.0) == 180.0  # 100 s of items: the floor holds
+    assert CortexBackend({"base_url": "http://127.0.0.1:9", "settle_s_per_item": 0.5}).settle_budget("x", 0) == 180.0

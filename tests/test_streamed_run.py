@@ -32,6 +32,7 @@ class Recorder(StoreBackedBackend):
         super().__init__(config, context)
         self.log: list[tuple[str, str]] = []
         self.max_held = 0
+        self.settle_timeouts: dict[str, float] = {}
 
     async def reset(self, namespace):
         self.log.append(("reset", namespace))
@@ -47,6 +48,10 @@ class Recorder(StoreBackedBackend):
     async def prepare(self, namespace):
         self.log.append(("prepare", namespace))
         return "ready"
+
+    async def settle(self, namespace, timeout_s):
+        self.settle_timeouts[namespace] = timeout_s
+        return await super().settle(namespace, timeout_s)
 
     async def retrieve(self, namespace, query):
         self.log.append(("retrieve", namespace))
@@ -92,7 +97,9 @@ async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tm
 
     try:
         async with recorder_target(tmp_path) as (backend, port):
-            out = await run_suite(lme_config(tmp_path, port), progress, rig=rig)
+            cfg = lme_config(tmp_path, port)
+            cfg.settle_s_per_message = 1_000.0  # so that a namespace's messages, not the 600 s floor, decide
+            out = await run_suite(cfg, progress, rig=rig)
     finally:
         rig.stop_all()
     assert out.state == "succeeded", out.failures
@@ -114,6 +121,9 @@ async def test_each_namespace_is_ingested_probed_and_released_before_the_next(tm
         assert rec["messages_accepted"] == rec["messages"] and rec["settled"] is True
         assert len(rec["retrieve_ms"]) == 1 and rec["release_s"] >= 0 and rec["ingest_s"] >= 0
         assert rec["rss_bytes"] is None  # a --target: not a process this rig started
+        # each namespace's Settle timeout: 1,000 s a message, at least 600 s
+        assert backend.settle_timeouts[f"longmemeval:{q['question_id']}"] == max(600.0, 1_000.0 * rec["messages"])
+    assert max(backend.settle_timeouts.values()) > 600.0
     progress = [e for e in events if e.get("phase") == "namespaces"]
     assert [e["done"] for e in progress] == [1, 2, 3, 4] and all(e["total"] == 4 for e in progress)
     assert progress[-1]["eta_seconds"] == 0
@@ -369,3 +379,45 @@ async def test_ingest_records_what_the_embedder_embedded_and_what_the_cache_answ
     bm25 = InProcessBackendClient(IRBaselineBackend({"method": "bm25"}, BackendContext(embedder_name="hash")))
     rec = await ingest_namespace(bm25, "a", batch, 10.0)
     assert "texts_embedded" not in rec and "texts_cached" not in rec and rec["messages_accepted"] == 3
+
+
+def test_the_settle_timeout_grows_with_the_namespaces_messages():
+    cfg = RunConfig(suite="beam", backends=["b"])
+    assert (cfg.settle_timeout_s, cfg.settle_s_per_message) == (600.0, 1.0)
+    assert cfg.settle_timeout_for(290) == 600.0  # a 100K conversation: the floor
+    assert cfg.settle_timeout_for(2_088) == 2_088.0  # BEAM's largest 1M conversation: 1 s a message
+    assert cfg.settle_timeout_for(-5) == 600.0
+
+
+async def test_ingest_corpora_gives_each_namespace_its_own_settle_timeout():
+    from services.coordinator.runner import ingest_corpora
+
+    class Client:
+        def __init__(self):
+            self.timeouts = {}
+
+        async def reset(self, ns):
+            return 0
+
+        async def ingest(self, ns, batch):
+            return {"messages_accepted": batch.message_count}
+
+        async def settle(self, ns, timeout_s):
+            import types
+
+            self.timeouts[ns] = timeout_s
+            return types.SimpleNamespace(settled=True, items_indexed=0, items_pending=0)
+
+    from datetime import UTC, datetime
+
+    from services.common.types import IngestBatch, Message, Session
+
+    def batch(n):
+        t = datetime(2026, 1, 1, tzinfo=UTC)
+        return IngestBatch(sessions=(Session("s", t, tuple(Message(f"m{i}", "user", f"text {i}") for i in range(n))),))
+
+    c = Client()
+    cfg = RunConfig(suite="x", backends=["b"], settle_timeout_s=10.0, settle_s_per_message=2.0)
+    info = await ingest_corpora(c, {"a": batch(3), "b": batch(8)}, lambda ns: f"x:{ns}", cfg.settle_timeout_for)
+    assert c.timeouts == {"x:a": 10.0, "x:b": 16.0}
+    assert info["namespaces"]["b"]["messages_accepted"] == 8

@@ -470,3 +470,25 @@ def test_probes_jsonl_recomputes_every_verdict_cell(madial_dir):
     paired = [by["mine"][p] - by["openclaw-real"][p] for p in by["mine"]]
     assert sum(paired) / len(paired) == pytest.approx(nat["delta"]) == pytest.approx(0.8)
     assert all(set(r) == {"condition", "backend", "probe_id", "cluster", "values"} for r in rows)
+
+
+def test_a_backend_searched_before_it_settled_is_named_in_the_verdict(tmp_path):
+    """run.json's ingest records say where a backend's Settle ended with items pending: the verdict counts them per
+    backend (a failed ingest is not counted) and its page says so, since its figures there count memory not yet
+    indexed (the whole-split cortex run on BEAM, docs/results/beam.md)."""
+    d = madial_run(tmp_path / "m", HITS)
+    run = json.loads((d / "run.json").read_text())
+    run["ingest"] = {"mine": {"namespaces": {
+        "a": {"settled": False, "items_pending": 7}, "b": {"settled": True, "items_pending": 0},
+        "c": {"settled": False, "items_pending": 5}, "d": {"settled": False, "items_pending": 9, "error": "x"}}},
+        "bm25": {"namespaces": {"a": {"settled": True, "items_pending": 0}}}}
+    (d / "run.json").write_text(json.dumps(run))
+    v = suite_verdict(d)
+    assert v["backends"]["mine"]["unsettled"] == {"namespaces": 2, "of": 3, "items_pending": 12}
+    assert v["backends"]["bm25"]["unsettled"] is None and v["backends"]["openclaw-real"]["unsettled"] is None
+    from services.coordinator.verdict import assemble
+
+    md = render_markdown(assemble("r", {"madial": v}))
+    assert ("- madial: **mine was searched before it had settled** in 2 of 3 namespaces (12 items still pending when "
+            "its Settle ended)") in md
+    assert "bm25 was searched before" not in md

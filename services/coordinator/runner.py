@@ -87,6 +87,15 @@ class RunConfig:
     # embedding cache, 1.1 s under heavy load (docs/results/beam.md). Above the adapter's own per-message allowance (openclaw-real: 2 s), so the
     # adapter's timeout, which names what it was waiting for, fires first.
     ingest_deadline_per_message_s: float = 3.0
+    # A namespace's Settle may take this long a message past settle_timeout_s: the questions come after the whole
+    # conversation, so they must find it indexed. Cortex indexes asynchronously, and cortex-mock took 0.2-0.45 s a
+    # message to extract and embed BEAM conversations here; at a fixed 180 s every 500K and 1M conversation of the
+    # whole-split cortex run was searched with most of its messages still queued (docs/results/beam.md).
+    settle_s_per_message: float = 1.0
+
+    def settle_timeout_for(self, messages: int) -> float:
+        """The Settle timeout of a namespace of `messages` messages."""
+        return max(self.settle_timeout_s, self.settle_s_per_message * max(0, int(messages)))
 
 
 @dataclass
@@ -281,7 +290,7 @@ async def _ingest_then_probes(suite: Suite, ctx: ProbeContext, data, work, neede
             wanted = suite.namespaces_for(name, caps.get(name, {}), data.corpora)
             corpora = {ns: b for ns, b in data.corpora.items() if ns in wanted}
             info = await ingest_corpora(clients[name], corpora, ctx.backend_namespace,
-                                        cfg.settle_timeout_s, lambda m, n=name: emit(
+                                        cfg.settle_timeout_for, lambda m, n=name: emit(
                                             {"run_id": run_id, "phase": "ingest", "message": f"{n} {m}"}))
             info["duration_s"] = time.perf_counter() - t0
             ingest_info[name] = info
@@ -488,7 +497,8 @@ async def run_streamed(suite: Suite, ctx: ProbeContext, data, work: list[tuple[P
                                    "lanes": max(1, cfg.lanes)}
             if client is not None and name not in failures:
                 try:
-                    rec.update(await ingest_namespace(client, bns, data.corpora[ns], cfg.settle_timeout_s))
+                    rec.update(await ingest_namespace(client, bns, data.corpora[ns],
+                                                      cfg.settle_timeout_for(rec["messages"])))
                 except Exception as e:
                     failures[name] = f"ingest failed: {type(e).__name__}: {e}"
                     rec["error"] = failures[name]
@@ -600,10 +610,14 @@ def next_pass(prev_ingest: dict[str, Any]) -> int:
     return max(seen) + 1 if seen else 0
 
 
-async def ingest_corpora(client, corpora, ns_fn, settle_timeout_s: float, note=lambda m: None) -> dict[str, Any]:
+async def ingest_corpora(client, corpora, ns_fn, settle_timeout: Callable[[int], float],
+                         note=lambda m: None) -> dict[str, Any]:
+    """Each corpus into its namespace, one after another; `settle_timeout(messages)` is a namespace's Settle timeout
+    (RunConfig.settle_timeout_for)."""
     info: dict[str, Any] = {"namespaces": {}}
     for ns, batch in corpora.items():
-        rec = info["namespaces"][ns] = await ingest_namespace(client, ns_fn(ns), batch, settle_timeout_s)
+        rec = info["namespaces"][ns] = await ingest_namespace(client, ns_fn(ns), batch,
+                                                              settle_timeout(batch.message_count))
         note(f"{ns}: {rec['messages_accepted']} messages, settled={rec['settled']}")
     return info
 

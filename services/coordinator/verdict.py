@@ -182,6 +182,17 @@ def _slim(comp: dict[str, Any], source: str) -> dict[str, Any]:
 Loaded = tuple[dict[str, Any], dict[str, Any], Suite, list[dict[str, Any]]]
 
 
+def unsettled(run: dict[str, Any], backend: str) -> dict[str, Any] | None:
+    """{"namespaces": k, "of": n, "items_pending": p} when `backend`'s Settle ended with items still pending in k of
+    the n namespaces run.json records for it (its questions there were asked of memory not yet indexed), else None."""
+    recs = [r for r in (((run.get("ingest") or {}).get(backend) or {}).get("namespaces") or {}).values()
+            if isinstance(r, dict) and "settled" in r and "error" not in r]
+    late = [r for r in recs if r["settled"] is False]
+    if not late:
+        return None
+    return {"namespaces": len(late), "of": len(recs), "items_pending": sum(int(r.get("items_pending") or 0) for r in late)}
+
+
 def suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None, metric: str | None = None) -> dict[str, Any]:
     """The verdict of one suite run directory (see the module docstring): headline, baseline, and per backend its
     value, its comparisons against the baseline and BM25, context tokens per turn and retrieve p50/p95. `loaded`:
@@ -220,7 +231,7 @@ def suite_verdict(suite_dir: str | Path, loaded: Loaded | None = None, metric: s
             "condition": cond, "value": {"mean": summ["mean"], "ci": summ["ci"], "n": summ["n"], "method": summ["method"]},
             "tokens_per_turn": _mean(vals.get(pv.tokens) or {}),
             "retrieve_ms": {"p50": ls["p50_ms"], "p95": ls["p95_ms"], "n": ls["n"]},
-            "vs_native": None, "vs_bm25": None}
+            "vs_native": None, "vs_bm25": None, "unsettled": unsettled(run, backend)}
         if baseline and cond != baseline:
             rep = _reported(metrics, baseline, cond, metric)
             comp = rep or _comparison(pv, metric, baseline, cond, stable_seed(seed, suite.name, cond, "vs-native"))
@@ -468,6 +479,14 @@ def render_markdown(verdict: dict[str, Any], title: str | None = None) -> str:
         if missing:
             notes.append(f"{n}: no {' and no '.join(missing)} in this run: its column has nothing to compare "
                          f"against there (add {'it' if len(missing) == 1 else 'them'} to the run's backends).")
+    for n, v in suites.items():
+        for b, row in v["backends"].items():
+            u = row.get("unsettled")
+            if u:
+                notes.append(f"{n}: **{b} was searched before it had settled** in {u['namespaces']} of {u['of']} "
+                             f"namespaces ({u['items_pending']:,} items still pending when its Settle ended): there "
+                             "its figures count memory not yet indexed, not what it recalls (run.json's ingest "
+                             "records: `settled`, `items_pending`).")
     for n, reason in (verdict.get("left_out") or {}).items():
         notes.append(f"Not in the verdict: {n}: {reason[:160]}.")
     for b, reason in (verdict.get("skipped_backends") or {}).items():

@@ -181,6 +181,10 @@ class CortexBackend(MemoryBackend):
         "retry_queue_flush_interval_ms": 5000,
         # settle
         "settle_timeout_s": 180.0,  # Ubundi engram-benchmark's settle time for cortex
+        # ...at least this long an item still pending when Settle starts: 180 s fits a LoCoMo conversation, but
+        # cortex-mock took 0.2-0.45 s a message for BEAM's 900-2,100-message conversations here, and a fixed 180 s
+        # left most of them queued when the questions came (docs/results/beam.md). The caller's timeout still caps it.
+        "settle_s_per_item": 1.0,
         "settle_poll_ms": 200,  # the longest wait between two polls
         "settle_poll_min_ms": 10,  # the first wait; each one doubles up to settle_poll_ms (= settle_poll_ms: fixed)
         "settle_knowledge_stable_polls": 2,
@@ -389,11 +393,17 @@ class CortexBackend(MemoryBackend):
             yield wait
             wait = min(wait * 2, hi)
 
+    def settle_budget(self, namespace: str, timeout_s: float) -> float:
+        """Seconds a Settle of `namespace` may wait: settle_timeout_s, or settle_s_per_item for each item still
+        queued or in a pending job if that is longer; the caller's `timeout_s` caps it (0 = no cap of its own)."""
+        pending = self._queued_items(namespace) + sum(self.jobs[namespace].values())
+        own = max(float(self.config["settle_timeout_s"]), float(self.config["settle_s_per_item"]) * pending)
+        return min(timeout_s, own) if timeout_s else own
+
     async def settle(self, namespace: str, timeout_s: float) -> SettleResult:
         if timeout_s != timeout_s or timeout_s < 0:  # NaN made the deadline unreachable: settle never ended
             raise ValidationError("timeout_seconds", f"must be a number >= 0 (0 = the default), got {timeout_s!r}")
-        budget = min(timeout_s, self.config["settle_timeout_s"]) if timeout_s else self.config["settle_timeout_s"]
-        deadline = time.monotonic() + budget
+        deadline = time.monotonic() + self.settle_budget(namespace, timeout_s)
         polls = self.poll_intervals()
         poll = next(polls)
         settled = False
