@@ -18,6 +18,10 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir")
     p.add_argument("--no-rescore", action="store_true",
                    help="bench-all run: re-render the verdict and report from the suites' saved metrics only")
+    p.add_argument("--merge", action="append", default=[], metavar="DIR",
+                   help="write run_dir (new) from these suite runs of other backends, measured apart (other "
+                        "sittings or commits), and report them together; repeat for each (services/coordinator/"
+                        "merge.py says what must agree)")
 
 
 def cmd_report(args) -> int:
@@ -25,6 +29,12 @@ def cmd_report(args) -> int:
     from services.coordinator.run_report import is_bench_all_dir, rerender
     from services.coordinator.runner import finalize
 
+    if args.merge:
+        from services.coordinator.merge import merge_runs
+
+        out = merge_runs(args.merge, args.run_dir)
+        print(f"merged {len(args.merge)} runs: {out / 'report.md'}")
+        return 0
     if not Path(args.run_dir).is_dir():
         raise ValidationError(args.run_dir, "not a directory")
     if is_bench_all_dir(args.run_dir):  # a bench-all run: each suite re-scored, then the verdict and report
