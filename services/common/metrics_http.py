@@ -6,18 +6,39 @@ RSS and CPU.
 
 from __future__ import annotations
 
-from aiohttp import web
+import asyncio
+
+from aiohttp import hdrs, web
 from prometheus_client import REGISTRY, CollectorRegistry
-from prometheus_client.aiohttp import make_aiohttp_handler
+from prometheus_client.exposition import choose_encoder
 
 from services.common.http_input import application
+
+
+def metrics_handler(registry: CollectorRegistry = REGISTRY):
+    """GET /metrics with the exposition made in a worker thread, never on the event loop, and one at a time:
+    scrapes that arrive while one is being made share it. prometheus_client's own aiohttp handler makes it on the
+    loop; a process whose registry had grown large (a test worker after hundreds of tests) then spent each 1 s
+    scrape interval making the next exposition, and the coroutines it served waited for over half an hour."""
+    pending: dict[str, asyncio.Future] = {}
+
+    async def handler(request: web.Request) -> web.Response:
+        encoder, content_type = choose_encoder(",".join(request.headers.getall(hdrs.ACCEPT, [])))
+        fut = pending.get(content_type)
+        if fut is None:
+            fut = pending[content_type] = asyncio.ensure_future(asyncio.to_thread(encoder, registry))
+            fut.add_done_callback(lambda _f, k=content_type: pending.pop(k, None))
+        body = await asyncio.shield(fut)
+        return web.Response(body=body, headers={hdrs.CONTENT_TYPE: content_type})
+
+    return handler
 
 
 async def start_metrics_server(
     host: str = "127.0.0.1", port: int = 0, registry: CollectorRegistry = REGISTRY
 ) -> tuple[web.AppRunner, int]:
     app = application()
-    app.router.add_get("/metrics", make_aiohttp_handler(registry))
+    app.router.add_get("/metrics", metrics_handler(registry))
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
