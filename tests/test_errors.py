@@ -124,6 +124,7 @@ def _bad_input_cases():
     from services.adapters.http.template import TemplateError
     from services.common.types import ValidationError
     from services.coordinator.compare import CompareError
+    from services.coordinator.merge import MergeError
     from services.coordinator.credit_agreement import CreditLabelError
     from services.coordinator.metrics.budget import SpanError
     from services.coordinator.metrics.registry import UnknownMetric
@@ -154,6 +155,7 @@ def _bad_input_cases():
         (AuthError, (401, "Missing x-api-key header"), "header.x-api-key"),
         (SpanError, ("memories[2].evidence_spans[0].end", "past the text"), "memories[2].evidence_spans[0].end"),
         (CompareError, ("--fail-on", "matches no metric"), "--fail-on"),
+        (MergeError, ("b/run.json: seed", "1 differs from a's 0"), "b/run.json: seed"),
         (UnknownMetric, ("made_up", "unknown metric 'made_up'"), "metric"),
         (VerdictError, ("run/run.json", "missing"), "run/run.json"),
         (DigestMismatch, ("locomo.json", "ab", "cd"), "locomo.json"),
