@@ -124,8 +124,8 @@ def _bad_input_cases():
     from services.adapters.http.template import TemplateError
     from services.common.types import ValidationError
     from services.coordinator.compare import CompareError
-    from services.coordinator.merge import MergeError
     from services.coordinator.credit_agreement import CreditLabelError
+    from services.coordinator.merge import MergeError
     from services.coordinator.metrics.budget import SpanError
     from services.coordinator.metrics.registry import UnknownMetric
     from services.coordinator.suites.base import OptionError
