@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 from aiohttp import web
-from prometheus_client.aiohttp import make_aiohttp_handler
 
 from services.common.errors import InputError, http_status
 from services.common.http_input import application
+from services.common.metrics_http import metrics_handler
 from services.cortex_mock.config import MockConfig
 from services.cortex_mock.engine import CortexEngine, encode_payload
 from services.cortex_mock.jobs import InProcessJobs, RedisJobs, SharedJobTable, public_view
@@ -407,7 +407,7 @@ def _not_modelled(what: str):
 
 
 def _metrics_handler(app: web.Application):
-    inner = make_aiohttp_handler(app[METRICS_KEY].registry)
+    inner = metrics_handler(app[METRICS_KEY].registry)
 
     async def handler(request: web.Request) -> web.StreamResponse:
         m, jobs, engine = app[METRICS_KEY], app[JOBS_KEY], app[ENGINE_KEY]

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from aiohttp import web
 from prometheus_client import REGISTRY, CollectorRegistry
-from prometheus_client.aiohttp import make_aiohttp_handler
 
 from services.common.http_input import application
+from services.common.metrics_http import metrics_handler
 from services.embeddings_api.ollama import add_ollama_routes
 from services.embeddings_api.service import (
     MAX_BODY_BYTES,
@@ -61,7 +61,7 @@ def make_app(config: EmbeddingsConfig | None = None, registry: CollectorRegistry
     app.router.add_get("/health", svc.health)
     add_ollama_routes(app, svc)  # Ollama's /api/embed, /api/embeddings, /api/tags (quaid-real)
     add_voyage_routes(app, svc)  # Voyage's /v1/embeddings at /voyage/v1/embeddings (octybot-real)
-    app.router.add_get("/metrics", make_aiohttp_handler(REGISTRY if registry is None else registry))
+    app.router.add_get("/metrics", metrics_handler(REGISTRY if registry is None else registry))
     return app
 
 

@@ -25,10 +25,10 @@ from typing import Any
 
 from aiohttp import web
 from prometheus_client import REGISTRY
-from prometheus_client.aiohttp import make_aiohttp_handler
 
 from services.common.errors import http_status
 from services.common.http_input import application, oversized
+from services.common.metrics_http import metrics_handler
 from services.fault_proxy.engine import FaultEngine
 from services.fault_proxy.faults import FaultError, FaultSpec, nesting_error, parse_fault
 from services.fault_proxy.state import ADMIN_PREFIX, STATE, error_response, too_long
@@ -276,7 +276,7 @@ def add_admin_routes(app: web.Application) -> None:
     app.router.add_post(f"{p}/populate", populate)
     app.router.add_post(f"{p}/reset", reset)
     app.router.add_get(f"{p}/status", status)
-    app.router.add_get(f"{p}/metrics", make_aiohttp_handler(REGISTRY))
+    app.router.add_get(f"{p}/metrics", metrics_handler(REGISTRY))
 
 
 async def not_found_admin(request: web.Request) -> web.Response:

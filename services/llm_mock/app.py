@@ -28,11 +28,11 @@ from typing import Any
 
 from aiohttp import web
 from prometheus_client import REGISTRY, CollectorRegistry
-from prometheus_client.aiohttp import make_aiohttp_handler
 
 from services.common import prompts
 from services.common.errors import http_status
 from services.common.http_input import application
+from services.common.metrics_http import metrics_handler
 from services.common.tokens import count_messages_tokens, count_tokens, tokenizer_name, truncate_to_tokens
 from services.llm_mock import BEHAVIOUR_VERSION
 from services.llm_mock.body_checks import lone_surrogate_path, nesting_error, surrogate_error
@@ -292,7 +292,7 @@ def make_app(config: MockConfig | None = None, registry: CollectorRegistry | Non
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", get_model)
     app.router.add_get("/health", health)
-    app.router.add_get("/metrics", make_aiohttp_handler(REGISTRY if registry is None else registry))
+    app.router.add_get("/metrics", metrics_handler(REGISTRY if registry is None else registry))
     return app
 
 
