@@ -64,7 +64,7 @@ def test_runs_made_differently_are_refused_naming_the_field(tmp_path, field, cha
 
 def test_a_backend_or_a_sample_in_two_runs_is_refused(tmp_path):
     a, _ = _split(tmp_path)
-    again = madial_run(tmp_path / "again", {"bm25": HITS["bm25"]})
+    again = madial_run(tmp_path / "again", {"bm25": HITS["bm25"]}, extra={"duration_s": 5.0})
     with pytest.raises(MergeError, match="backends: bm25: measured in both"):
         merge_runs([a, again], tmp_path / "m1")
     with pytest.raises(MergeError, match="at least two"):
@@ -75,6 +75,19 @@ def test_a_backend_or_a_sample_in_two_runs_is_refused(tmp_path):
         merge_runs([a, again], tmp_path / "full")
     with pytest.raises(MergeError, match="not a suite run directory"):
         merge_runs([a, tmp_path / "nowhere"], tmp_path / "m3")
+
+
+def test_a_run_interrupted_or_not_finished_is_refused(tmp_path):
+    a, _ = _split(tmp_path)
+    stopped = madial_run(tmp_path / "stopped", {"mine": HITS["mine"]},
+                         extra={"duration_s": 5.0, "interrupted": {"at": "2026-11-30T05:25:00+00:00", "samples_ok": 4}})
+    with pytest.raises(MergeError, match="stopped/run.json: interrupted: the run was interrupted at "
+                                         "2026-11-30T05:25:00"):
+        merge_runs([a, stopped], tmp_path / "m1")
+    running = madial_run(tmp_path / "running", {"mine": HITS["mine"]})
+    with pytest.raises(MergeError, match="running/run.json: duration_s: missing: the run has not finished"):
+        merge_runs([a, running], tmp_path / "m2")
+    assert not (tmp_path / "m1").exists() and not (tmp_path / "m2").exists()
 
 
 def test_samples_graded_by_another_grader_version_are_refused(tmp_path):

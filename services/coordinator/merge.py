@@ -9,7 +9,9 @@ and time each backend's figures come from.
 What must agree (else an error names the field and both directories): the suite, the data it loaded (`data`,
 `probes`, `namespaces`), the suite options, the seed, the tokenizer, the embedder, the prompts, the answerer's and
 the judge's model (not their loopback URLs), and the grader version each sample's budget account was computed with.
-A backend may come from one directory only, and a sample key may appear once. The merged run.json is the first
+A backend may come from one directory only, and a sample key may appear once. Only finished runs merge: one
+interrupted (`interrupted` in its run.json) or not yet finished (no `duration_s`) is refused, since its verdict
+would rest on the conversations it happened to reach. The merged run.json is the first
 directory's, with the backends, their cost records (`ingest`, `prepare`), failures and replay views of all, and
 `merged_from`: per directory its run id, commit, start, duration, embedding cache and backends. Its `git_sha` names
 each commit with its backends. The report is then made from these files as for any run (runner.finalize).
@@ -43,6 +45,12 @@ def _run(d: Path) -> dict[str, Any]:
         raise MergeError(str(path), f"not valid JSON ({e})") from None
     if not isinstance(run, dict) or not isinstance(run.get("backends"), dict):
         raise MergeError(str(path), "backends: missing")
+    if stop := run.get("interrupted"):
+        raise MergeError(f"{path}: interrupted", f"the run was interrupted at {stop.get('at') if isinstance(stop, dict) else stop}"
+                         " with part of its samples: resume it (the same command and --out) before merging")
+    if run.get("duration_s") is None:
+        raise MergeError(f"{path}: duration_s", "missing: the run has not finished (still running, or killed before it "
+                         "could say so): let it finish, or resume it, before merging")
     return run
 
 
