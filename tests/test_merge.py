@@ -77,6 +77,14 @@ def test_a_backend_or_a_sample_in_two_runs_is_refused(tmp_path):
         merge_runs([a, tmp_path / "nowhere"], tmp_path / "m3")
 
 
+def test_runs_at_one_commit_are_named_once_on_the_git_line(tmp_path):
+    a, b = _split(tmp_path, git_sha="1111111")
+    c = madial_run(tmp_path / "c", {"dense": HITS["bm25"]}, git_sha="3333333", extra={"duration_s": 1.0})
+    run = json.loads((merge_runs([a, c, b], tmp_path / "merged") / "run.json").read_text())
+    assert run["git_sha"] == "1111111 (openclaw-real, bm25, mine); 3333333 (dense)"
+    assert [m["git_sha"] for m in run["merged_from"]] == ["1111111", "3333333", "1111111"]
+
+
 def test_a_run_interrupted_or_not_finished_is_refused(tmp_path):
     a, _ = _split(tmp_path)
     stopped = madial_run(tmp_path / "stopped", {"mine": HITS["mine"]},

@@ -14,7 +14,7 @@ interrupted (`interrupted` in its run.json) or not yet finished (no `duration_s`
 would rest on the conversations it happened to reach. The merged run.json is the first
 directory's, with the backends, their cost records (`ingest`, `prepare`), failures and replay views of all, and
 `merged_from`: per directory its run id, commit, start, duration, embedding cache and backends. Its `git_sha` names
-each commit with its backends. The report is then made from these files as for any run (runner.finalize).
+each commit once, with the backends measured at it. The report is then made from these files as for any run (runner.finalize).
 """
 
 from __future__ import annotations
@@ -124,7 +124,10 @@ def merge_runs(dirs: list[str | Path], out: str | Path) -> Path:
                               "started_at": run.get("started_at"), "duration_s": run.get("duration_s"),
                               "embedding_cache": run.get("embedding_cache"), "backends": list(run["backends"])}
                              for d, run in zip(dirs, runs, strict=True)]
-    merged["git_sha"] = "; ".join(f"{m['git_sha']} ({', '.join(m['backends'])})" for m in merged["merged_from"])
+    by_commit: dict[Any, list[str]] = {}  # runs at one commit named once, in the order of the directories
+    for m in merged["merged_from"]:
+        by_commit.setdefault(m["git_sha"], []).extend(m["backends"])
+    merged["git_sha"] = "; ".join(f"{sha} ({', '.join(bs)})" for sha, bs in by_commit.items())
     merged["embedding_cache"] = {}  # each run's own is in merged_from
     merged["duration_s"] = sum(float(m["duration_s"] or 0) for m in merged["merged_from"])
     out.mkdir(parents=True, exist_ok=True)
