@@ -510,7 +510,8 @@ def test_render_prints_the_scored_numbers(scored):
                          "conversation(s) (1 of 100K, 1 of 500K, 1 of 1M; a seeded sample stratified by size of the 3 "
                          "in the file's chosen sizes), 36 messages, 15 questions.")
     assert "| recall @1000 tok | nuggets @1000 | updated shown | stale (↓) | both statements " \
-           "| every event | instruction shown | abstention tokens | ctx tokens | p50 ms |" in line(md, "| backend | questions |")
+           "| every event | instruction shown | abstention tokens | ctx tokens | injected tokens | p50 ms |" in line(
+               md, "| backend | questions |")
     # after the questions: the rig's headline (verdict) when it is not evidence recall, then recall, nuggets, ...
     extra = int(budget.HEADLINE_METRIC != H)
     cells = line(md, "| scripted | 15 |").strip("| ").split(" | ")
@@ -518,7 +519,7 @@ def test_render_prints_the_scored_numbers(scored):
     # updated, stale, both statements, every event, instruction shown; abstention tokens
     t0 = count_tokens(C1["chat_batches"][0]["turns"][0][0]["content"])  # ABS1's one message; ABS3 shows nothing
     assert cells[4 + extra:9 + extra] == ["0.500"] * 5 and cells[9 + extra] == f"{t0 / 2:.0f}"
-    assert line(md, "| none | 15 |").strip("| ").split(" | ")[4 + extra:11 + extra] == ["0.000"] * 5 + ["0", "0"]
+    assert line(md, "| none | 15 |").strip("| ").split(" | ")[4 + extra:12 + extra] == ["0.000"] * 5 + ["0", "0", "0"]
     # the by-ability tables: a column per backend, none before scripted
     # (event ordering's questions are all in one conversation: a zero-width interval, stats.cluster_t_interval)
     assert "| event_ordering | 0.000 [0.000, 0.793] | 0.875 [0.875, 0.875] |" in md  # evidence recall
@@ -528,6 +529,24 @@ def test_render_prints_the_scored_numbers(scored):
     assert "### By size bucket" in md and f"| scripted | 0.667 / {2.5 / 3:.3f} / " in md
     assert "Questions without evidence ids (no recall figure): abstention 2, summarization 1." in md
     assert "Leave-one-conversation-out check" in md
+
+
+def test_injected_tokens_count_what_came_before_the_cut(scored):
+    suite, samples = scored
+    rows = copy.deepcopy(samples)
+    spend = {s["probe_id"]: s["context_tokens"] for s in rows if s["condition"] == "scripted"}
+    # the scripted texts are all under the budget: injected = shown, 783 tokens over the 15 questions
+    assert sum(spend.values()) == 783 and spend[IF] == 611
+    for s in rows:  # IF's backend injected 40,368 tokens, of which the agent was shown its first 611 (as cut)
+        if s["condition"] == "scripted" and s["probe_id"] == IF:
+            s["retrievals"]["scripted"]["budget"]["tokens"] = 40368
+    v = suite.per_probe(rows).values["scripted"]
+    assert v["injected_tokens"][IF] == 40368.0 and v["token_spend"][IF] == 611.0
+    assert v["injected_tokens"][ABS1] == v["token_spend"][ABS1] and v["injected_tokens"][ABS3] == 0.0
+    assert suite.per_probe(rows).spec("injected_tokens") == (False, "tokens")
+    cells = line(suite.render(suite.score(rows)), "| scripted | 15 |").strip("| ").split(" | ")
+    # ctx tokens 783 / 15 = 52.2; injected (783 - 611 + 40,368) / 15 = 2,702.7
+    assert cells[-3:-1] == ["52", "2703"]
 
 
 def test_run_probe_retrieves_top_50_and_answers_from_the_shown_text():

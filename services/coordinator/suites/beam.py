@@ -56,6 +56,8 @@ messages shown at each budget (no order within one), so order is read only betwe
   ask for a missing detail of a topic the conversation does discuss, so on-topic text is expected from a good memory
   (the model must still say it does not know); a coding conversation repeats generic words ("project", "app") that
   match many questions; a paraphrase of the topic is not counted;
+- `injected_tokens`: every token the backend injected for the question, before the cut at the budget (the budget
+  account's `tokens`): every figure above reads the first B of them; this is what the turn would cost uncut;
 - rubric nuggets offline (`nuggets@1000`): the share of a question's nuggets whose content the shown text (the
   sample's `shown_text`, the first 1,000 tokens of the injected text) carries. A nugget's content is its text after
   the "LLM response should <verb>:" prefix; its terms are shown.answer_terms of that; it is carried when at least
@@ -145,6 +147,7 @@ ABILITY_METRICS = {
 # the direction and unit of every figure only this suite computes (the metric registry holds the rest; an undeclared,
 # unregistered name is an error): lower is better (or: less injected) for the stale and abstention figures
 SPECS = {"stale": (False, "rate"), "stale_first": (False, "rate"), "abstention_tokens": (False, "tokens"),
+         "injected_tokens": (False, "tokens"),
          "abstention_topic": (False, "rate"),
          "abstention_on_topic": (False, "rate"),
          **{name: (True, "rate") for name in ("update_shown", "both_statements_shown", "order_all_shown",
@@ -609,6 +612,9 @@ class BeamSuite(Suite):
                 if isinstance(r.get("beam_judge"), dict):
                     vals.setdefault("beam_judge", {})[pid] = r["beam_judge"].get("score")
                 vals.setdefault("token_spend", {})[pid] = float(r.get("context_tokens", 0))
+                if isinstance(acc := rec.get("budget"), dict) and acc.get("tokens") is not None:
+                    # everything the backend injected, before the cut at the budget: what a turn costs it
+                    vals.setdefault("injected_tokens", {})[pid] = float(acc["tokens"])
                 vals.setdefault("latency_ms", {})[pid] = rec.get("latency_ms")
             values[cond] = vals
         ids = {p for v in values.values() for m in v.values() for p in m}
@@ -697,12 +703,16 @@ class BeamSuite(Suite):
                          C.fmt((o.get("order_all_shown") or {}).get("mean")),
                          C.fmt((o.get("instruction_shown") or {}).get("mean")),
                          C.fmt((o.get("abstention_tokens") or {}).get("mean"), 0),
-                         C.fmt((o.get("token_spend") or {}).get("mean"), 0), C.fmt(m[c]["latency"]["p50_ms"], 1)])
+                         C.fmt((o.get("token_spend") or {}).get("mean"), 0),
+                         C.fmt((o.get("injected_tokens") or {}).get("mean"), 0), C.fmt(m[c]["latency"]["p50_ms"], 1)])
         out.append(C.md_table(["backend", "questions",
                                *([f"{budget.HEADLINE_METRIC} (verdict)"] if verdict_col else []),
                                f"recall @{hb} tok", f"nuggets @{hb}", "updated shown",
                                "stale (↓)", "both statements", "every event", "instruction shown",
-                               "abstention tokens", "ctx tokens", "p50 ms"], rows))
+                               "abstention tokens", "ctx tokens", "injected tokens", "p50 ms"], rows))
+        out += ["", f"ctx tokens = the tokens the agent is shown, at most {hb}; injected tokens = everything the "
+                "backend injected before the cut at the budget (mean a question): what a turn would cost it "
+                "uncut."]
         if any("answer_nuggets" in m[c]["overall"] for c in conds):
             tag = C.mock_tag(metrics, "answer")
             out += ["", f"Answer nuggets{tag} (the same rule on the answer): " + ", ".join(
