@@ -11,10 +11,10 @@ What must agree (else an error names the field and both directories): the suite,
 the judge's model (not their loopback URLs), and the grader version each sample's budget account was computed with.
 A backend may come from one directory only, and a sample key may appear once. Only finished runs merge: one
 interrupted (`interrupted` in its run.json) or not yet finished (no `duration_s`) is refused, since its verdict
-would rest on the conversations it happened to reach. The merged run.json is the first
-directory's, with the backends, their cost records (`ingest`, `prepare`), failures and replay views of all, and
-`merged_from`: per directory its run id, commit, start, duration, embedding cache and backends. Its `git_sha` names
-each commit once, with the backends measured at it. The report is then made from these files as for any run (runner.finalize).
+would rest on the conversations it happened to reach. The merged run.json is the first directory's, with the
+backends, their cost records (`ingest`, `prepare`), failures and replay views of all, and `merged_from`: per
+directory its run id, commit, start, duration, embedding cache and backends. Its `git_sha` names each commit once,
+with the backends measured at it. The report is then made from these files as for any run (runner.finalize).
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ def _run(d: Path) -> dict[str, Any]:
     if not isinstance(run, dict) or not isinstance(run.get("backends"), dict):
         raise MergeError(str(path), "backends: missing")
     if stop := run.get("interrupted"):
-        raise MergeError(f"{path}: interrupted", f"the run was interrupted at {stop.get('at') if isinstance(stop, dict) else stop}"
-                         " with part of its samples: resume it (the same command and --out) before merging")
+        at = stop.get("at") if isinstance(stop, dict) else stop
+        raise MergeError(f"{path}: interrupted", f"the run was interrupted at {at} with part of its samples: resume "
+                         "it (the same command and --out) before merging")
     if run.get("duration_s") is None:
         raise MergeError(f"{path}: duration_s", "missing: the run has not finished (still running, or killed before it "
                          "could say so): let it finish, or resume it, before merging")
