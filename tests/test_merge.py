@@ -42,7 +42,7 @@ def test_the_merge_gives_the_verdict_of_one_run_and_names_each_commit(tmp_path):
     assert [(m["dir"], m["git_sha"], m["backends"]) for m in run["merged_from"]] == [
         (str(a), "1111111", ["openclaw-real", "bm25"]), (str(b), "2222222", ["mine"])]
     assert run["ingest"] == {"bm25": {"namespaces": {"archive": {"settled": True, "messages": 5}}}}
-    assert run["duration_s"] == 120.0 and run["run_id"] == "merged"
+    assert run["duration_s"] == 120.0 and run["duration_all_s"] == 120.0 and run["run_id"] == "merged"
     lines = (out / "samples.jsonl").read_text().splitlines()
     assert len(lines) == 30  # ten probes x three backends, each once
     md = (out / "report.md").read_text()
@@ -75,6 +75,18 @@ def test_a_backend_or_a_sample_in_two_runs_is_refused(tmp_path):
         merge_runs([a, again], tmp_path / "full")
     with pytest.raises(MergeError, match="not a suite run directory"):
         merge_runs([a, tmp_path / "nowhere"], tmp_path / "m3")
+
+
+def test_the_time_over_every_sitting_is_summed_when_every_run_knows_it(tmp_path):
+    # a: one sitting of 100 s; b: resumed, sittings of 30 and 50 s before its last 20 s
+    a, b = _split(tmp_path, extra={"duration_s": 20.0, "sittings_s": [30.0, 50.0], "duration_all_s": 100.0})
+    run = json.loads((merge_runs([a, b], tmp_path / "m1") / "run.json").read_text())
+    assert [m["duration_all_s"] for m in run["merged_from"]] == [100.0, 100.0]
+    assert run["duration_s"] == 120.0 and run["duration_all_s"] == 200.0 and "sittings_s" not in run
+    # a sitting killed without a word: that run's total, and so the merge's, unknown
+    c = madial_run(tmp_path / "c", {"mine": HITS["mine"]}, extra={"duration_s": 20.0, "sittings_s": [None]})
+    run = json.loads((merge_runs([a, c], tmp_path / "m2") / "run.json").read_text())
+    assert run["merged_from"][1]["duration_all_s"] is None and "duration_all_s" not in run
 
 
 def test_runs_at_one_commit_are_named_once_on_the_git_line(tmp_path):

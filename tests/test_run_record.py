@@ -109,7 +109,7 @@ def test_a_resumed_run_keeps_when_its_first_attempt_started(tmp_path):
     record = make_record(tmp_path, prev={"started_at": "T1"})
     record.identify(fake_suite(), fake_data(), mock_roles())
     run = record.to_json()
-    assert list(run)[len(IDENTITY):] == ["first_started_at", "resumed", "llm_roles"]
+    assert list(run)[len(IDENTITY):] == ["first_started_at", "resumed", "sittings_s", "llm_roles"]
     assert run["first_started_at"] == "T1" and run["resumed"] is True and run["started_at"] != "T1"
 
     again = make_record(tmp_path / "2", prev={"started_at": "T2", "first_started_at": "T0"})
@@ -119,6 +119,44 @@ def test_a_resumed_run_keeps_when_its_first_attempt_started(tmp_path):
     fresh = make_record(tmp_path / "3")
     fresh.identify(fake_suite(), fake_data(), mock_roles())
     assert "resumed" not in fresh.to_json() and fresh.prev == {}
+
+
+def test_a_resumed_run_adds_up_its_sittings(tmp_path):
+    # sitting 1 stopped after 100 s, sitting 2 after 40 s: the third finishes in 25 s, 165 s in all
+    prev = {"started_at": "T2", "first_started_at": "T1", "sittings_s": [100.0],
+            "interrupted": {"at": "x", "samples_ok": 3, "elapsed_s": 40.0}}
+    record = make_record(tmp_path, prev=prev)
+    record.identify(fake_suite(), fake_data(), mock_roles())
+    assert record.to_json()["sittings_s"] == [100.0, 40.0] and "duration_all_s" not in record.to_json()
+    record.finished(25.0)
+    run = on_disk(record)
+    assert run["duration_s"] == 25.0 and run["duration_all_s"] == 165.0
+    # a finished run run again: its duration is the earlier sitting
+    again = make_record(tmp_path / "2", prev={"started_at": "T1", "duration_s": 70.0})
+    again.identify(fake_suite(), fake_data(), mock_roles())
+    again.finished(5.0)
+    assert on_disk(again)["sittings_s"] == [70.0] and on_disk(again)["duration_all_s"] == 75.0
+    # a sitting killed without a word: its length unknown, so no sum
+    killed = make_record(tmp_path / "3", prev={"started_at": "T1"})
+    killed.identify(fake_suite(), fake_data(), mock_roles())
+    killed.finished(5.0)
+    assert on_disk(killed)["sittings_s"] == [None] and "duration_all_s" not in on_disk(killed)
+    fresh = make_record(tmp_path / "4")
+    fresh.identify(fake_suite(), fake_data(), mock_roles())
+    fresh.finished(9.0)
+    assert "sittings_s" not in on_disk(fresh) and "duration_all_s" not in on_disk(fresh)
+
+
+def test_an_interrupt_records_how_long_the_sitting_ran(tmp_path):
+    import time
+
+    from services.coordinator.runner import mark_interrupted
+
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.write_run({"suite": "madial", "started_at": "T", "started_monotonic": time.monotonic() - 50.0})
+    mark_interrupted(run_dir)
+    stop = run_dir.read_run()["interrupted"]
+    assert stop["samples_ok"] == 0 and 50.0 <= stop["elapsed_s"] < 50.0 + 60
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -50,7 +50,8 @@ from services.coordinator.suites.common import stable_seed
 from services.coordinator.verdict import ALPHA, VerdictError, load_suite_run, min_p, mocked
 
 PAIRED_SHARE = 0.8
-VOLATILE_KEYS = {"run_id", "started_at", "started_monotonic", "first_started_at", "resumed", "duration_s", "ingest",
+VOLATILE_KEYS = {"run_id", "started_at", "started_monotonic", "first_started_at", "resumed", "duration_s", "sittings_s",
+                 "duration_all_s", "ingest",
                  "failures", "config", "backends_requested", "suite_description", "llm_cache", "namespaces",
                  "reuse"}  # where a result came from (services/coordinator/reuse.py), not what produced it
 _LOOPBACK = re.compile(r"(https?://(?:127\.0\.0\.1|localhost|\[::1\])):\d+")

@@ -13,8 +13,9 @@ A backend may come from one directory only, and a sample key may appear once. On
 interrupted (`interrupted` in its run.json) or not yet finished (no `duration_s`) is refused, since its verdict
 would rest on the conversations it happened to reach. The merged run.json is the first directory's, with the
 backends, their cost records (`ingest`, `prepare`), failures and replay views of all, and `merged_from`: per
-directory its run id, commit, start, duration, embedding cache and backends. Its `git_sha` names each commit once,
-with the backends measured at it. The report is then made from these files as for any run (runner.finalize).
+directory its run id, commit, start, duration (of its last sitting, and over all its sittings: `duration_all_s`,
+also summed over the runs when every one is known), embedding cache and backends. Its `git_sha` names each commit
+once, with the backends measured at it. The report is then made from these files as for any run (runner.finalize).
 """
 
 from __future__ import annotations
@@ -53,6 +54,14 @@ def _run(d: Path) -> dict[str, Any]:
         raise MergeError(f"{path}: duration_s", "missing: the run has not finished (still running, or killed before it "
                          "could say so): let it finish, or resume it, before merging")
     return run
+
+
+def _all_sittings(run: dict[str, Any]) -> float | None:
+    """A finished run's time over all its sittings: `duration_all_s` for a resumed run (None when a sitting's length
+    is unknown), its `duration_s` for one measured in one sitting."""
+    if run.get("sittings_s"):
+        return run.get("duration_all_s")
+    return float(run["duration_s"])
 
 
 def _model(ident: Any) -> dict[str, Any]:
@@ -123,6 +132,7 @@ def merge_runs(dirs: list[str | Path], out: str | Path) -> Path:
         merged[k] = {b: v for run in runs for b, v in (run.get(k) or {}).items()}
     merged["merged_from"] = [{"dir": str(d), "run_id": run.get("run_id"), "git_sha": run.get("git_sha"),
                               "started_at": run.get("started_at"), "duration_s": run.get("duration_s"),
+                              "duration_all_s": _all_sittings(run),
                               "embedding_cache": run.get("embedding_cache"), "backends": list(run["backends"])}
                              for d, run in zip(dirs, runs, strict=True)]
     by_commit: dict[Any, list[str]] = {}  # runs at one commit named once, in the order of the directories
@@ -131,6 +141,10 @@ def merge_runs(dirs: list[str | Path], out: str | Path) -> Path:
     merged["git_sha"] = "; ".join(f"{sha} ({', '.join(bs)})" for sha, bs in by_commit.items())
     merged["embedding_cache"] = {}  # each run's own is in merged_from
     merged["duration_s"] = sum(float(m["duration_s"] or 0) for m in merged["merged_from"])
+    merged.pop("sittings_s", None)  # the first run's; each run's total is in merged_from
+    merged.pop("duration_all_s", None)
+    if all(m["duration_all_s"] is not None for m in merged["merged_from"]):
+        merged["duration_all_s"] = sum(m["duration_all_s"] for m in merged["merged_from"])
     out.mkdir(parents=True, exist_ok=True)
     rd = RunDir(out)
     try:

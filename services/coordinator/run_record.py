@@ -12,7 +12,10 @@ What run.json holds, in this order (`RunRecord.to_json`; a part not known yet is
 - `replay_views`, `ingest` and `prepare`: the last two over the resumed run's (`prev`) and the reused results';
 - once the probes are done (`close`): the LLM response cache, the failures, the embedding cache; each cache is read
   before the run and after it (`CacheMeter`) and run.json says what changed; then what was reused and stored
-  (`store_results`) and the duration.
+  (`store_results`) and the duration. A resumed run also keeps its sittings: `sittings_s`, the length of each
+  earlier sitting (its `duration_s` if it finished, else the `elapsed_s` its interrupt recorded; None for one killed
+  without a word), and with the duration `duration_all_s`, every sitting's length summed (left out when one is
+  unknown): how long a suite measured over several sittings took in all.
 
 Every write goes through `RunRecord.write` (RunDir.write_run: whole or not at all), the streamed ingest's
 checkpoints and the interrupt hook's included; `amend` adds to a run.json on disk (`memrig bench`'s Ctrl-C).
@@ -141,6 +144,7 @@ class RunRecord:
         if self.prev.get("started_at"):
             ident["first_started_at"] = self.prev.get("first_started_at", self.prev["started_at"])
             ident["resumed"] = True
+            ident["sittings_s"] = [*self.prev.get("sittings_s", []), sitting_length(self.prev)]
         ident["llm_roles"] = {**llm_roles.identities(roles), "choices": dict(cfg.llm_roles)}
         self.identity = ident
         self.roles = roles
@@ -265,11 +269,25 @@ class RunRecord:
             run["reuse"] = self.reuse
         if self.duration_s is not None:
             run["duration_s"] = self.duration_s
+            earlier = run.get("sittings_s") or []
+            if earlier and all(isinstance(x, int | float) for x in earlier):
+                run["duration_all_s"] = sum(earlier) + self.duration_s
         return run
 
     def write(self) -> None:
         """run.json replaced whole with the record as it stands (services/coordinator/results.py `write_run`)."""
         self.run_dir.write_run(self.to_json())
+
+
+def sitting_length(run: dict[str, Any]) -> float | None:
+    """How long the sitting that wrote `run` (a run.json) lasted: its duration if it finished, the elapsed time its
+    interrupt recorded if it was stopped, None if neither (killed without a word, or a run.json before either)."""
+    if isinstance(d := run.get("duration_s"), int | float):
+        return float(d)
+    stop = run.get("interrupted")
+    if isinstance(stop, dict) and isinstance(e := stop.get("elapsed_s"), int | float):
+        return float(e)
+    return None
 
 
 def amend(run_dir: RunDir, **parts: Any) -> dict[str, Any]:

@@ -665,7 +665,10 @@ def mark_interrupted(run_dir: RunDir) -> str:
     ok = sum(1 for s in run_dir.samples() if s.get("status") == "ok")
     if not run.get("suite"):
         return f"interrupted before the run started: nothing written in {run_dir.path}"
-    amend(run_dir, interrupted={"at": datetime.now(UTC).isoformat(timespec="seconds"), "samples_ok": ok})
+    stop: dict[str, Any] = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "samples_ok": ok}
+    if isinstance(t0 := run.get("started_monotonic"), int | float):  # written by this process when the run began
+        stop["elapsed_s"] = round(time.monotonic() - t0, 3)
+    amend(run_dir, interrupted=stop)
     try:
         _, state = finalize(run_dir, html=False)
     except Exception as e:  # the samples are kept whatever scoring makes of them
