@@ -150,13 +150,20 @@ def test_a_resumed_run_adds_up_its_sittings(tmp_path):
 def test_an_interrupt_records_how_long_the_sitting_ran(tmp_path):
     import time
 
+    import psutil
+
     from services.coordinator.runner import mark_interrupted
 
     run_dir = RunDir(tmp_path / "run")
-    run_dir.write_run({"suite": "madial", "started_at": "T", "started_monotonic": time.monotonic() - 50.0})
+    run_dir.write_run({"suite": "madial", "started_at": "T", "started_monotonic": time.monotonic() - 0.5})
     mark_interrupted(run_dir)
     stop = run_dir.read_run()["interrupted"]
-    assert stop["samples_ok"] == 0 and 50.0 <= stop["elapsed_s"] < 50.0 + 60
+    assert stop["samples_ok"] == 0 and 0.5 <= stop["elapsed_s"] < 0.5 + 60
+    # run.json of an earlier sitting (began 100 s before this process): its start is not this sitting's
+    age = time.time() - psutil.Process().create_time()
+    run_dir.write_run({"suite": "madial", "started_at": "T", "started_monotonic": time.monotonic() - age - 100.0})
+    mark_interrupted(run_dir)
+    assert "elapsed_s" not in run_dir.read_run()["interrupted"]
 
 
 # ------------------------------------------------------------------------------------------------------

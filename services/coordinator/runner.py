@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from services.adapters.client import GrpcBackendClient, InProcessBackendClient
 from services.common import interrupt
 from services.common.embeddings import default_cache_path
@@ -657,6 +659,19 @@ async def run_one(suite: Suite, ctx: ProbeContext, probe: Probe, cond: Condition
                 "traceback": traceback.format_exc()[-1500:]}
 
 
+def sitting_elapsed(run: dict[str, Any]) -> float | None:
+    """Seconds since this sitting's run began (run.json's `started_monotonic`), or None when run.json was written by
+    an earlier process: a resumed run stopped before it wrote its own still holds the earlier sitting's start, and
+    CLOCK_MONOTONIC is the machine's, so the difference would span the gap between the sittings."""
+    t0 = run.get("started_monotonic")
+    if not isinstance(t0, int | float):
+        return None
+    elapsed = time.monotonic() - t0
+    if time.time() - elapsed < psutil.Process().create_time() - 1.0:  # began before this process did
+        return None
+    return round(elapsed, 3)
+
+
 def mark_interrupted(run_dir: RunDir) -> str:
     """Ctrl-C during `memrig bench` (services/common/interrupt.py; runs in the main thread while the run's
     writes are held): run.json records the interrupt, the samples that finished are scored and reported as an
@@ -666,8 +681,8 @@ def mark_interrupted(run_dir: RunDir) -> str:
     if not run.get("suite"):
         return f"interrupted before the run started: nothing written in {run_dir.path}"
     stop: dict[str, Any] = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "samples_ok": ok}
-    if isinstance(t0 := run.get("started_monotonic"), int | float):  # written by this process when the run began
-        stop["elapsed_s"] = round(time.monotonic() - t0, 3)
+    if (elapsed := sitting_elapsed(run)) is not None:
+        stop["elapsed_s"] = elapsed
     amend(run_dir, interrupted=stop)
     try:
         _, state = finalize(run_dir, html=False)
