@@ -87,6 +87,10 @@ def test_the_time_over_every_sitting_is_summed_when_every_run_knows_it(tmp_path)
     c = madial_run(tmp_path / "c", {"mine": HITS["mine"]}, extra={"duration_s": 20.0, "sittings_s": [None]})
     run = json.loads((merge_runs([a, c], tmp_path / "m2") / "run.json").read_text())
     assert run["merged_from"][1]["duration_all_s"] is None and "duration_all_s" not in run
+    # resumed before run.json kept its sittings: only the last sitting's duration is known
+    d = madial_run(tmp_path / "d", {"mine": HITS["mine"]}, extra={"duration_s": 20.0, "resumed": True})
+    run = json.loads((merge_runs([a, d], tmp_path / "m3") / "run.json").read_text())
+    assert run["merged_from"][1]["duration_all_s"] is None and "duration_all_s" not in run
 
 
 def test_runs_at_one_commit_are_named_once_on_the_git_line(tmp_path):

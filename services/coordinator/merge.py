@@ -58,8 +58,9 @@ def _run(d: Path) -> dict[str, Any]:
 
 def _all_sittings(run: dict[str, Any]) -> float | None:
     """A finished run's time over all its sittings: `duration_all_s` for a resumed run (None when a sitting's length
-    is unknown), its `duration_s` for one measured in one sitting."""
-    if run.get("sittings_s"):
+    is unknown, as for a run resumed before run.json kept sittings), its `duration_s` for one measured in one
+    sitting."""
+    if run.get("sittings_s") or run.get("resumed"):
         return run.get("duration_all_s")
     return float(run["duration_s"])
 
