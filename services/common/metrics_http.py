@@ -18,8 +18,9 @@ from services.common.http_input import application
 def metrics_handler(registry: CollectorRegistry = REGISTRY):
     """GET /metrics, as every service of the rig serves it: the exposition made in a worker thread, never on the
     event loop, and one at a time: scrapes that arrive while one is being made share it. prometheus_client's own
-    aiohttp handler makes it on the loop; a process whose registry had grown large (a test worker after hundreds of tests) then spent each 1 s
-    scrape interval making the next exposition, and the coroutines it served waited for over half an hour."""
+    aiohttp handler makes it on the loop; a process whose registry had grown large (a test worker after hundreds of
+    tests) then spent each 1 s scrape interval making the next exposition, and the coroutines it served waited for
+    over half an hour."""
     pending: dict[str, asyncio.Future] = {}
 
     async def handler(request: web.Request) -> web.Response:
